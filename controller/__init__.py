@@ -1,0 +1,1 @@
+"""The shell of the addon status controller: Kubernetes API, report API, hub replication, metrics, CLI."""

@@ -1,0 +1,78 @@
+"""What one controller watches over: the profile, the configured collectors and their timings."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from statemachines.errors import ConfigError
+from statemachines.settings import Settings
+from statemachines.vocabulary import SEED, CollectorSpec, Profile
+
+__all__ = ["Config"]
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    profile: Profile
+    collectors: tuple[CollectorSpec, ...]
+    settings: Mapping[str, Settings]  # per collector, the collector's overrides applied
+
+    @classmethod
+    def create(
+        cls,
+        *,
+        profile: Profile = SEED,
+        collectors: Sequence[str] | None = None,
+        settings: Settings | None = None,
+        collector_settings: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> Config:
+        """Validate that the names exist in the profile; default: every collector of it."""
+        names = list(collectors) if collectors is not None else [c.name for c in profile.collectors]
+        if not names:
+            raise ConfigError("collectors: at least one collector must be configured")
+        if len(set(names)) != len(names):
+            raise ConfigError(f"collectors: {names} names a collector twice")
+        specs = []
+        for name in names:
+            spec = profile.collector(name)
+            if spec is None:
+                raise ConfigError(
+                    f"collectors: unknown collector {name!r}; known: {_known(profile)}"
+                )
+            specs.append(spec)
+        base = settings or Settings()
+        per: dict[str, Settings] = {}
+        overrides = dict(collector_settings or {})
+        for name in overrides:
+            if name not in names:
+                raise ConfigError(
+                    f"collectorSettings: {name!r} is not a configured collector ({names})"
+                )
+        for name in names:
+            try:
+                per[name] = base.overridden(dict(overrides.get(name, {})))
+            except ValidationError as error:
+                raise ConfigError(f"collectorSettings.{name}: {_first(error)}") from error
+        return cls(profile=profile, collectors=tuple(specs), settings=per)
+
+    @property
+    def primary(self) -> CollectorSpec:
+        """The profile's primary collector; if it is not configured, the first configured one."""
+        return next((c for c in self.collectors if c.primary), self.collectors[0])
+
+    def spec(self, name: str) -> CollectorSpec | None:
+        return next((c for c in self.collectors if c.name == name), None)
+
+
+def _known(profile: Profile) -> str:
+    return ", ".join(c.name for c in profile.collectors)
+
+
+def _first(error: ValidationError) -> str:
+    detail = error.errors()[0]
+    where = ".".join(str(p) for p in detail["loc"])
+    return f"{where}: {detail['msg']}" if where else str(detail["msg"])

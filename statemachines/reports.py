@@ -1,0 +1,100 @@
+"""Reports in, verdicts out: the values that cross the report API, and their validation."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from statemachines.conditions import cut_message, format_time
+from statemachines.config import Config
+from statemachines.errors import ReportError
+from statemachines.vocabulary import Actor, Reason, State
+
+__all__ = ["Report", "Verdict", "VerdictKind", "parse_report"]
+
+_FIELDS = ("collector", "reason", "message", "observedGeneration")
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    """A reason reported about one collector, or (collector None) by the operator about all."""
+
+    reason: Reason
+    collector: str | None = None
+    message: str = ""
+    observed_generation: int | None = None
+
+
+class VerdictKind(StrEnum):
+    ACCEPTED = "accepted"  # the collector moved (state or reason changed)
+    PENDING = "pending"  # a dampening window is open; the move happens at its deadline
+    HEARTBEAT = "heartbeat"  # the current reason again: nothing moves
+    REFUSED = "refused"  # the machine has no transition for it: nothing changes
+
+
+# Which verdict a report to every collector gets when no collector refuses it.
+STRENGTH = (VerdictKind.HEARTBEAT, VerdictKind.PENDING, VerdictKind.ACCEPTED)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    kind: VerdictKind
+    collector: str | None
+    state: State  # the collector's state after the report
+    reason: Reason | None  # the collector's reason after the report
+    detail: str
+    rule: str | None = None  # the rule that refused it
+    deadline: datetime | None = None  # when a pending window ends
+
+    def to_api(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "verdict": self.kind.value,
+            "collector": self.collector,
+            "state": self.state.value,
+            "reason": self.reason.value if self.reason else None,
+            "detail": self.detail,
+        }
+        if self.rule:
+            out["rule"] = self.rule
+        if self.deadline:
+            out["deadline"] = format_time(self.deadline)
+        return out
+
+
+def parse_report(raw: object, config: Config) -> Report:
+    """A well-formed report from decoded JSON or YAML, or ReportError naming the field."""
+    if not isinstance(raw, Mapping):
+        raise ReportError("", f"a report is a JSON object, not {type(raw).__name__}")
+    for key in raw:
+        if key not in _FIELDS:
+            raise ReportError(str(key), f"unknown field; a report has {', '.join(_FIELDS)}")
+    reason_text = raw.get("reason")
+    if not isinstance(reason_text, str):
+        raise ReportError("reason", "required, a string")
+    reason = config.profile.parse_reason(reason_text)
+    if reason is None:
+        known = ", ".join(config.profile.reportable())
+        raise ReportError("reason", f"unknown reason {reason_text!r}; known: {known}")
+    collector = raw.get("collector")
+    if collector is not None:
+        if not isinstance(collector, str):
+            raise ReportError("collector", "must be a string")
+        if config.spec(collector) is None:
+            names = ", ".join(c.name for c in config.collectors)
+            raise ReportError("collector", f"{collector!r} is not configured; configured: {names}")
+    elif config.profile.spec(reason).reported_by is Actor.METRICS_COLLECTOR:
+        raise ReportError(
+            "collector", f"required: {reason.value} is reported by a collector about itself"
+        )
+    message = raw.get("message", "")
+    if not isinstance(message, str):
+        raise ReportError("message", "must be a string")
+    generation = raw.get("observedGeneration")
+    if generation is not None and (
+        not isinstance(generation, int) or isinstance(generation, bool) or generation < 0
+    ):
+        raise ReportError("observedGeneration", "must be a non-negative integer")
+    return Report(reason, collector, cut_message(message), generation)

@@ -1,0 +1,161 @@
+"""The vocabulary of addon status: condition types, reasons, actors and collectors, as one table.
+
+Every other module refers to these names; none spells a reason or a type as a string literal.
+The table is validated data (pydantic), so a profile other than the seed's can be loaded and is
+checked the same way.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = [
+    "REASON_PATTERN",
+    "SEED",
+    "Actor",
+    "CollectorSpec",
+    "ConditionType",
+    "Profile",
+    "Reason",
+    "ReasonSpec",
+    "State",
+]
+
+REASON_PATTERN = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+
+
+class ConditionType(StrEnum):
+    """The standard condition types on the addon CR; exactly one of them is True."""
+
+    AVAILABLE = "Available"
+    DEGRADED = "Degraded"
+    PROGRESSING = "Progressing"
+    DISABLED = "Disabled"
+    NOT_SUPPORTED = "NotSupported"
+
+
+# A collector's machine has the standard types as its states.
+State = ConditionType
+
+
+class Reason(StrEnum):
+    FORWARD_FAILURE = "ForwardFailure"
+    FORWARD_SUCCESSFUL = "ForwardSuccessful"
+    UPDATE_FAILURE = "UpdateFailure"
+    UPDATE_SUCCESSFUL = "UpdateSuccessful"
+    DISABLED_METRICS = "DisabledMetrics"
+    NOT_SUPPORTED = "NotSupported"
+    # Ours, not reportable: a collector nobody has heard of for `staleAfter`.
+    REPORTS_STALE = "ReportsStale"
+    # Sentinel for the condition of a collector that has not been reported on yet.
+    NO_REPORT_YET = "NoReportYet"
+
+
+class Actor(StrEnum):
+    ENDPOINT_OPERATOR = "endpoint-operator"
+    METRICS_COLLECTOR = "metrics-collector"
+
+
+class ReasonSpec(BaseModel):
+    """One row of the vocabulary: who may report a reason, and where it leads."""
+
+    model_config = ConfigDict(frozen=True)
+
+    reason: Reason
+    reported_by: Actor | None  # None: the controller's own reason, never reportable
+    leads_to: ConditionType
+    precedence: int | None = None  # higher wins in aggregation; None: not aggregated
+
+
+class CollectorSpec(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: Annotated[str, Field(pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")]
+    condition_type: Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9]*$")]
+    primary: bool = False
+
+    @property
+    def display_name(self) -> str:
+        """How the aggregated message names the collector (`MetricsCollector`)."""
+        return self.condition_type.removesuffix("Status")
+
+
+class Profile(BaseModel):
+    """A complete vocabulary: the reasons table, the collectors, and accepted spellings."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    reasons: tuple[ReasonSpec, ...]
+    collectors: tuple[CollectorSpec, ...]
+    aliases: dict[str, Reason] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self) -> Profile:
+        names = [r.reason for r in self.reasons]
+        if len(set(names)) != len(names):
+            raise ValueError("a reason appears twice in the reasons table")
+        ranks = [r.precedence for r in self.reasons if r.precedence is not None]
+        if len(set(ranks)) != len(ranks):
+            raise ValueError("precedence must be a total order: two reasons share a rank")
+        if sum(c.primary for c in self.collectors) != 1:
+            raise ValueError("exactly one collector must be the primary one")
+        return self
+
+    def spec(self, reason: Reason) -> ReasonSpec:
+        for row in self.reasons:
+            if row.reason is reason:
+                return row
+        raise KeyError(reason)
+
+    def parse_reason(self, text: str) -> Reason | None:
+        """The reportable reason spelled `text` (aliases included), or None."""
+        if text in self.aliases:
+            return self.aliases[text]
+        try:
+            reason = Reason(text)
+        except ValueError:
+            return None
+        return reason if self.spec(reason).reported_by is not None else None
+
+    def collector(self, name: str) -> CollectorSpec | None:
+        return next((c for c in self.collectors if c.name == name), None)
+
+    def reportable(self) -> list[str]:
+        return [r.reason.value for r in self.reasons if r.reported_by is not None]
+
+
+def _row(
+    reason: Reason, by: Actor | None, leads_to: ConditionType, precedence: int | None
+) -> ReasonSpec:
+    return ReasonSpec(reason=reason, reported_by=by, leads_to=leads_to, precedence=precedence)
+
+
+_OP, _MC, T = Actor.ENDPOINT_OPERATOR, Actor.METRICS_COLLECTOR, ConditionType
+
+SEED = Profile(
+    name="seed",
+    reasons=(
+        # ForwardFailure > ReportsStale > UpdateFailure > UpdateSuccessful > ForwardSuccessful
+        _row(Reason.FORWARD_FAILURE, _MC, T.DEGRADED, 5),
+        _row(Reason.REPORTS_STALE, None, T.DEGRADED, 4),
+        _row(Reason.UPDATE_FAILURE, _OP, T.DEGRADED, 3),
+        _row(Reason.UPDATE_SUCCESSFUL, _OP, T.PROGRESSING, 2),
+        _row(Reason.FORWARD_SUCCESSFUL, _MC, T.AVAILABLE, 1),
+        _row(Reason.DISABLED_METRICS, _OP, T.DISABLED, None),
+        _row(Reason.NOT_SUPPORTED, _OP, T.NOT_SUPPORTED, None),
+        _row(Reason.NO_REPORT_YET, None, T.PROGRESSING, None),
+    ),
+    collectors=(
+        CollectorSpec(
+            name="metrics-collector", condition_type="MetricsCollectorStatus", primary=True
+        ),
+        CollectorSpec(name="uwl-metrics-collector", condition_type="UwlMetricsCollectorStatus"),
+    ),
+    # The seed design spells it this way; accepted on input, never written.
+    aliases={"UpdateSuccesful": Reason.UPDATE_SUCCESSFUL},
+)
