@@ -1,1 +1,2 @@
-"""The shell of the addon status controller: Kubernetes API, report API, hub replication, metrics, CLI."""
+"""The shell of the addon status controller: Kubernetes API, report API, hub replication,
+metrics and the command line."""

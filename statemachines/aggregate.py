@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from statemachines.conditions import Condition, find_condition, format_time, set_condition
+from statemachines.conditions import Condition, find_condition, format_time
 from statemachines.config import Config
 from statemachines.settings import format_duration
 from statemachines.state import AddonState, CollectorState
@@ -37,7 +37,12 @@ def collector_reason(c: CollectorState) -> Reason:
 
 
 def aggregate(state: AddonState, config: Config) -> Aggregate:
-    message = _message(state, config)
+    own = [collector_condition(c, config, state.generation) for c in state.collectors]
+    return _aggregate(state, config, own)
+
+
+def _aggregate(state: AddonState, config: Config, own: list[Condition]) -> Aggregate:
+    message = _message(state, config, own)
     primary = state.collector(config.primary.name)
     if primary.state is State.NOT_SUPPORTED:
         return Aggregate(ConditionType.NOT_SUPPORTED, Reason.NOT_SUPPORTED, message)
@@ -52,13 +57,12 @@ def aggregate(state: AddonState, config: Config) -> Aggregate:
     return Aggregate(config.profile.spec(kept).leads_to, kept, message)
 
 
-def _message(state: AddonState, config: Config) -> str:
+def _message(state: AddonState, config: Config, own: list[Condition]) -> str:
     """`MetricsCollector: ForwardSuccessful (metrics sent); UwlMetricsCollector: ...`."""
     parts = []
-    for c in sorted(state.collectors, key=lambda c: c.name):
+    for c, condition in sorted(zip(state.collectors, own, strict=True), key=lambda p: p[0].name):
         spec = config.spec(c.name)
         name = spec.display_name if spec else c.name
-        condition = collector_condition(c, config, state.generation)
         detail = f" ({condition.message})" if condition.message else ""
         parts.append(f"{name}: {condition.reason}{detail}")
     return "; ".join(parts)
@@ -96,18 +100,20 @@ def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonS
     carry the kept reason too, so each says why); a collector condition's transition time is
     the collector's own (section 1 of the rules).
     """
-    result = aggregate(state, config)
+    collectors = [collector_condition(c, config, state.generation) for c in state.collectors]
+    result = _aggregate(state, config, collectors)
     previous = state.conditions
-    standard: tuple[Condition, ...] = ()
+    standard = []
     for type_ in ConditionType:
         status = "True" if type_ is result.type else "False"
-        new = Condition(type_, status, result.reason, result.message, now, state.generation)
         old = find_condition(previous, type_)
-        standard = (*standard, new if old is None else set_condition((old,), new)[0])
-    collectors = tuple(collector_condition(c, config, state.generation) for c in state.collectors)
+        since = old.last_transition_time if old is not None and old.status == status else now
+        standard.append(
+            Condition(type_, status, result.reason, result.message, since, state.generation)
+        )
     ours = {*ConditionType, *(c.condition_type for c in config.profile.collectors)}
     foreign = tuple(c for c in previous if c.type not in ours)
-    conditions = standard + collectors + foreign
+    conditions = (*standard, *collectors, *foreign)
     if conditions == previous:
         return state
     return AddonState(state.collectors, state.generation, conditions)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from statemachines.vocabulary import REASON_PATTERN
@@ -47,6 +48,11 @@ def parse_time(text: str) -> datetime:
     return moment.astimezone(UTC)
 
 
+@lru_cache(maxsize=256)
+def _valid_reason(reason: str) -> bool:
+    return REASON_PATTERN.match(reason) is not None
+
+
 @dataclass(frozen=True, slots=True)
 class Condition:
     type: str
@@ -57,7 +63,7 @@ class Condition:
     observed_generation: int
 
     def __post_init__(self) -> None:
-        if not REASON_PATTERN.match(self.reason):
+        if not _valid_reason(self.reason):
             raise ValueError(f"condition {self.type}: reason {self.reason!r} is not a valid reason")
         if self.last_transition_time.microsecond:
             object.__setattr__(

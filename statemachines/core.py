@@ -78,7 +78,9 @@ def apply(state: AddonState, report: Report, now: datetime, *, config: Config) -
     if verdict.kind is not VerdictKind.REFUSED and report.observed_generation is not None:
         # A reporter that saw generation N proves the CR is at N at least.
         state = replace(state, generation=max(state.generation, report.observed_generation))
-    return _outcome(before, write_conditions(state, config, now), verdict, changes, config)
+    if state.collectors != before.collectors or state.generation != before.generation:
+        state = write_conditions(state, config, now)
+    return _outcome(before, state, verdict, changes, config)
 
 
 def start(

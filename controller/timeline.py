@@ -1,0 +1,95 @@
+"""Renders a scenario run for people (a table) and for machines (JSON)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from typing import Any
+
+from statemachines.reports import Verdict, VerdictKind
+from statemachines.scenario import EPOCH, Run, TimelineRow
+from statemachines.settings import format_duration
+from statemachines.vocabulary import ConditionType
+
+__all__ = ["as_json", "as_table"]
+
+
+def _verdict_text(verdict: Verdict | None) -> str:
+    if verdict is None:
+        return ""
+    if verdict.kind is VerdictKind.REFUSED:
+        return f"refused [{verdict.rule}]"
+    if verdict.kind is VerdictKind.PENDING and verdict.deadline is not None:
+        return f"pending until {format_duration(verdict.deadline - EPOCH)}"
+    return verdict.kind.value
+
+
+def as_table(run: Run) -> str:
+    names = [c.name for c in run.scenario.config.collectors]
+    header = ["at", "event", "verdict", *names, "addon", "write"]
+    body = [
+        [
+            format_duration(row.at),
+            row.event,
+            _verdict_text(row.verdict),
+            *(row.collectors[n] for n in names),
+            row.addon,
+            "*" if row.written else "",
+        ]
+        for row in run.timeline
+    ]
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    lines = [f"scenario: {run.scenario.name}"]
+    if run.scenario.description:
+        lines.append(run.scenario.description.strip())
+    lines += ["", _line(header, widths), _line(["-" * w for w in widths], widths)]
+    for row, cells in zip(run.timeline, body, strict=True):
+        lines.append(_line(cells, widths))
+        lines += [f"    FAILED {failure}" for failure in row.failures]
+        if row.verdict and row.verdict.kind is VerdictKind.REFUSED:
+            lines.append(f"    why: {row.verdict.detail}")
+    lines += ["", "final status (what the CR says, and why):"]
+    for condition in run.status["conditions"]:
+        standard = condition["type"] in set(ConditionType)
+        mark = "=>" if standard and condition["status"] == "True" else "  "
+        lines.append(
+            f" {mark} {condition['type']:<26} {condition['status']:<8} {condition['reason']:<18}"
+            f" {condition['message'][:100]}"
+        )
+    failures = run.failures
+    expectations = sum(1 for step in run.scenario.steps if step.expect is not None)
+    verdict = "every expectation held" if not failures else f"{len(failures)} expectation(s) FAILED"
+    lines += ["", f"{expectations} checked steps: {verdict}; {run.writes} status writes"]
+    return "\n".join(lines)
+
+
+def _line(cells: list[str], widths: list[int]) -> str:
+    return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+
+def as_json(run: Run) -> str:
+    return json.dumps(
+        {
+            "scenario": run.scenario.name,
+            "ok": run.ok,
+            "failures": run.failures,
+            "writes": run.writes,
+            "timeline": [_row(r) for r in run.timeline],
+            "status": run.status,
+        },
+        indent=2,
+    )
+
+
+def _row(row: TimelineRow) -> dict[str, Any]:
+    return {
+        "at": format_duration(row.at),
+        "seconds": row.at / timedelta(seconds=1),
+        "step": row.step,
+        "event": row.event,
+        "verdict": row.verdict.to_api() if row.verdict else None,
+        "collectors": dict(row.collectors),
+        "addon": row.addon,
+        "written": row.written,
+        "failures": list(row.failures),
+    }

@@ -1,0 +1,155 @@
+"""`addon-status simulate`: every shipped scenario holds; invalid files exit 2 naming the step
+and field; a failed expectation exits 1 naming the step and why; `--format json` is parseable."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from controller.cli import main
+
+Simulate = Callable[..., tuple[int, str, str]]
+SCENARIOS = sorted((Path(__file__).parents[1] / "scenarios").glob("*.yaml"))
+
+BOOT = """
+steps:
+  - at: 0s
+    report: {reason: UpdateSuccessful}
+  - at: 1m
+    report: {collector: metrics-collector, reason: ForwardSuccessful}
+    expect: {verdict: accepted, addon: %s}
+"""
+
+
+@pytest.fixture
+def run_cli(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Simulate:
+    def run(text: str, *args: str) -> tuple[int, str, str]:
+        path = tmp_path / "scenario.yaml"
+        path.write_text(text)
+        code = main(["simulate", str(path), *args])
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_shipped_scenario_holds(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", str(path)]) == 0, capsys.readouterr()
+    out = capsys.readouterr().out
+    assert "every expectation held" in out
+
+
+def test_there_is_a_scenario_for_each_required_story() -> None:
+    names = {p.stem for p in SCENARIOS}
+    assert {
+        "boot-both-collectors",
+        "update-failure-blocks-available",
+        "flap-absorbed",
+        "failure-outlives-window",
+        "dead-collector-goes-stale",
+        "disable-and-reenable",
+        "not-supported",
+    } <= names
+
+
+def test_failed_expectation_exits_1_and_says_which_and_why(run_cli: Simulate) -> None:
+    code, out, err = run_cli(BOOT % "Available")
+    assert code == 1
+    assert "steps[1] (at 1m): expected addon Available, got Progressing (UpdateSuccessful)" in err
+    assert "FAILED" in out
+
+
+def test_held_expectation_exits_0(run_cli: Simulate) -> None:
+    code, _, err = run_cli(BOOT % "Progressing")
+    assert (code, err) == (0, "")
+
+
+def test_json_format_is_machine_readable(run_cli: Simulate) -> None:
+    code, out, _ = run_cli(BOOT % "Progressing", "--format", "json")
+    result = json.loads(out)
+    assert code == 0 and result["ok"] is True
+    assert [row["verdict"]["verdict"] for row in result["timeline"]] == ["accepted", "accepted"]
+    assert (
+        result["timeline"][1]["collectors"]["metrics-collector"] == "Available (ForwardSuccessful)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("steps: [", "line 1", id="broken-yaml"),
+        pytest.param("steps: []", "steps: required, a non-empty list", id="no-steps"),
+        pytest.param("stepz: []", "stepz: unknown key", id="unknown-top-key"),
+        pytest.param(
+            "steps:\n - at: 0s\n   report: {collector: metrics-collector, reason: Forward}",
+            "steps[0].report.reason: unknown reason 'Forward'",
+            id="unknown-reason",
+        ),
+        pytest.param(
+            "steps:\n - at: 0s\n   report: {collector: prometheus, reason: ForwardFailure}",
+            "steps[0].report.collector: 'prometheus' is not configured",
+            id="unknown-collector",
+        ),
+        pytest.param(
+            "collectors: [metrics-collector]\nsteps:\n - at: 0s\n"
+            "   report: {collector: uwl-metrics-collector, reason: ForwardFailure}",
+            "steps[0].report.collector: 'uwl-metrics-collector' is not configured",
+            id="collector-not-configured",
+        ),
+        pytest.param(
+            "steps:\n - at: 0s\n   expect: {verdict: accepted}",
+            "steps[0].expect.verdict: this step has no report",
+            id="verdict-without-report",
+        ),
+        pytest.param(
+            "steps:\n - at: 0s\n   expect: {addon: Available, colour: red}",
+            "steps[0].expect.colour: unknown key",
+            id="unknown-expect-key",
+        ),
+        pytest.param(
+            "steps:\n - at: 0s\n   expect: {collectors: {prometheus: {state: Available}}}",
+            "steps[0].expect.collectors.prometheus: unknown",
+            id="unknown-collector-in-expect",
+        ),
+        pytest.param(
+            "steps:\n - at: 2m\n   expect: {addon: Available}\n"
+            " - at: 1m\n   expect: {addon: Available}",
+            "steps[1].at: goes back in time",
+            id="time-goes-back",
+        ),
+        pytest.param(
+            "steps:\n - at: soon\n   expect: {addon: Available}",
+            "steps[0].at: 'soon' is not a duration",
+            id="bad-duration",
+        ),
+        pytest.param(
+            "settings: {degradeAfter: ten}\nsteps:\n - at: 0s\n   expect: {addon: Available}",
+            "settings.degradeAfter",
+            id="bad-setting",
+        ),
+        pytest.param(
+            "steps:\n - at: 0s\n   expect: {conditions: {Ready: {status: 'True'}}}",
+            "steps[0].expect.conditions.Ready: unknown",
+            id="unknown-condition-type",
+        ),
+        pytest.param(
+            "steps:\n - at: 0s\n   note: nothing",
+            "steps[0]: a step needs a `report`, an `expect` or both",
+            id="empty-step",
+        ),
+    ],
+)
+def test_invalid_file_exits_2_and_names_where(run_cli: Simulate, text: str, message: str) -> None:
+    code, out, err = run_cli(text)
+    assert code == 2
+    assert out == ""
+    assert message in err
+
+
+def test_missing_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["simulate", str(tmp_path / "absent.yaml")]) == 2
+    assert "cannot read" in capsys.readouterr().err
