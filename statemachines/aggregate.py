@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from statemachines.conditions import Condition, find_condition, format_time
+from statemachines.conditions import Condition, find_condition
 from statemachines.config import Config
 from statemachines.settings import format_duration
 from statemachines.state import AddonState, CollectorState
@@ -75,8 +75,7 @@ def collector_condition(c: CollectorState, config: Config, generation: int) -> C
     if c.stale:
         limit = format_duration(config.settings[c.name].staleness_limit)
         underneath = f"{c.state.value} ({(c.reason or Reason.NO_REPORT_YET).value})"
-        heard = f" since {format_time(c.heard_at)}" if c.heard_at else ""
-        message = f"no report{heard} (staleAfter {limit}); last known state {underneath}"
+        message = f"no report for {limit} (staleAfter); last known state {underneath}"
         return Condition(
             spec.condition_type, "Unknown", Reason.REPORTS_STALE, message, c.changed_at, generation
         )

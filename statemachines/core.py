@@ -172,7 +172,7 @@ def _judge(
     if rule is WINDOW_ELAPSED.rule:
         return _dampen(c, report, now, window)
     refused = replace(c, observed_generation=before.observed_generation)
-    detail = f"{_label(c)} refuses {report.reason.value}: {why}"
+    detail = f"{_label(c)} refuses {report.reason.value} [{rule}]: {why}"
     return refused, _verdict(VerdictKind.REFUSED, refused, detail, rule=rule), None
 
 

@@ -149,6 +149,11 @@ def _collector_from_api(where: str, raw: dict[str, Any], now: datetime) -> Colle
         generation = int(raw["observedGeneration"]) if "observedGeneration" in raw else None
     except (KeyError, TypeError, ValueError) as error:
         raise StoredStateError(f"{where}.{field_name}", f"cannot be read: {error}") from error
+    if pending is not None and not _window_fits(state, reason, pending.reason):
+        raise StoredStateError(
+            f"{where}.pendingReason",
+            f"a {pending.reason.value} window cannot be open in {state.value} ({reason})",
+        )
     return CollectorState(
         name=raw["name"],
         state=state,
@@ -160,3 +165,10 @@ def _collector_from_api(where: str, raw: dict[str, Any], now: datetime) -> Colle
         stale=bool(raw.get("stale", False)),
         heard_at=now,
     )
+
+
+def _window_fits(state: State, reason: Reason | None, pending: Reason) -> bool:
+    """Windows open only on Available (a failure) and on Degraded(ForwardFailure) (a recovery)."""
+    if pending is Reason.FORWARD_FAILURE:
+        return state is State.AVAILABLE
+    return state is State.DEGRADED and reason is Reason.FORWARD_FAILURE
