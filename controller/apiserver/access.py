@@ -1,0 +1,117 @@
+"""Who is calling and what they did: bearer-token authentication from a table that a test can
+rotate at runtime, and the audit log of every request in Kubernetes' own terms (user, verb,
+group, resource, subresource, namespace, name, code), to compare a controller's calls with
+its RBAC Role."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["ANONYMOUS", "WRITE_VERBS", "AuditLog", "AuditRecord", "Authenticator", "UserInfo"]
+
+WRITE_VERBS: Final = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+
+
+@dataclass(frozen=True, slots=True)
+class UserInfo:
+    username: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+
+    def authenticated_groups(self) -> list[str]:
+        """kube-apiserver adds `system:authenticated` to every authenticated user."""
+        groups = list(self.groups)
+        if "system:authenticated" not in groups:
+            groups.append("system:authenticated")
+        return groups
+
+
+ANONYMOUS: Final = UserInfo("system:anonymous", groups=("system:unauthenticated",))
+
+
+class Authenticator:
+    """A token file in memory. None means anonymous access is allowed for everyone."""
+
+    def __init__(self, tokens: Mapping[str, UserInfo] | None) -> None:
+        self._lock = threading.Lock()
+        self._tokens = dict(tokens) if tokens is not None else None
+
+    def set_tokens(self, tokens: Mapping[str, UserInfo] | None) -> None:
+        with self._lock:
+            self._tokens = dict(tokens) if tokens is not None else None
+
+    def lookup(self, token: str) -> UserInfo | None:
+        with self._lock:
+            return None if self._tokens is None else self._tokens.get(token)
+
+    def authenticate(self, authorization: str | None) -> UserInfo | None:
+        """The caller, or None for a request kube-apiserver would answer with 401."""
+        with self._lock:
+            tokens = self._tokens
+        if tokens is None:
+            return ANONYMOUS
+        scheme, _, token = (authorization or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return None
+        return tokens.get(token.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRecord:
+    user: str
+    verb: str
+    api_group: str
+    resource: str
+    subresource: str
+    namespace: str
+    name: str
+    code: int
+    path: str = ""  # the URL path, for non-resource requests (/version, discovery)
+
+
+class AuditLog:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._records: list[AuditRecord] = []
+
+    def append(self, record: AuditRecord) -> None:
+        with self._lock:
+            self._records.append(record)
+
+    def records(self) -> list[AuditRecord]:
+        with self._lock:
+            return list(self._records)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._records.clear()
+
+    def count(
+        self,
+        *,
+        verbs: Iterable[str] = WRITE_VERBS,
+        resource: str | None = None,
+        subresource: str | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+        api_group: str | None = None,
+        user: str | None = None,
+        successful: bool = True,
+    ) -> int:
+        """How many requests matched; by default the successful writes."""
+        wanted = set(verbs)
+        return sum(
+            1
+            for r in self.records()
+            if r.verb in wanted
+            and (resource is None or r.resource == resource)
+            and (subresource is None or r.subresource == subresource)
+            and (namespace is None or r.namespace == namespace)
+            and (name is None or r.name == name)
+            and (api_group is None or r.api_group == api_group)
+            and (user is None or r.user == user)
+            and (not successful or 200 <= r.code < 300)
+        )

@@ -1,0 +1,82 @@
+"""A request's URL and method in Kubernetes' terms (kube-apiserver's RequestInfoFactory):
+verb, API group and version, resource, subresource, namespace and name. Authorization, audit
+and fault matching all speak these terms."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = ["RequestInfo", "parse_bool", "request_info"]
+
+_NAMESPACE_SUBRESOURCES: Final = frozenset({"status", "finalize"})
+_VERBS: Final = {
+    "POST": "create",
+    "PUT": "update",
+    "PATCH": "patch",
+    "GET": "get",
+    "HEAD": "get",
+    "DELETE": "delete",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class RequestInfo:
+    method: str
+    path: str
+    verb: str
+    is_resource: bool
+    api_prefix: str = ""  # "api" or "apis"
+    api_group: str = ""
+    api_version: str = ""
+    resource: str = ""
+    subresource: str = ""
+    namespace: str = ""
+    name: str = ""
+    user: str = ""
+
+
+def parse_bool(value: str | None) -> bool:
+    """Go's strconv.ParseBool, as kube-apiserver reads `watch=`."""
+    return value in ("1", "t", "T", "TRUE", "true", "True")
+
+
+def request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInfo:
+    parts = [p for p in path.strip("/").split("/") if p] if path.strip("/") else []
+    plain = _VERBS.get(method, method.lower())
+    non_resource = RequestInfo(method, path, method.lower(), is_resource=False)
+    if not parts or parts[0] not in ("api", "apis"):
+        return non_resource
+    prefix = parts[0]
+    if prefix == "api":
+        if len(parts) < 2:
+            return non_resource
+        group, version, rest = "", parts[1], parts[2:]
+    else:
+        if len(parts) < 3:
+            return RequestInfo(
+                method, path, method.lower(), False, prefix, parts[1] if len(parts) > 1 else ""
+            )
+        group, version, rest = parts[1], parts[2], parts[3:]
+    if not rest:
+        return RequestInfo(method, path, method.lower(), False, prefix, group, version)
+    verb = plain
+    if rest[0] == "watch":  # the deprecated /watch/ prefix
+        verb, rest = "watch", rest[1:]
+    namespace = ""
+    if rest and rest[0] == "namespaces" and len(rest) > 1:
+        namespace = rest[1]
+        if len(rest) > 2 and rest[2] not in _NAMESPACE_SUBRESOURCES:
+            rest = rest[2:]
+    resource = rest[0] if rest else ""
+    name = rest[1] if len(rest) > 1 else ""
+    subresource = rest[2] if len(rest) > 2 else ""
+    if not name:
+        if verb == "get":
+            verb = "watch" if parse_bool(query.get("watch")) else "list"
+        elif verb == "delete":
+            verb = "deletecollection"
+    return RequestInfo(
+        method, path, verb, True, prefix, group, version, resource, subresource, namespace, name
+    )
