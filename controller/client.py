@@ -1,0 +1,201 @@
+"""The Python client of the report API, for collectors, the endpoint operator and the CLI.
+
+One call, `ReportClient.report`, returns the verdict as the server sent it. It retries what the
+server could not judge (connection errors, 502/503/504, honouring `Retry-After`) with urllib3's
+`Retry`, but never waits without bound: every attempt has connect and read timeouts, and the call
+as a whole a deadline. Retrying is safe because a repeated report is a heartbeat. A 4xx is not
+retried: it raises `ReportRejected` with the field the server named.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import Any, Self
+from urllib.parse import urlsplit
+
+import urllib3
+from urllib3.exceptions import HTTPError
+from urllib3.util.retry import Retry
+
+from statemachines.errors import AddonStatusError
+
+__all__ = ["ReportClient", "ReportRejected", "ReportUnavailable"]
+
+_RETRIED_STATUS = frozenset({502, 503, 504})
+
+
+class ReportRejected(AddonStatusError):  # noqa: N818 (the server rejected it; not a failure of ours)
+    """The server answered 4xx: the report, the token or the grant is wrong; do not retry."""
+
+    def __init__(self, status: int, *, reason: str, field: str | None, message: str) -> None:
+        where = f" ({field})" if field else ""
+        super().__init__(f"{status} {reason}{where}: {message}")
+        self.status = status
+        self.reason = reason
+        self.field = field
+        self.message = message
+
+
+class ReportUnavailable(AddonStatusError):  # noqa: N818 (a state of the server, not a bug)
+    """No verdict within the deadline: the server is unreachable, not the leader, or failing."""
+
+
+class _DeadlinePassedError(Exception):
+    """Raised from inside urllib3's retry loop when the next attempt would start too late."""
+
+
+class _DeadlineRetry(Retry):
+    """urllib3's Retry, bounded by a monotonic deadline for the whole call."""
+
+    deadline: float = float("inf")
+
+    def new(self, **kw: Any) -> Self:
+        renewed = super().new(**kw)
+        renewed.deadline = self.deadline
+        return renewed
+
+    def sleep(self, response: urllib3.BaseHTTPResponse | None = None) -> None:
+        wait = None
+        if self.respect_retry_after_header and response is not None:
+            wait = self.get_retry_after(response)
+        if wait is None:
+            wait = self.get_backoff_time()
+        if time.monotonic() + wait >= self.deadline:
+            raise _DeadlinePassedError(
+                f"the next attempt would start after the deadline ({wait:g}s)"
+            )
+        if wait > 0:
+            time.sleep(wait)
+
+
+class ReportClient:
+    """Reports reasons to one controller. `token` may be a callable, so that a projected service
+    account token, which the kubelet rotates, is read afresh for every call."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        token: str | Callable[[], str] | None = None,
+        timeout: float = 5.0,
+        retries: int = 5,
+        backoff: float = 0.2,
+        deadline: float = 30.0,
+    ) -> None:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise ValueError(f"{url!r} is not an http(s) URL, e.g. http://127.0.0.1:8080")
+        self._endpoint = url.rstrip("/").removesuffix("/v1/reports") + "/v1/reports"
+        self._token = token
+        # No single attempt may outlast the whole call.
+        attempt = min(timeout, deadline)
+        self._timeout = urllib3.Timeout(connect=attempt, read=attempt)
+        self._retries = retries
+        self._backoff = backoff
+        self._deadline = deadline
+        self._pool = urllib3.PoolManager(num_pools=2, maxsize=2)
+
+    def __repr__(self) -> str:
+        return f"ReportClient({self._endpoint!r})"  # never the token
+
+    def report(
+        self,
+        collector: str | None = None,
+        *,
+        reason: str,
+        message: str = "",
+        observed_generation: int | None = None,
+    ) -> dict[str, Any]:
+        """The verdict (`verdict`, `state`, `reason`, `detail`, `rule`...), refused ones included.
+
+        Raises ReportRejected on a 4xx, ReportUnavailable when no verdict came in time.
+        """
+        body: dict[str, Any] = {"reason": reason, "message": message}
+        if collector is not None:
+            body["collector"] = collector
+        if observed_generation is not None:
+            body["observedGeneration"] = observed_generation
+        response = self._post(json.dumps(body).encode())
+        payload = _decode(response)
+        if 200 <= response.status < 300 and isinstance(payload, dict):
+            return payload
+        if 400 <= response.status < 500:
+            raise _rejection(response.status, payload)
+        raise ReportUnavailable(f"{self._endpoint} answered {response.status}: {_summary(payload)}")
+
+    def close(self) -> None:
+        self._pool.clear()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _post(self, body: bytes) -> urllib3.BaseHTTPResponse:
+        retry = _DeadlineRetry(
+            total=self._retries,
+            connect=self._retries,
+            read=self._retries,
+            status=self._retries,
+            other=0,
+            redirect=0,
+            allowed_methods=frozenset({"POST"}),
+            status_forcelist=_RETRIED_STATUS,
+            backoff_factor=self._backoff,
+            backoff_max=max(self._backoff, 5.0),
+            raise_on_status=False,
+            raise_on_redirect=False,
+        )
+        retry.deadline = time.monotonic() + self._deadline
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        token = self._token() if callable(self._token) else self._token
+        if token:
+            headers["Authorization"] = f"Bearer {token.strip()}"
+        try:
+            return self._pool.request(
+                "POST",
+                self._endpoint,
+                body=body,
+                headers=headers,
+                timeout=self._timeout,
+                retries=retry,
+            )
+        except _DeadlinePassedError as error:
+            raise ReportUnavailable(f"{self._endpoint}: gave up: {error}") from None
+        except HTTPError as error:
+            raise ReportUnavailable(f"{self._endpoint}: {_cause(error)}") from None
+
+
+def _decode(response: urllib3.BaseHTTPResponse) -> object:
+    try:
+        return json.loads(response.data)
+    except ValueError:
+        return None
+
+
+def _rejection(status: int, payload: object) -> ReportRejected:
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if not isinstance(error, dict):
+        return ReportRejected(status, reason="Rejected", field=None, message=_summary(payload))
+    field = error.get("field")
+    return ReportRejected(
+        status,
+        reason=str(error.get("reason", "Rejected")),
+        field=field if isinstance(field, str) else None,
+        message=str(error.get("message", "")),
+    )
+
+
+def _summary(payload: object) -> str:
+    if isinstance(payload, dict) and isinstance(payload.get("error"), dict):
+        return str(payload["error"].get("message", ""))
+    return "no JSON error in the answer"
+
+
+def _cause(error: HTTPError) -> str:
+    """The innermost reason urllib3 gives (connection refused, read timed out...)."""
+    reason = getattr(error, "reason", None)
+    return f"{type(reason).__name__}: {reason}" if reason is not None else str(error)

@@ -1,0 +1,220 @@
+"""The hub's API client, built from a kubeconfig file that may change under us.
+
+The hub kubeconfig comes from a mounted Secret; the kubelet updates it by swapping a symlink,
+so the file's identity, mtime and content change while the process runs (a rotated token, a
+new CA). `KubeconfigSource` builds a fresh `kubernetes.client.ApiClient` from the file into a
+configuration of its own (never the client's global default, so the spoke and the hub client
+live side by side), notices when the file changed and rebuilds, and keeps the last good client
+whenever a rebuild fails: a broken rotation must not cut a working connection.
+
+Error messages name the path and the kind of problem but never quote the file: a kubeconfig
+holds tokens and keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes.client import ApiClient, Configuration
+from kubernetes.config.config_exception import ConfigException
+from kubernetes.config.kube_config import KubeConfigLoader
+
+from statemachines.errors import AddonStatusError
+
+__all__ = ["KubeconfigError", "KubeconfigSource", "load_client"]
+
+log = logging.getLogger(__name__)
+
+
+class KubeconfigError(AddonStatusError):
+    """A kubeconfig that cannot be read or used; the message names the path, never contents."""
+
+    def __init__(self, path: Path, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """What identifies one version of the file: the stat triple is cheap to compare on every
+    call, the digest tells a touched-but-equal file from a really new one."""
+
+    inode: int
+    mtime_ns: int
+    size: int
+    digest: str
+
+
+def _read(path: Path) -> tuple[bytes, os.stat_result]:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(), os.fstat(handle.fileno())
+    except FileNotFoundError as error:
+        raise KubeconfigError(path, "kubeconfig file does not exist") from error
+    except IsADirectoryError as error:
+        raise KubeconfigError(path, "kubeconfig path is a directory") from error
+    except OSError as error:
+        raise KubeconfigError(path, f"cannot read kubeconfig: {error.strerror}") from error
+
+
+def _parse(path: Path, data: bytes) -> dict[str, Any]:
+    try:
+        document = yaml.safe_load(data)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        # Not chained: the YAML error quotes the offending line, which may hold a token.
+        raise KubeconfigError(path, f"kubeconfig is not valid YAML{where}") from None
+    if not isinstance(document, dict):
+        raise KubeconfigError(path, "kubeconfig is empty or not a mapping")
+    return document
+
+
+def load_client(path: Path, data: bytes) -> ApiClient:
+    """Build a client from the bytes read from `path`; relative certificate paths resolve
+    against the file's directory, as kubectl does.
+
+    The loader is fed the parsed dict rather than the path: its error messages then name
+    entries (`kube-config/users[name=hub]`) instead of printing whole entries, tokens included.
+    """
+    document = _parse(path, data)
+    configuration = Configuration()
+    try:
+        loader = KubeConfigLoader(  # type: ignore[no-untyped-call]  # the loader is untyped
+            config_dict=document, config_base_path=str(path.parent.resolve())
+        )
+        loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
+    except ConfigException as error:
+        raise KubeconfigError(path, f"kubeconfig cannot be used: {error}") from error
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        # Not chained: these come from deep inside the loader and may carry values.
+        raise KubeconfigError(
+            path, f"kubeconfig cannot be used: malformed entry ({type(error).__name__})"
+        ) from None
+    if not _has_server(document):
+        raise KubeconfigError(path, "kubeconfig's current cluster has no server")
+    return ApiClient(configuration=configuration)
+
+
+def _has_server(document: dict[str, Any]) -> bool:
+    """The loader silently falls back to http://localhost without a server; for the hub
+    that would mean writing to whatever listens on the spoke's loopback."""
+
+    def named(kind: str, name: Any) -> dict[str, Any]:
+        for entry in document.get(kind) or []:
+            if isinstance(entry, dict) and entry.get("name") == name:
+                return entry
+        return {}
+
+    context = named("contexts", document.get("current-context")).get("context") or {}
+    cluster = named("clusters", context.get("cluster")).get("cluster") or {}
+    return bool(cluster.get("server"))
+
+
+class KubeconfigSource:
+    """The current hub client; rebuilt when the file changes, old client kept on failure.
+
+    Thread-safe. Construction fails with `KubeconfigError` when the file is missing or broken,
+    so that a misconfigured deployment stops at start with a clear message; afterwards
+    `current()` always returns a working client (the newest one that could be built).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._lock = threading.Lock()
+        data, stat = _read(self.path)
+        self._client: ApiClient = load_client(self.path, data)
+        self._snapshot = _snapshot(stat, data)
+        self._failed: _Snapshot | None = None
+
+    def current(self) -> ApiClient:
+        """The client for the file as it is now: one `stat` per call, a rebuild only when the
+        file's identity or content changed. A change that fails to load is logged once."""
+        with self._lock:
+            try:
+                stat = self.path.stat()
+            except OSError:
+                return self._client  # mid-swap or gone: keep what works, report on reload
+            if _same_file(stat, self._snapshot) or _same_file(stat, self._failed):
+                return self._client
+            self._rebuild_locked(reason="file changed")
+            return self._client
+
+    def reload(self) -> bool:
+        """Rebuild from the file even if it looks unchanged (the server refused our
+        credentials, which may have been rotated in place); False keeps the old client."""
+        with self._lock:
+            return self._rebuild_locked(reason="reload requested")
+
+    def _rebuild_locked(self, *, reason: str) -> bool:
+        try:
+            data, stat = _read(self.path)
+            snapshot = _snapshot(stat, data)
+            if snapshot.digest == self._snapshot.digest and reason == "file changed":
+                self._snapshot = snapshot  # touched, not changed: keep the client
+                return True
+            client = load_client(self.path, data)
+        except KubeconfigError as error:
+            failed = _failed_snapshot(self.path)
+            if failed is None or failed != self._failed:
+                log.warning(
+                    "hub kubeconfig not reloaded (%s), keeping the old client: %s", reason, error
+                )
+            self._failed = failed
+            return False
+        old, self._client = self._client, client
+        self._snapshot, self._failed = snapshot, None
+        log.info("hub kubeconfig %s reloaded (%s)", self.path, reason)
+        _close_quietly(old)
+        return True
+
+
+def _snapshot(stat: os.stat_result, data: bytes) -> _Snapshot:
+    return _Snapshot(
+        inode=stat.st_ino,
+        mtime_ns=stat.st_mtime_ns,
+        size=stat.st_size,
+        digest=hashlib.sha256(data).hexdigest(),
+    )
+
+
+def _same_file(stat: os.stat_result | None, snapshot: _Snapshot | None) -> bool:
+    if stat is None or snapshot is None:
+        return False
+    return (stat.st_ino, stat.st_mtime_ns, stat.st_size) == (
+        snapshot.inode,
+        snapshot.mtime_ns,
+        snapshot.size,
+    )
+
+
+def _stat_or_none(path: Path) -> os.stat_result | None:
+    try:
+        return path.stat()
+    except OSError:
+        return None
+
+
+def _failed_snapshot(path: Path) -> _Snapshot | None:
+    """Remember the version that failed so `current()` does not retry it on every call."""
+    stat = _stat_or_none(path)
+    if stat is None:
+        return None
+    return _Snapshot(stat.st_ino, stat.st_mtime_ns, stat.st_size, digest="")
+
+
+def _close_quietly(client: ApiClient) -> None:
+    """Release the old client's connection pool. Only the replication thread uses the hub
+    client, and it asks for `current()` before each attempt, so nobody holds the old one."""
+    try:
+        client.close()  # type: ignore[no-untyped-call]
+    except Exception:  # closing an old pool must never break a reload
+        log.debug("closing the previous hub client failed", exc_info=True)

@@ -1,0 +1,219 @@
+"""The settings of `addon-status run`: flags, `ADDON_STATUS_*` environment variables, defaults.
+
+A flag wins over its environment variable, which wins over the default. Everything is checked
+before the controller touches the network, and a mistake is one line naming the flag and the
+variable (`--degrade-after / ADDON_STATUS_DEGRADE_AFTER: 'soon' is not a duration ...`), so a
+Deployment that is misconfigured says why in its first log line instead of a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from controller.kube import AddonRef
+from statemachines.config import Config
+from statemachines.errors import AddonStatusError, ConfigError
+from statemachines.settings import Duration, Settings
+
+__all__ = [
+    "DEFAULT_NAME",
+    "DEFAULT_NAMESPACE",
+    "Address",
+    "OptionsError",
+    "RunOptions",
+    "add_run_flags",
+]
+
+DEFAULT_NAME = "observability-addon"
+DEFAULT_NAMESPACE = "open-cluster-management-addon-observability"
+ENV_PREFIX = "ADDON_STATUS_"
+
+
+class OptionsError(AddonStatusError):
+    """A flag or environment variable of `run` that cannot be used; one line, no traceback."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Option:
+    field: str
+    flag: str
+    help: str
+    metavar: str | None = None
+
+    @property
+    def env(self) -> str:
+        return ENV_PREFIX + self.flag.removeprefix("--").replace("-", "_").upper()
+
+    @property
+    def names(self) -> str:
+        return f"{self.flag} / {self.env}"
+
+
+_OPTIONS = (
+    _Option("kubeconfig", "--kubeconfig", "kubeconfig of the spoke (default: in-cluster)", "PATH"),
+    _Option("addon_name", "--addon-name", f"name of the addon CR (default {DEFAULT_NAME})"),
+    _Option("addon_namespace", "--addon-namespace", f"its namespace (default {DEFAULT_NAMESPACE})"),
+    _Option("collectors", "--collectors", "comma-separated collectors (default: all)", "LIST"),
+    _Option("degrade_after", "--degrade-after", "dampening window before Degraded (10m)", "DUR"),
+    _Option("recover_after", "--recover-after", "dampening window before recovery (0s)", "DUR"),
+    _Option("report_interval", "--report-interval", "how often collectors report (5m)", "DUR"),
+    _Option("stale_after", "--stale-after", "silence before ReportsStale (3 intervals)", "DUR"),
+    _Option("metrics_address", "--metrics-address", "host:port of /metrics (:8080)", "ADDR"),
+    _Option("probe_address", "--probe-address", "host:port of /healthz, /readyz (:8081)", "ADDR"),
+    _Option("request_timeout", "--request-timeout", "seconds per API call (10)", "SECONDS"),
+    _Option("log_level", "--log-level", "debug, info, warning or error (info)", "LEVEL"),
+)
+
+
+def add_run_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of `run`; each also reads `ADDON_STATUS_<FLAG>` from the environment."""
+    for option in _OPTIONS:
+        parser.add_argument(
+            option.flag,
+            dest=option.field,
+            default=None,
+            metavar=option.metavar,
+            help=f"{option.help}; env {option.env}",
+        )
+
+
+class Address(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    host: str
+    port: int = Field(ge=0, le=65535)
+
+    @classmethod
+    def parse(cls, text: str) -> Address:
+        """`:8080` (every interface), `127.0.0.1:0` (any free port), `[::1]:8080`."""
+        host, sep, port = text.rpartition(":")
+        if not sep or not port.isdigit():
+            raise ValueError(f"{text!r} is not host:port (e.g. :8080 or 127.0.0.1:8080)")
+        return cls(host=host.strip("[]") or "0.0.0.0", port=int(port))
+
+
+class RunOptions(BaseModel):
+    """Validated settings of one spoke controller."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kubeconfig: Path | None = None  # None: the in-cluster service account
+    addon_name: str = Field(default=DEFAULT_NAME, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+    addon_namespace: str = Field(
+        default=DEFAULT_NAMESPACE, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+    )
+    collectors: tuple[str, ...] | None = None
+    degrade_after: Duration | None = None
+    recover_after: Duration | None = None
+    report_interval: Duration | None = None
+    stale_after: Duration | None = None
+    metrics_address: Address = Address(host="0.0.0.0", port=8080)
+    probe_address: Address = Address(host="0.0.0.0", port=8081)
+    request_timeout: float = Field(default=10.0, gt=0)
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+
+    @field_validator("collectors", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(v.strip() for v in value.split(",") if v.strip())
+        return value
+
+    @field_validator("metrics_address", "probe_address", mode="before")
+    @classmethod
+    def _address(cls, value: Any) -> Any:
+        return Address.parse(value) if isinstance(value, str) else value
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _lower(cls, value: Any) -> Any:
+        return value.lower() if isinstance(value, str) else value
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, environ: Mapping[str, str]) -> RunOptions:
+        """Flags over `ADDON_STATUS_*` over defaults; raises OptionsError naming the option."""
+        raw: dict[str, Any] = {}
+        for option in _OPTIONS:
+            value = getattr(args, option.field, None)
+            if value is None:
+                value = environ.get(option.env) or None
+            if value is not None:
+                raw[option.field] = value
+        if "kubeconfig" not in raw:
+            raw["kubeconfig"] = _default_kubeconfig(environ)
+        try:
+            options = cls.model_validate(raw)
+        except ValidationError as error:
+            raise OptionsError(_first_problem(error)) from None
+        options.check_kubeconfig()
+        options.config()  # the collectors and timings fit together
+        return options
+
+    def check_kubeconfig(self) -> None:
+        if self.kubeconfig is not None and not self.kubeconfig.is_file():
+            raise OptionsError(f"kubeconfig {self.kubeconfig}: no such file")
+
+    @property
+    def ref(self) -> AddonRef:
+        return AddonRef(self.addon_namespace, self.addon_name)
+
+    def config(self) -> Config:
+        """The core's configuration: the collectors and their timings."""
+        timings = {
+            "degradeAfter": self.degrade_after,
+            "recoverAfter": self.recover_after,
+            "reportInterval": self.report_interval,
+            "staleAfter": self.stale_after,
+        }
+        try:
+            settings = Settings.model_validate({k: v for k, v in timings.items() if v is not None})
+            return Config.create(collectors=self.collectors, settings=settings)
+        except ValidationError as error:
+            raise OptionsError(_first_problem(error)) from None
+        except ConfigError as error:
+            raise OptionsError(f"--collectors / {ENV_PREFIX}COLLECTORS: {error}") from error
+
+
+def _default_kubeconfig(environ: Mapping[str, str]) -> Path | None:
+    """`KUBECONFIG`, else in-cluster when in a pod, else `~/.kube/config`, as kubectl does."""
+    if environ.get("KUBECONFIG"):
+        return Path(environ["KUBECONFIG"].split(":")[0])
+    if environ.get("KUBERNETES_SERVICE_HOST"):
+        return None
+    home = environ.get("HOME")
+    if home and (Path(home) / ".kube" / "config").is_file():
+        return Path(home) / ".kube" / "config"
+    raise OptionsError(
+        f"no kubeconfig: pass --kubeconfig (or set {ENV_PREFIX}KUBECONFIG or KUBECONFIG), "
+        "or run in a pod of the cluster"
+    )
+
+
+_BY_FIELD = {o.field: o for o in _OPTIONS}
+_BY_SETTING = {
+    "degradeAfter": "degrade_after",
+    "recoverAfter": "recover_after",
+    "reportInterval": "report_interval",
+    "staleAfter": "stale_after",
+}
+
+
+def _first_problem(error: ValidationError) -> str:
+    """The first problem, named by its flag and variable: `--x / ADDON_STATUS_X: problem`."""
+    detail = error.errors()[0]
+    loc = [str(p) for p in detail["loc"]]
+    field = _BY_SETTING.get(loc[0], loc[0]) if loc else ""
+    message = str(detail["msg"]).removeprefix("Value error, ")
+    option = _BY_FIELD.get(field)
+    if option is None:  # a rule over several timings, e.g. a non-positive staleAfter
+        return f"timing settings: {message}"
+    value = detail.get("input")
+    quoted = isinstance(value, str) and repr(value) not in message and option.field != "kubeconfig"
+    shown = f" {value!r}:" if quoted else ""
+    return f"{option.names}:{shown} {message}"

@@ -1,0 +1,242 @@
+"""`addon-status run`: the spoke controller put together, and the command that runs it.
+
+`SpokeController` assembles the parts — the store on the spoke's API client, the reconcile
+worker, the watch, the Event recorder, the metrics and probe servers, and (plugged in from
+outside) the report API — starts them in dependency order and stops them in reverse. Tests and
+the demo build one with an injected clock and an injected `ApiClient`; `run_command` builds one
+from flags and the environment and blocks until SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from types import FrameType
+from typing import Protocol
+
+from kubernetes import client as kube_client
+from kubernetes import config as kube_config
+from prometheus_client import CollectorRegistry
+
+from controller.events import EventRecorder
+from controller.kube import AddonNotFoundError, AddonStore, KubeAddonStore, StoreError
+from controller.logs import configure_logging
+from controller.metrics import ControllerMetrics, MetricsServer
+from controller.options import OptionsError, RunOptions
+from controller.probes import ProbeServer
+from controller.watch import AddonWatch
+from controller.worker import Clock, Worker, utc_now
+from statemachines.errors import AddonStatusError
+
+__all__ = [
+    "ReportServerFactory",
+    "Service",
+    "ServiceFactory",
+    "SpokeController",
+    "run_command",
+    "spoke_client",
+]
+
+log = logging.getLogger(__name__)
+
+
+class Service(Protocol):
+    """Something with a background thread: the report API server, for one."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+# Builds the report API in front of the worker (its `submit` is the report sink). The report API
+# lives in `controller.report_api` (`ReportServer(sink, ...)`); `run_command`'s caller passes a
+# factory built from the report API's own flags (address, authentication).
+ReportServerFactory = Callable[[Worker], Service]
+# Anything else that runs beside the worker and needs it: leader election (its callbacks call
+# `worker.set_leader`), hub replication (it subscribes to `worker.on_status_written`).
+ServiceFactory = Callable[[Worker], Service]
+
+
+def spoke_client(options: RunOptions) -> kube_client.ApiClient:
+    """The spoke's API client: from the kubeconfig, else the pod's service account.
+
+    Raises AddonStatusError with a message that names the file but never quotes it.
+    """
+    if options.kubeconfig is not None:
+        from controller.kubeconfig import KubeconfigSource
+
+        return KubeconfigSource(options.kubeconfig).current()
+    configuration = kube_client.Configuration()
+    try:
+        kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    except kube_config.ConfigException as error:
+        raise AddonStatusError(f"in-cluster configuration: {error}") from None
+    return kube_client.ApiClient(configuration)
+
+
+class SpokeController:
+    """The running controller of one addon CR. `start()` raises (and leaves nothing running)
+    when the CR cannot be read; `stop()` is idempotent and joins every thread it started."""
+
+    def __init__(
+        self,
+        options: RunOptions,
+        *,
+        api_client: kube_client.ApiClient | None = None,
+        store: AddonStore | None = None,
+        clock: Clock = utc_now,
+        registry: CollectorRegistry | None = None,
+        report_server: ReportServerFactory | None = None,
+        services: Sequence[ServiceFactory] = (),
+        leader: bool = True,
+        watch_seconds: int = 300,
+    ) -> None:
+        self._own_client: kube_client.ApiClient | None = None
+        if store is None:
+            if api_client is None:
+                api_client = self._own_client = spoke_client(options)
+            store = KubeAddonStore(
+                api_client,
+                options.ref,
+                request_timeout=options.request_timeout,
+                instance=os.environ.get("POD_NAME") or socket.gethostname(),
+            )
+        self.options = options
+        self.store = store
+        self.registry = registry or CollectorRegistry()
+        self.metrics = ControllerMetrics(self.registry)
+        self.recorder = EventRecorder(
+            self.store, on_result=lambda outcome: self.metrics.events.labels(outcome).inc()
+        )
+        self.worker = Worker(
+            self.store,
+            options.config(),
+            metrics=self.metrics,
+            clock=clock,
+            record_events=self.recorder.record,
+            leader=leader,
+        )
+        self.watch = AddonWatch(
+            self.store,
+            self.worker.observe,
+            watch_seconds=watch_seconds,
+            on_restart=lambda cause: self.metrics.watch_restarts.labels(cause).inc(),
+        )
+        self.metrics_server = MetricsServer(
+            self.registry, host=options.metrics_address.host, port=options.metrics_address.port
+        )
+        self.probes = ProbeServer(
+            host=options.probe_address.host,
+            port=options.probe_address.port,
+            liveness={"worker": lambda: self.worker.alive, "watch": lambda: self.watch.alive},
+            readiness={
+                "worker": lambda: self.worker.alive,
+                "addon": lambda: self.worker.present,
+                "leader": lambda: self.worker.leading,
+            },
+        )
+        # --- the report API plugs in here (controller.report_api.ReportServer) -------------
+        self.report_server: Service | None = report_server(self.worker) if report_server else None
+        self.services: list[Service] = [make(self.worker) for make in services]
+        self._stops: list[Callable[[], None]] = []
+
+    def start(self) -> None:
+        """Read the CR and start everything; on failure, stop what was started and raise."""
+        # Stopped in reverse: the worker stops before the recorder it hands Events to, and
+        # the watch before the worker it feeds.
+        steps: list[tuple[Callable[[], None], Callable[[], None]]] = [
+            (self.recorder.start, self.recorder.stop),
+            (self.worker.start, self.worker.stop),
+            (self.watch.start, self.watch.stop),
+            (self.metrics_server.start, self.metrics_server.stop),
+            (self.probes.start, self.probes.stop),
+        ]
+        steps += [(service.start, service.stop) for service in self.services]
+        if self.report_server is not None:
+            steps.append((self.report_server.start, self.report_server.stop))
+        try:
+            for start, stop in steps:
+                start()
+                self._stops.append(stop)
+        except BaseException:
+            self.stop()
+            raise
+        log.info(
+            "spoke controller started",
+            extra={
+                "addon": str(self.store.ref),
+                "metricsPort": self.metrics_server.port,
+                "probePort": self.probes.port,
+            },
+        )
+
+    def stop(self) -> None:
+        """Stop in reverse order of start: the report API first, the Event recorder last."""
+        while self._stops:
+            stop = self._stops.pop()
+            try:
+                stop()
+            except Exception:
+                log.exception("stopping a part of the controller failed")
+        if self._own_client is not None:
+            self._own_client.close()  # type: ignore[no-untyped-call]
+            self._own_client = None
+
+    def __enter__(self) -> SpokeController:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def run_command(
+    args: argparse.Namespace,
+    *,
+    report_server: ReportServerFactory | None = None,
+    services: Sequence[ServiceFactory] = (),
+    leader: bool = True,
+) -> int:
+    """`addon-status run`: 0 after SIGTERM/SIGINT, 2 for bad flags, 1 when it cannot start."""
+    try:
+        options = RunOptions.from_args(args, os.environ)
+    except OptionsError as error:
+        print(f"addon-status run: {error}", file=sys.stderr)
+        return 2
+    configure_logging(options.log_level)
+    try:
+        controller = SpokeController(
+            options, report_server=report_server, services=services, leader=leader
+        )
+        controller.start()
+    except AddonNotFoundError:
+        print(
+            f"addon-status run: the addon CR {options.ref} does not exist "
+            f"(kind ObservabilityAddon; set --addon-name / --addon-namespace)",
+            file=sys.stderr,
+        )
+        return 1
+    except (StoreError, AddonStatusError) as error:
+        print(f"addon-status run: cannot start: {error}", file=sys.stderr)
+        return 1
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("signal received; stopping", extra={"signal": signal.Signals(signum).name})
+        stopping.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        while not stopping.wait(1.0):
+            pass
+    finally:
+        controller.stop()
+    log.info("spoke controller stopped")
+    return 0

@@ -1,0 +1,109 @@
+"""The settings of `run`: flags over `ADDON_STATUS_*` over defaults, and every mistake one line
+that names the flag and the variable."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from controller.options import (
+    DEFAULT_NAME,
+    DEFAULT_NAMESPACE,
+    OptionsError,
+    RunOptions,
+    add_run_flags,
+)
+
+IN_CLUSTER = {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}
+
+
+def options(argv: list[str], environ: dict[str, str] | None = None) -> RunOptions:
+    parser = argparse.ArgumentParser()
+    add_run_flags(parser)
+    return RunOptions.from_args(parser.parse_args(argv), IN_CLUSTER | (environ or {}))
+
+
+def test_defaults() -> None:
+    o = options([])
+    assert (o.addon_name, o.addon_namespace, o.kubeconfig) == (
+        DEFAULT_NAME,
+        DEFAULT_NAMESPACE,
+        None,
+    )
+    assert (o.metrics_address.port, o.probe_address.port) == (8080, 8081)
+    settings = o.config().settings["metrics-collector"]
+    assert settings.degrade_after == timedelta(minutes=10)
+
+
+def test_a_flag_wins_over_its_variable_which_wins_over_the_default() -> None:
+    env = {"ADDON_STATUS_DEGRADE_AFTER": "5m", "ADDON_STATUS_ADDON_NAME": "from-env"}
+    o = options(["--degrade-after", "2m"], env)
+    assert o.degrade_after == timedelta(minutes=2)
+    assert o.addon_name == "from-env"
+
+
+def test_collectors_and_addresses_are_parsed() -> None:
+    o = options(["--collectors", "metrics-collector", "--probe-address", "127.0.0.1:0"])
+    assert [c.name for c in o.config().collectors] == ["metrics-collector"]
+    assert (o.probe_address.host, o.probe_address.port) == ("127.0.0.1", 0)
+
+
+def test_a_kubeconfig_from_the_flag_or_kubeconfig(tmp_path: Path) -> None:
+    path = tmp_path / "config"
+    path.write_text("apiVersion: v1\n")
+    assert options(["--kubeconfig", str(path)]).kubeconfig == path
+    assert options([], {"KUBECONFIG": str(path)}).kubeconfig == path
+
+
+@pytest.mark.parametrize(
+    ("argv", "environ", "message"),
+    [
+        pytest.param(
+            [],
+            {"ADDON_STATUS_DEGRADE_AFTER": "soon"},
+            "--degrade-after / ADDON_STATUS_DEGRADE_AFTER: 'soon' is not a duration",
+            id="a-bad-duration",
+        ),
+        pytest.param(
+            ["--collectors", "nope"],
+            {},
+            "--collectors / ADDON_STATUS_COLLECTORS: collectors: unknown collector 'nope'",
+            id="an-unknown-collector",
+        ),
+        pytest.param(
+            ["--metrics-address", "8080"],
+            {},
+            "--metrics-address / ADDON_STATUS_METRICS_ADDRESS: '8080' is not host:port",
+            id="an-address-without-port",
+        ),
+        pytest.param(
+            ["--kubeconfig", "/no/such/kubeconfig"],
+            {},
+            "kubeconfig /no/such/kubeconfig: no such file",
+            id="a-missing-kubeconfig",
+        ),
+        pytest.param(
+            ["--report-interval", "0s"], {}, "reportInterval must be positive", id="a-zero-interval"
+        ),
+        pytest.param(
+            ["--log-level", "loud"], {}, "--log-level / ADDON_STATUS_LOG_LEVEL:", id="a-bad-level"
+        ),
+    ],
+)
+def test_mistakes_are_one_line_naming_the_option(
+    argv: list[str], environ: dict[str, str], message: str
+) -> None:
+    with pytest.raises(OptionsError) as caught:
+        options(argv, environ)
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_outside_a_cluster_without_a_kubeconfig_says_so(tmp_path: Path) -> None:
+    parser = argparse.ArgumentParser()
+    add_run_flags(parser)
+    with pytest.raises(OptionsError, match="no kubeconfig: pass --kubeconfig"):
+        RunOptions.from_args(parser.parse_args([]), {"HOME": str(tmp_path)})

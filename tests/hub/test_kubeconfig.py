@@ -1,0 +1,122 @@
+"""The hub client from a mounted kubeconfig: built into a configuration of its own (the global
+default stays untouched), rebuilt when the Secret is rotated by symlink swap, kept when a
+rotation is broken, and every error names the path without quoting the file's secrets."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from kubernetes.client import Configuration
+
+from controller.kubeconfig import KubeconfigError, KubeconfigSource
+from tests.hub.mount import SecretMount, kubeconfig_yaml
+
+TOKEN = "s3cr3t-token-value"
+SERVER = "http://127.0.0.1:6443"
+
+
+def token_of(source: KubeconfigSource) -> str:
+    header: str = source.current().configuration.api_key["BearerToken"]
+    return header.removeprefix("Bearer ")
+
+
+@pytest.fixture
+def mount(tmp_path: Path) -> SecretMount:
+    mounted = SecretMount(tmp_path / "hub-kubeconfig")
+    mounted.write(kubeconfig_yaml(server=SERVER, token=TOKEN))
+    return mounted
+
+
+def test_the_client_comes_from_the_file(mount: SecretMount) -> None:
+    source = KubeconfigSource(mount.path)
+    assert source.current().configuration.host == SERVER
+    assert token_of(source) == TOKEN
+
+
+def test_the_global_default_configuration_is_left_alone(mount: SecretMount) -> None:
+    before = Configuration.get_default_copy().host
+    KubeconfigSource(mount.path)
+    assert Configuration.get_default_copy().host == before
+
+
+def test_an_unchanged_file_keeps_the_same_client(mount: SecretMount) -> None:
+    source = KubeconfigSource(mount.path)
+    assert source.current() is source.current()
+
+
+def test_a_rotated_secret_gives_a_new_client(mount: SecretMount) -> None:
+    source = KubeconfigSource(mount.path)
+    old = source.current()
+    mount.write(kubeconfig_yaml(server=SERVER, token="rotated"))
+    assert source.current() is not old
+    assert token_of(source) == "rotated"
+
+
+def test_a_rewrite_with_the_same_content_keeps_the_client(mount: SecretMount) -> None:
+    source = KubeconfigSource(mount.path)
+    old = source.current()
+    mount.write(kubeconfig_yaml(server=SERVER, token=TOKEN))
+    assert source.current() is old
+
+
+def test_a_broken_rotation_keeps_the_old_client(
+    mount: SecretMount, caplog: pytest.LogCaptureFixture
+) -> None:
+    source = KubeconfigSource(mount.path)
+    old = source.current()
+    mount.write(f"users: [{{name: hub, user: {{token: {TOKEN}-new}}")  # unterminated
+    with caplog.at_level(logging.DEBUG):
+        assert source.current() is old
+        assert source.current() is old
+        assert source.reload() is False
+    assert source.current() is old
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1, "a broken file is reported once, not on every call"
+    assert str(mount.path) in warnings[0].getMessage()
+    assert TOKEN not in caplog.text
+
+
+def test_reload_rebuilds_even_when_the_file_looks_unchanged(mount: SecretMount) -> None:
+    source = KubeconfigSource(mount.path)
+    old = source.current()
+    assert source.reload() is True
+    assert source.current() is not old
+
+
+def test_a_missing_file_names_the_path(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "kubeconfig"
+    with pytest.raises(KubeconfigError, match="does not exist") as caught:
+        KubeconfigSource(missing)
+    assert str(missing) in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        pytest.param(f"users: [{{token: {TOKEN}", "not valid YAML at line 1", id="bad-yaml"),
+        pytest.param("", "empty or not a mapping", id="empty"),
+        pytest.param(f"- {TOKEN}\n", "empty or not a mapping", id="a-list"),
+        pytest.param(
+            kubeconfig_yaml(server=SERVER, token=TOKEN).replace("current-context: hub",
+                                                                 "current-context: other"),
+            "cannot be used", id="unknown-context",
+        ),
+        pytest.param(
+            kubeconfig_yaml(server=SERVER, token=TOKEN).replace("server: ", "serverr: "),
+            "has no server", id="cluster-without-server",
+        ),
+    ],
+)
+def test_a_broken_kubeconfig_names_the_path_and_not_the_secret(
+    tmp_path: Path, content: str, problem: str
+) -> None:
+    path = tmp_path / "kubeconfig"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(KubeconfigError, match=problem) as caught:
+        KubeconfigSource(path)
+    assert str(path) in str(caught.value)
+    assert TOKEN not in str(caught.value)
+    cause = caught.value.__cause__
+    assert cause is None or TOKEN not in str(cause)

@@ -1,0 +1,191 @@
+"""Leader election on a real Lease through the real client: two replicas are never both
+leaders (sampled over many renew cycles while renewals are slowed past the deadline and
+leaders are killed); a released Lease is taken over at once; a killed leader's Lease only
+after it expired; a stopping leader steps down before it releases; the metrics follow.
+Short durations (lease 1 s, renew deadline 0.6 s, retry 0.2 s) keep this fast.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from kubernetes import client
+from prometheus_client import CollectorRegistry
+
+from controller.apiserver import APIServer, RequestInfo, UserInfo
+from controller.hub_metrics import LeaderMetrics
+from controller.leader import LeaderElector, SystemClock
+from tests.hub.conftest import ADMIN, TOKENS, api_client
+from tests.hub.fakes import eventually
+
+pytestmark = pytest.mark.integration
+LEASE = "addon-status"
+NAMESPACE = "default"
+FAST = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.2}
+
+
+@pytest.fixture
+def lease_server() -> Iterator[APIServer]:
+    tokens = {**TOKENS, "token-a": UserInfo("a"), "token-b": UserInfo("b"),
+              "token-c": UserInfo("c")}
+    with APIServer([], tokens=tokens) as server:
+        yield server
+
+
+@pytest.fixture
+def elector(lease_server: APIServer) -> Iterator[Callable[..., LeaderElector]]:
+    started: list[tuple[LeaderElector, client.ApiClient]] = []
+
+    def make(identity: str, *, start: bool = True, **options: Any) -> LeaderElector:
+        api = api_client(lease_server, f"token-{identity}")
+        settings: dict[str, Any] = {
+            "namespace": NAMESPACE, "name": LEASE, "identity": identity,
+            "clock": SystemClock(), "on_started_leading": lambda: None,
+            "on_stopped_leading": lambda: None, **FAST, **options,
+        }
+        made = LeaderElector(api, **settings)
+        if start:
+            made.start()
+        started.append((made, api))
+        return made
+
+    yield make
+    for made, api in started:
+        assert made.stop(release=False, timeout=5), "the election thread did not stop"
+        api.close()  # type: ignore[no-untyped-call]
+
+
+def lease_spec(server: APIServer) -> client.V1LeaseSpec:
+    with api_client(server, ADMIN) as admin:
+        lease: client.V1Lease = client.CoordinationV1Api(admin).read_namespaced_lease(
+            LEASE, NAMESPACE)
+    assert lease.spec is not None
+    return lease.spec
+
+
+def test_two_replicas_are_never_both_leaders(
+    lease_server: APIServer, elector: Callable[..., LeaderElector]
+) -> None:
+    candidates = {name: elector(name) for name in ("a", "b")}
+    overlaps: list[str] = []
+    leaders_seen: set[str] = set()
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            leading = [name for name, e in candidates.items() if e.is_leader]
+            leaders_seen.update(leading)
+            if len(leading) > 1:
+                overlaps.append(",".join(leading))
+            time.sleep(0.002)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        eventually(lambda: any(e.is_leader for e in candidates.values()), what="a first leader")
+        for _ in range(2):
+            leader = next(n for n, e in candidates.items() if e.is_leader)
+            # the leader's renewals get slower than its renew deadline: it must step down
+            # before the other may take the Lease
+            lease_server.faults.delay(0.8, match=renewals_by(leader))
+            other = candidates[next(n for n in candidates if n != leader)]
+            eventually(lambda: other.is_leader, timeout=5,  # noqa: B023 - used at once
+                       what=f"{other.identity} to take over from {leader}")
+            lease_server.faults.delay(0)
+        # a leader killed without release: the other waits for expiry, and the Lease never
+        # has two leaders meanwhile either
+        leader = next(n for n, e in candidates.items() if e.is_leader)
+        candidates[leader].stop(release=False)
+        candidates[leader] = elector("c")
+        eventually(lambda: any(e.is_leader for e in candidates.values()), timeout=5,
+                   what="a leader after the kill")
+    finally:
+        stop.set()
+        sampler.join(2)
+        lease_server.faults.delay(0)
+    assert overlaps == []
+    assert leaders_seen >= {"a", "b"}
+
+
+def renewals_by(who: str) -> Callable[[RequestInfo], bool]:
+    def match(info: RequestInfo) -> bool:
+        return info.resource == "leases" and info.verb == "update" and info.user == who
+
+    return match
+
+
+def test_a_released_lease_is_taken_over_at_once(
+    lease_server: APIServer, elector: Callable[..., LeaderElector]
+) -> None:
+    slow = {"lease_duration": 10.0, "renew_deadline": 5.0, "retry_period": 0.1}
+    first = elector("a", **slow)
+    eventually(lambda: first.is_leader, what="a to lead")
+    second = elector("b", **slow)
+    eventually(lambda: second.holder == "a", what="b to see a's Lease")
+    began = time.monotonic()
+    assert first.stop(release=True)
+    eventually(lambda: second.is_leader, timeout=5, what="b to take over")
+    assert time.monotonic() - began < 5.0, "b waited for the Lease to expire"
+    assert not first.is_leader
+    assert lease_spec(lease_server).lease_transitions == 1  # a created it, b took it
+
+
+def test_a_killed_leader_is_replaced_after_its_lease_expired(
+    lease_server: APIServer, elector: Callable[..., LeaderElector]
+) -> None:
+    first = elector("a")
+    eventually(lambda: first.is_leader, what="a to lead")
+    second = elector("b")
+    eventually(lambda: second.holder == "a", what="b to see a's Lease")
+    assert first.stop(release=False)
+    last_renewal = lease_spec(lease_server).renew_time
+    eventually(lambda: second.is_leader, timeout=5, what="b to take over")
+    taken = lease_spec(lease_server)
+    assert taken.holder_identity == "b"
+    assert taken.acquire_time is not None and last_renewal is not None
+    assert taken.acquire_time > last_renewal + timedelta(seconds=1)
+
+
+def test_a_stopping_leader_steps_down_before_it_releases(
+    lease_server: APIServer, elector: Callable[..., LeaderElector]
+) -> None:
+    holder_when_stepping_down: list[str | None] = []
+
+    def stepped_down() -> None:
+        holder_when_stepping_down.append(lease_spec(lease_server).holder_identity)
+
+    leader = elector("a", on_stopped_leading=stepped_down)
+    eventually(lambda: leader.is_leader, what="a to lead")
+    assert leader.stop(release=True)
+    assert holder_when_stepping_down == ["a"]  # still ours while the controller drained
+    released = lease_spec(lease_server)
+    assert released.holder_identity is None
+    assert released.lease_duration_seconds == 1
+
+
+def test_callbacks_and_metrics_follow_leadership(
+    lease_server: APIServer, elector: Callable[..., LeaderElector]
+) -> None:
+    registry = CollectorRegistry()
+    events: list[str] = []
+    leader = elector("a", metrics=LeaderMetrics(registry),
+                     on_started_leading=lambda: events.append("started"),
+                     on_stopped_leading=lambda: events.append("stopped"))
+    eventually(lambda: leader.is_leader, what="a to lead")
+    assert registry.get_sample_value("addon_status_leader") == 1
+    leader.stop()
+    assert events == ["started", "stopped"]
+    assert registry.get_sample_value("addon_status_leader") == 0
+    assert registry.get_sample_value("addon_status_leader_transitions_total") == 2
+
+
+def test_inconsistent_durations_are_refused(lease_server: APIServer) -> None:
+    with api_client(lease_server) as api, pytest.raises(ValueError, match="lease_duration"):
+        LeaderElector(api, namespace=NAMESPACE, name=LEASE, identity="a", clock=SystemClock(),
+                      lease_duration=1.0, renew_deadline=2.0, retry_period=0.2,
+                      on_started_leading=lambda: None, on_stopped_leading=lambda: None)

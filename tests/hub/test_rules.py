@@ -1,0 +1,226 @@
+"""The pure decisions of hub replication and leader election, without threads or servers:
+backoff with full jitter and its bounds, `Retry-After` as a floor, which HTTP status is which
+kind of failure, what each copy mode copies and keeps, when a hub copy counts as current
+(including a hub that prunes what we send), and the Lease rules (expiry, who may acquire,
+transitions, release, MicroTime-safe instants).
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from controller.hub import (
+    RETRY_AFTER_CEILING,
+    Echo,
+    backoff_delay,
+    hub_status_for,
+    in_sync,
+    projection,
+)
+from controller.hub_objects import ErrorKind, error_kind, parse_retry_after
+from controller.leader import (
+    LeaseRecord,
+    lease_expired,
+    may_acquire,
+    next_record,
+    released_record,
+    representable,
+)
+
+NOW = datetime(2025, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
+AVAILABLE = {"type": "Available", "status": "True", "reason": "ForwardSuccessful",
+             "message": "ok", "lastTransitionTime": "2025-03-01T12:00:00Z"}
+DEGRADED = {**AVAILABLE, "type": "Degraded", "status": "False"}
+COLLECTORS = [{"name": "metrics-collector", "state": "Available"}]
+SPOKE = {"conditions": [AVAILABLE, DEGRADED], "collectors": COLLECTORS}
+
+
+# --- backoff ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("failures", [1, 2, 3, 5, 8, 20, 200])
+def test_backoff_stays_within_the_full_jitter_range(failures: int) -> None:
+    rng = random.Random(failures)
+    ceiling = min(30.0, 0.5 * 2 ** (failures - 1))
+    delays = [backoff_delay(failures, base=0.5, cap=30.0, rng=rng) for _ in range(2000)]
+    assert all(0.0 <= d <= ceiling for d in delays)
+    # full jitter: the whole range is used, not just the top of it
+    assert min(delays) < 0.05 * ceiling
+    assert max(delays) > 0.95 * ceiling
+
+
+def test_backoff_ceiling_doubles_until_the_cap() -> None:
+    rng = random.Random(7)
+    tops = [
+        max(backoff_delay(n, base=1.0, cap=16.0, rng=rng) for _ in range(500)) for n in (1, 3, 5, 9)
+    ]
+    assert tops[0] <= 1.0 < tops[1] <= 4.0 < tops[2] <= 16.0
+    assert tops[3] <= 16.0
+
+
+@pytest.mark.parametrize("retry_after", [0.0, 2.0, 45.0])
+def test_retry_after_is_a_floor_of_the_backoff(retry_after: float) -> None:
+    rng = random.Random(1)
+    delays = [
+        backoff_delay(1, base=0.5, cap=1.0, rng=rng, retry_after=retry_after) for _ in range(200)
+    ]
+    assert all(d >= retry_after for d in delays)
+    assert all(d <= max(retry_after, 1.0) for d in delays)
+
+
+def test_an_absurd_retry_after_is_capped() -> None:
+    delay = backoff_delay(1, base=0.5, cap=1.0, rng=random.Random(1), retry_after=86_400.0)
+    assert delay == RETRY_AFTER_CEILING
+
+
+@pytest.mark.parametrize(
+    ("header", "seconds"),
+    [
+        pytest.param("3", 3.0, id="delta-seconds"),
+        pytest.param(" 10 ", 10.0, id="padded"),
+        pytest.param("Sat, 01 Mar 2025 12:00:05 GMT", 4.75, id="http-date"),
+        pytest.param("Sat, 01 Mar 2025 11:00:00 GMT", 0.0, id="http-date-in-the-past"),
+        pytest.param("soon", None, id="garbage"),
+        pytest.param("", None, id="empty"),
+        pytest.param(None, None, id="absent"),
+    ],
+)
+def test_retry_after_header(header: str | None, seconds: float | None) -> None:
+    assert parse_retry_after(header, now=NOW) == seconds
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"),
+    [
+        (0, ErrorKind.NETWORK),
+        (400, ErrorKind.INVALID),
+        (401, ErrorKind.UNAUTHORIZED),
+        (403, ErrorKind.FORBIDDEN),
+        (404, ErrorKind.NOT_FOUND),
+        (409, ErrorKind.CONFLICT),
+        (422, ErrorKind.INVALID),
+        (429, ErrorKind.THROTTLED),
+        (500, ErrorKind.SERVER),
+        (503, ErrorKind.UNAVAILABLE),
+        (504, ErrorKind.UNAVAILABLE),
+        (418, ErrorKind.OTHER),
+    ],
+)
+def test_http_status_to_error_kind(status: int, kind: ErrorKind) -> None:
+    assert error_kind(status) is kind
+
+
+# --- what is copied -------------------------------------------------------------------------
+
+
+def test_conditions_mode_copies_conditions_and_keeps_the_hubs_other_fields() -> None:
+    hub = {"conditions": [], "hubOnly": {"x": 1}, "collectors": []}
+    written = hub_status_for(SPOKE, hub, "conditions")
+    assert written == {"conditions": [AVAILABLE, DEGRADED], "hubOnly": {"x": 1}, "collectors": []}
+
+
+def test_status_mode_replaces_the_whole_status() -> None:
+    hub = {"conditions": [], "hubOnly": {"x": 1}}
+    assert hub_status_for(SPOKE, hub, "status") == SPOKE
+
+
+def test_the_copy_is_independent_of_the_published_status() -> None:
+    status: dict[str, Any] = {"conditions": [dict(AVAILABLE)]}
+    written = hub_status_for(status, {}, "conditions")
+    status["conditions"][0]["status"] = "False"
+    assert written["conditions"][0]["status"] == "True"
+
+
+@pytest.mark.parametrize(
+    ("hub", "mode", "current"),
+    [
+        pytest.param(SPOKE, "status", True, id="status-equal"),
+        pytest.param({**SPOKE, "collectors": []}, "status", False, id="status-collectors-differ"),
+        pytest.param({**SPOKE, "collectors": []}, "conditions", True,
+                     id="conditions-mode-ignores-other-fields"),
+        pytest.param({"conditions": [DEGRADED, AVAILABLE]}, "conditions", False,
+                     id="condition-order-matters"),
+        pytest.param({}, "conditions", False, id="empty-hub-copy"),
+        pytest.param({"conditions": [{**AVAILABLE, "message": "old"}, DEGRADED]}, "conditions",
+                     False, id="message-differs"),
+    ],
+)
+def test_when_the_hub_copy_is_current(hub: dict[str, Any], mode: Any, current: bool) -> None:
+    assert in_sync(SPOKE, hub, mode) is current
+
+
+def test_an_empty_spoke_status_matches_an_empty_hub_copy() -> None:
+    assert in_sync({}, {}, "conditions")
+    assert in_sync({"conditions": []}, {}, "conditions")
+
+
+def test_a_hub_that_prunes_what_we_sent_is_current_after_our_write() -> None:
+    pruned = {"conditions": SPOKE["conditions"]}  # the hub's schema has no `collectors`
+    echo = Echo(sent=projection(SPOKE, "status"), stored=projection(pruned, "status"))
+    assert not in_sync(SPOKE, pruned, "status")
+    assert in_sync(SPOKE, pruned, "status", echo=echo)
+    # ... but not once the spoke moved on, nor when someone changed the hub copy since
+    moved = {**SPOKE, "conditions": [DEGRADED]}
+    assert not in_sync(moved, pruned, "status", echo=echo)
+    assert not in_sync(SPOKE, {"conditions": []}, "status", echo=echo)
+
+
+# --- the Lease ----------------------------------------------------------------------------
+
+
+def record(holder: str | None, *, renewed: float = 0.0, duration: int | None = 15,
+           transitions: int = 0) -> LeaseRecord:
+    renew = NOW + timedelta(seconds=renewed)
+    return LeaseRecord(holder, duration, NOW - timedelta(minutes=5), renew, transitions)
+
+
+@pytest.mark.parametrize(
+    ("lease", "expired"),
+    [
+        pytest.param(record("a", renewed=-10), False, id="renewed-recently"),
+        pytest.param(record("a", renewed=-15), False, id="exactly-at-expiry-still-held"),
+        pytest.param(record("a", renewed=-15.001), True, id="past-expiry"),
+        pytest.param(record(None), True, id="released"),
+        pytest.param(record(""), True, id="empty-holder"),
+        pytest.param(LeaseRecord("a", 15, None, None), True, id="never-renewed"),
+        pytest.param(record("a", duration=None), True, id="no-duration"),
+    ],
+)
+def test_lease_expiry(lease: LeaseRecord, expired: bool) -> None:
+    assert lease_expired(lease, NOW) is expired
+
+
+def test_only_the_holder_may_take_a_live_lease() -> None:
+    live = record("a", renewed=-1)
+    assert may_acquire(live, "a", NOW)
+    assert not may_acquire(live, "b", NOW)
+    assert may_acquire(record("a", renewed=-20), "b", NOW)
+
+
+def test_renewal_keeps_acquire_time_and_transitions() -> None:
+    mine = record("a", renewed=-1, transitions=3)
+    renewed = next_record(mine, identity="a", now=NOW, duration_seconds=15)
+    assert renewed == LeaseRecord("a", 15, mine.acquire_time, NOW, 3)
+
+
+def test_a_take_over_counts_one_transition() -> None:
+    taken = next_record(record("a", renewed=-20, transitions=3), identity="b", now=NOW,
+                        duration_seconds=15)
+    assert taken == LeaseRecord("b", 15, NOW, NOW, 4)
+    assert next_record(None, identity="b", now=NOW, duration_seconds=15).transitions == 0
+
+
+def test_release_frees_the_lease_at_once() -> None:
+    released = released_record(record("a", renewed=-1, transitions=2), NOW)
+    assert released == LeaseRecord(None, 1, NOW, NOW, 2)
+    assert may_acquire(released, "b", NOW)
+
+
+def test_lease_instants_always_carry_microseconds() -> None:
+    whole = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
+    assert representable(whole).isoformat() == "2025-03-01T12:00:00.000001+00:00"
+    assert representable(NOW) == NOW
