@@ -62,9 +62,30 @@ def _diagrams(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run(args: argparse.Namespace) -> int:
+    from controller.run import run_command
+
+    return run_command(args)
+
+
 def parser() -> argparse.ArgumentParser:
+    from controller.demo import add_demo_parser
+    from controller.options import add_run_flags
+    from controller.report_cli import add_report_parser
+
     top = argparse.ArgumentParser(prog="addon-status", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)
+
+    run_parser = sub.add_parser(
+        "run",
+        help="run the controller of one spoke's addon CR (in a pod, or with a kubeconfig)",
+        description="Flags win over their ADDON_STATUS_* variables, which win over defaults.",
+    )
+    add_run_flags(run_parser)
+    run_parser.set_defaults(handler=_run)
+
+    add_report_parser(sub)
+    add_demo_parser(sub)
 
     simulate = sub.add_parser(
         "simulate", help="run a scenario file through the real core on a fake clock"

@@ -101,6 +101,9 @@ def load_client(path: Path, data: bytes) -> ApiClient:
         ) from None
     if not _has_server(document):
         raise KubeconfigError(path, "kubeconfig's current cluster has no server")
+    # The replicator owns retries (backoff with jitter, Retry-After); urllib3's own three
+    # silent retries would stretch its backoff and flood the log during a hub outage.
+    configuration.retries = 0
     return ApiClient(configuration=configuration)
 
 

@@ -4,6 +4,10 @@ A flag wins over its environment variable, which wins over the default. Everythi
 before the controller touches the network, and a mistake is one line naming the flag and the
 variable (`--degrade-after / ADDON_STATUS_DEGRADE_AFTER: 'soon' is not a duration ...`), so a
 Deployment that is misconfigured says why in its first log line instead of a traceback.
+
+The report API's flags are `controller.report_cli`'s own (`add_report_api_flags`); they read
+`ADDON_STATUS_*` too. A variable for a repeatable flag holds a comma-separated list, one for a
+switch `true` or `false`.
 """
 
 from __future__ import annotations
@@ -11,17 +15,27 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from controller.kube import AddonRef
+from controller.report_cli import add_report_api_flags
 from statemachines.config import Config
 from statemachines.errors import AddonStatusError, ConfigError
 from statemachines.settings import Duration, Settings
 
 __all__ = [
+    "DEFAULT_LEASE",
     "DEFAULT_NAME",
     "DEFAULT_NAMESPACE",
     "Address",
@@ -32,7 +46,10 @@ __all__ = [
 
 DEFAULT_NAME = "observability-addon"
 DEFAULT_NAMESPACE = "open-cluster-management-addon-observability"
+DEFAULT_LEASE = "addon-status-controller"
 ENV_PREFIX = "ADDON_STATUS_"
+_NAME = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"  # an object's name (DNS subdomain)
+_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"  # a namespace's name (DNS label)
 
 
 class OptionsError(AddonStatusError):
@@ -45,6 +62,7 @@ class _Option:
     flag: str
     help: str
     metavar: str | None = None
+    kind: Literal["value", "switch", "list"] = "value"
 
     @property
     def env(self) -> str:
@@ -68,19 +86,51 @@ _OPTIONS = (
     _Option("probe_address", "--probe-address", "host:port of /healthz, /readyz (:8081)", "ADDR"),
     _Option("request_timeout", "--request-timeout", "seconds per API call (10)", "SECONDS"),
     _Option("log_level", "--log-level", "debug, info, warning or error (info)", "LEVEL"),
+    _Option("hub_kubeconfig", "--hub-kubeconfig", "kubeconfig of the hub (none: no copy)", "PATH"),
+    _Option(
+        "cluster_name", "--cluster-name", "this cluster on the hub: the copy's namespace", "NAME"
+    ),
+    _Option("hub_addon_name", "--hub-addon-name", "name of the hub copy (--addon-name)", "NAME"),
+    _Option("hub_copy", "--hub-copy", "what to copy: conditions or status (conditions)", "WHAT"),
+    _Option("hub_resync", "--hub-resync", "re-read and repair the hub copy this often (5m)", "DUR"),
+    _Option("hub_create_missing", "--hub-create-missing", "create a missing copy", kind="switch"),
+    _Option("leader_elect", "--leader-elect", "elect one leader on a Lease (off)", kind="switch"),
+    _Option("lease_name", "--lease-name", f"the Lease (default {DEFAULT_LEASE})", "NAME"),
+    _Option("lease_namespace", "--lease-namespace", "its namespace (--addon-namespace)", "NS"),
+    _Option("lease_duration", "--lease-duration", "a Lease not renewed is free after (15s)", "DUR"),
+    _Option("renew_deadline", "--renew-deadline", "a leader unable to renew quits (10s)", "DUR"),
+    _Option("retry_period", "--retry-period", "renew or try to acquire every (2s)", "DUR"),
+)
+# Added by `report_cli.add_report_api_flags`; listed here for their environment variables.
+_REPORT_OPTIONS = (
+    _Option("report_address", "--report-address", ""),
+    _Option("authorization", "--authorization", ""),
+    _Option("operator_identity", "--operator-identity", "", kind="list"),
+    _Option("collector_identity", "--collector-identity", "", kind="list"),
+    _Option("token_table", "--token-table", ""),
+    _Option("insecure", "--insecure", "", kind="switch"),
 )
 
 
 def add_run_flags(parser: argparse.ArgumentParser) -> None:
     """The flags of `run`; each also reads `ADDON_STATUS_<FLAG>` from the environment."""
     for option in _OPTIONS:
+        help_text = f"{option.help}; env {option.env}"
+        if option.kind == "switch":
+            parser.add_argument(
+                option.flag,
+                dest=option.field,
+                default=None,
+                action=argparse.BooleanOptionalAction,
+                help=help_text,
+            )
+            continue
         parser.add_argument(
-            option.flag,
-            dest=option.field,
-            default=None,
-            metavar=option.metavar,
-            help=f"{option.help}; env {option.env}",
+            option.flag, dest=option.field, default=None, metavar=option.metavar, help=help_text
         )
+    add_report_api_flags(parser)
+    # None means "not given", so that the environment variable applies.
+    parser.set_defaults(**{option.field: None for option in _REPORT_OPTIONS})
 
 
 class Address(BaseModel):
@@ -104,10 +154,8 @@ class RunOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kubeconfig: Path | None = None  # None: the in-cluster service account
-    addon_name: str = Field(default=DEFAULT_NAME, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
-    addon_namespace: str = Field(
-        default=DEFAULT_NAMESPACE, pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-    )
+    addon_name: str = Field(default=DEFAULT_NAME, pattern=_NAME)
+    addon_namespace: str = Field(default=DEFAULT_NAMESPACE, pattern=_LABEL)
     collectors: tuple[str, ...] | None = None
     degrade_after: Duration | None = None
     recover_after: Duration | None = None
@@ -117,13 +165,57 @@ class RunOptions(BaseModel):
     probe_address: Address = Address(host="0.0.0.0", port=8081)
     request_timeout: float = Field(default=10.0, gt=0)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
+    # the report API (flags of report_cli.add_report_api_flags)
+    report_address: str = ":8090"
+    authorization: Path | None = None
+    operator_identity: tuple[str, ...] = ()
+    collector_identity: tuple[str, ...] = ()
+    token_table: Path | None = None
+    insecure: bool = False
+    # the hub copy
+    hub_kubeconfig: Path | None = None  # None: no replication to the hub
+    cluster_name: str | None = Field(default=None, pattern=_LABEL)
+    hub_addon_name: str | None = Field(default=None, pattern=_NAME)
+    hub_copy: Literal["conditions", "status"] = "conditions"
+    hub_resync: Duration = timedelta(minutes=5)
+    hub_create_missing: bool = False
+    # leader election
+    leader_elect: bool = False
+    lease_name: str = Field(default=DEFAULT_LEASE, pattern=_NAME)
+    lease_namespace: str | None = Field(default=None, pattern=_LABEL)
+    lease_duration: Duration = timedelta(seconds=15)
+    renew_deadline: Duration = timedelta(seconds=10)
+    retry_period: Duration = timedelta(seconds=2)
 
-    @field_validator("collectors", mode="before")
+    @field_validator("collectors", "operator_identity", "collector_identity", mode="before")
     @classmethod
     def _split(cls, value: Any) -> Any:
         if isinstance(value, str):
             return tuple(v.strip() for v in value.split(",") if v.strip())
         return value
+
+    @field_validator("report_address")
+    @classmethod
+    def _report_address(cls, value: str) -> str:
+        Address.parse(value)  # kept as written: report_cli picks the host for an empty one
+        return value
+
+    @model_validator(mode="after")
+    def _fits_together(self) -> RunOptions:
+        """Raised as OptionsError (pydantic passes it through), naming both flags."""
+        if self.hub_kubeconfig is not None and self.cluster_name is None:
+            raise OptionsError(
+                f"{_names('cluster_name')}: required with --hub-kubeconfig "
+                "(the hub namespace of this cluster's addon copy)"
+            )
+        if self.hub_resync <= timedelta(0):
+            raise OptionsError(f"{_names('hub_resync')}: must be positive")
+        if not self.lease_duration > self.renew_deadline > self.retry_period > timedelta(0):
+            raise OptionsError(
+                f"{_names('lease_duration')}, {_names('renew_deadline')}, "
+                f"{_names('retry_period')}: need lease duration > renew deadline > retry period > 0"
+            )
+        return self
 
     @field_validator("metrics_address", "probe_address", mode="before")
     @classmethod
@@ -139,9 +231,9 @@ class RunOptions(BaseModel):
     def from_args(cls, args: argparse.Namespace, environ: Mapping[str, str]) -> RunOptions:
         """Flags over `ADDON_STATUS_*` over defaults; raises OptionsError naming the option."""
         raw: dict[str, Any] = {}
-        for option in _OPTIONS:
+        for option in (*_OPTIONS, *_REPORT_OPTIONS):
             value = getattr(args, option.field, None)
-            if value is None:
+            if value is None or value == []:
                 value = environ.get(option.env) or None
             if value is not None:
                 raw[option.field] = value
@@ -156,12 +248,31 @@ class RunOptions(BaseModel):
         return options
 
     def check_kubeconfig(self) -> None:
-        if self.kubeconfig is not None and not self.kubeconfig.is_file():
-            raise OptionsError(f"kubeconfig {self.kubeconfig}: no such file")
+        for path in (self.kubeconfig, self.hub_kubeconfig):
+            if path is not None and not path.is_file():
+                raise OptionsError(f"kubeconfig {path}: no such file")
 
     @property
     def ref(self) -> AddonRef:
         return AddonRef(self.addon_namespace, self.addon_name)
+
+    @property
+    def hub_ref(self) -> AddonRef | None:
+        """The hub copy of the addon CR (namespace: the cluster's name); None without a name."""
+        if self.cluster_name is None:
+            return None
+        return AddonRef(self.cluster_name, self.hub_addon_name or self.addon_name)
+
+    @property
+    def lease_ref(self) -> AddonRef:
+        """The Lease of leader election (an `AddonRef` is any namespaced name)."""
+        return AddonRef(self.lease_namespace or self.addon_namespace, self.lease_name)
+
+    def report_args(self) -> argparse.Namespace:
+        """The report API's settings as `report_cli.build_report_server` reads them."""
+        return argparse.Namespace(
+            **{o.field: getattr(self, o.field) for o in _REPORT_OPTIONS},
+        )
 
     def config(self) -> Config:
         """The core's configuration: the collectors and their timings."""
@@ -195,7 +306,13 @@ def _default_kubeconfig(environ: Mapping[str, str]) -> Path | None:
     )
 
 
-_BY_FIELD = {o.field: o for o in _OPTIONS}
+_BY_FIELD = {o.field: o for o in (*_OPTIONS, *_REPORT_OPTIONS)}
+
+
+def _names(field: str) -> str:
+    return _BY_FIELD[field].names
+
+
 _BY_SETTING = {
     "degradeAfter": "degrade_after",
     "recoverAfter": "recover_after",

@@ -5,10 +5,18 @@ present? leading? does the status lag?). It asks the core what a report, a watch
 passing of time means (`apply`, `observe_generation`, `advance`), and makes the CR say it:
 metrics, Events, then one status write per change. It does no threading of its own: the worker
 calls it from its one thread, so nothing here needs a lock.
+
+Leadership has two sides. `lead()` is leader election's verdict as the worker's queue delivers
+it; `lease_held` is asked right before every write and before judging a report, because the
+verdict travels through the queue and may arrive late: a Lease whose renew deadline passed
+stops the writes at once, so two replicas never write the status at the same time. The status
+as this replica finds it on becoming leader (or at start, when it leads) goes to the status
+hooks like a written one, so that hub replication starts from the CR and not from nothing.
 """
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable
 from datetime import datetime
@@ -38,6 +46,7 @@ __all__ = ["Clock", "Reconciler"]
 log = logging.getLogger(__name__)
 
 Clock = Callable[[], datetime]
+_LEASE_POLL = 0.05  # seconds between looks at a lapsing Lease while a write waits for it
 
 
 class Reconciler:
@@ -52,6 +61,7 @@ class Reconciler:
         clock: Clock,
         record_events: Callable[[list[EventRecord]], None],
         leader: bool,
+        lease_held: Callable[[], bool] = lambda: True,
         write_attempts: int = 5,
     ) -> None:
         self.config = config
@@ -65,6 +75,7 @@ class Reconciler:
         self._metrics = metrics
         self._clock = clock
         self._record_events = record_events
+        self._lease_held = lease_held
         self._state: AddonState | None = None
         self._uid: str | None = None
         self._sync_retry = Retry()  # reading the CR on becoming leader
@@ -78,16 +89,23 @@ class Reconciler:
     def leading(self) -> bool:
         return self.leader and self.synced
 
+    @property
+    def accepting(self) -> bool:
+        """Leading, and the Lease still held right now: a report may be judged."""
+        return self.leading and self._lease_held()
+
     def begin(self, obj: dict[str, Any]) -> None:
         """The machines as the CR stores them. Raises StoredStateError if it cannot be read."""
         self._rebuild(obj, strict=True)
         self.synced = self.leader
+        if self.synced:
+            self._announce_read()
 
     # ---- the items -------------------------------------------------------------------------
 
     def judge(self, report: Report) -> Outcome:
-        """The core's outcome for `report`, counted but not adopted yet: the caller answers the
-        verdict first, then calls `settle`. Only while `leading`."""
+        """The core's outcome for `report`, counted but not adopted yet: the caller `settle`s it
+        and answers the verdict once the CR holds it. Only while `accepting`."""
         assert self.leading, "a follower judges no report"
         outcome = apply(self.state, report, self._clock(), config=self.config)
         assert outcome.verdict is not None
@@ -144,6 +162,8 @@ class Reconciler:
             waits.append((wakeup - self._clock()).total_seconds())
         if self.status.dirty and self._writing:
             waits.append(self.status.retry.seconds_left())
+        elif self.status.dirty and self.leading and self.present:
+            waits.append(_LEASE_POLL)  # the Lease lapses: write once it is renewed, or step down
         if self.leader and not self.synced:
             waits.append(self._sync_retry.seconds_left())
         return max(0.0, min(waits))
@@ -176,7 +196,7 @@ class Reconciler:
 
     @property
     def _writing(self) -> bool:
-        return self.leading and self.present
+        return self.leading and self.present and self._lease_held()
 
     def _flush(self) -> None:
         if not self._writing:
@@ -204,6 +224,19 @@ class Reconciler:
         log.info("leading: machines rebuilt from the addon CR")
         if self.status.dirty:
             self._flush()
+        else:
+            self._announce_read()
+
+    def _announce_read(self) -> None:
+        """The CR already holds our status: hand it to the hooks as if we had just written it
+        (a write that is still due announces itself once it succeeds)."""
+        if self.status.dirty:
+            return
+        for hook in list(self.status.hooks):
+            try:
+                hook(copy.deepcopy(self.status.last))
+            except Exception:
+                log.exception("an on_status_written hook failed")
 
     def _rebuild(self, obj: dict[str, Any], *, strict: bool) -> None:
         meta = obj.get("metadata") or {}

@@ -1,10 +1,11 @@
-"""`addon-status run`: the spoke controller put together, and the command that runs it.
+"""`addon-status run`: the spoke side put together, and the command that runs a replica.
 
-`SpokeController` assembles the parts — the store on the spoke's API client, the reconcile
-worker, the watch, the Event recorder, the metrics and probe servers, and (plugged in from
-outside) the report API — starts them in dependency order and stops them in reverse. Tests and
-the demo build one with an injected clock and an injected `ApiClient`; `run_command` builds one
-from flags and the environment and blocks until SIGTERM or SIGINT.
+`SpokeController` assembles the spoke's parts — the store on the spoke's API client, the
+reconcile worker, the watch, the Event recorder, the metrics and probe servers, and (plugged in
+from outside) the report API and the services that need the worker — starts them in dependency
+order and stops them in reverse. `controller.app.Replica` plugs the report API, hub
+replication and leader election into it; `run_command` builds a `Replica` from flags and the
+environment and blocks until SIGTERM or SIGINT.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from controller.options import OptionsError, RunOptions
 from controller.probes import ProbeServer
 from controller.watch import AddonWatch
 from controller.worker import Clock, Worker, utc_now
+from statemachines.config import Config
 from statemachines.errors import AddonStatusError
 
 __all__ = [
@@ -95,8 +97,15 @@ class SpokeController:
         report_server: ReportServerFactory | None = None,
         services: Sequence[ServiceFactory] = (),
         leader: bool = True,
+        lease_held: Callable[[], bool] | None = None,
+        config: Config | None = None,
         watch_seconds: int = 300,
+        max_wait: float = 30.0,
     ) -> None:
+        """`config` replaces the one the options describe (the demo plays a scenario's);
+        `lease_held` is leader election's `is_leader` (see `Worker`); `max_wait` is the longest
+        the worker sleeps without looking at `clock` (short for a clock faster than real time).
+        """
         self._own_client: kube_client.ApiClient | None = None
         if store is None:
             if api_client is None:
@@ -116,11 +125,13 @@ class SpokeController:
         )
         self.worker = Worker(
             self.store,
-            options.config(),
+            config or options.config(),
             metrics=self.metrics,
             clock=clock,
             record_events=self.recorder.record,
             leader=leader,
+            lease_held=lease_held,
+            max_wait=max_wait,
         )
         self.watch = AddonWatch(
             self.store,
@@ -196,25 +207,37 @@ class SpokeController:
         self.stop()
 
 
-def run_command(
-    args: argparse.Namespace,
-    *,
-    report_server: ReportServerFactory | None = None,
-    services: Sequence[ServiceFactory] = (),
-    leader: bool = True,
-) -> int:
+def run_command(args: argparse.Namespace) -> int:
     """`addon-status run`: 0 after SIGTERM/SIGINT, 2 for bad flags, 1 when it cannot start."""
+    from controller.app import Replica  # the app builds on this module, not the other way
+
     try:
         options = RunOptions.from_args(args, os.environ)
     except OptionsError as error:
         print(f"addon-status run: {error}", file=sys.stderr)
         return 2
     configure_logging(options.log_level)
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("signal received; stopping", extra={"signal": signal.Signals(signum).name})
+        stopping.set()
+
+    # Before anything starts: a SIGTERM during the start must stop us cleanly, not kill us.
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
-        controller = SpokeController(
-            options, report_server=report_server, services=services, leader=leader
-        )
-        controller.start()
+        return _run_until_stopped(Replica, options, stopping)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run_until_stopped(
+    replica_type: Callable[[RunOptions], Service], options: RunOptions, stopping: threading.Event
+) -> int:
+    try:
+        replica = replica_type(options)
+        replica.start()
     except AddonNotFoundError:
         print(
             f"addon-status run: the addon CR {options.ref} does not exist "
@@ -225,18 +248,10 @@ def run_command(
     except (StoreError, AddonStatusError) as error:
         print(f"addon-status run: cannot start: {error}", file=sys.stderr)
         return 1
-    stopping = threading.Event()
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        log.info("signal received; stopping", extra={"signal": signal.Signals(signum).name})
-        stopping.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
     try:
-        while not stopping.wait(1.0):
+        while not stopping.wait(0.25):
             pass
     finally:
-        controller.stop()
+        replica.stop()
     log.info("spoke controller stopped")
     return 0

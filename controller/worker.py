@@ -5,11 +5,20 @@ at a time and hands them to its `Reconciler` (what each item means). Because not
 touches the machines, no lock guards them, and a report's answer is exactly the verdict the
 worker gave it.
 
-Order of work for a report: judge it, answer the caller (the verdict does not wait for the API
-server), record the Events, then write the status if it changed. A write that fails is retried
-with backoff from the worker's own loop; the state in memory stays the truth meanwhile. Before
-every wait, the worker fires the timers that are due by the injected clock; it waits on its
-queue until the next one, so a dampening window ends on time even when nobody reports.
+Accepted means persisted. Order of work for a report: judge it, record the Events, write the
+status if it changed, and only then answer the caller: a verdict that claims something about
+the addon (accepted, pending, heartbeat) is given once the addon CR holds the state it speaks
+of, so a reporter that got "accepted" knows its report survives a crash or a failover of this
+replica. A refusal changes nothing and is answered at once, as is a report whose state the CR
+already holds. While a write cannot succeed (the spoke's API server is down, the CR is gone),
+the answers wait in a list that every successful write resolves; a caller whose timeout runs
+out first gets `SubmitTimeoutError`, and one whose replica lost the leadership meanwhile gets
+`NotLeaderError` (the report API answers both with 503 and `Retry-After`). Its repeated report
+is judged again, so nothing is ever called accepted that is not on the CR. The state in memory
+stays the truth meanwhile, and a failed write is retried with backoff from the worker's own
+loop. Before every wait, the worker fires the timers that are due by the injected clock; it
+waits on its queue until the next one, so a dampening window ends on time even when nobody
+reports.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ from controller.kube import AddonStore, EventRecord, WatchEvent
 from controller.metrics import ControllerMetrics
 from controller.reconcile import Clock, Reconciler
 from controller.status_writer import StatusHook
-from statemachines import AddonState, Config, Report, Verdict
+from statemachines import AddonState, Config, Report, Verdict, VerdictKind
 from statemachines.errors import AddonStatusError
 
 __all__ = [
@@ -72,13 +81,25 @@ class QueueFullError(WorkerError):
 
 
 class SubmitTimeoutError(WorkerError, TimeoutError):
-    """No verdict within the caller's timeout; the report was withdrawn, not applied."""
+    """No verdict within the caller's timeout: either the report was withdrawn before it was
+    judged, or its effect is not on the addon CR yet (the worker keeps writing it). Either way
+    the caller sends it again; the repeat is judged afresh."""
 
 
 @dataclass(frozen=True, slots=True)
 class _Judge:
     report: Report
     answer: Future[Verdict]
+    deadline: float  # monotonic: the caller stops waiting then
+
+
+@dataclass(frozen=True, slots=True)
+class _Waiting:
+    """A verdict given, answered once the CR holds it (see the module docstring)."""
+
+    answer: Future[Verdict]
+    verdict: Verdict
+    deadline: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,11 +134,15 @@ class Worker:
         clock: Clock = utc_now,
         record_events: Callable[[list[EventRecord]], None] | None = None,
         leader: bool = True,
+        lease_held: Callable[[], bool] | None = None,
         capacity: int = 1024,
         max_wait: float = 30.0,
         write_attempts: int = 5,
     ) -> None:
+        """`lease_held` (leader election's `is_leader`) is asked before every write and report:
+        it turns False the moment the Lease may lapse, before the election's verdict arrives."""
         self.config = config
+        self._lease_held = lease_held or (lambda: True)
         self._reconciler = Reconciler(
             store,
             config,
@@ -125,6 +150,7 @@ class Worker:
             clock=clock,
             record_events=record_events or (lambda records: None),
             leader=leader,
+            lease_held=self._lease_held,
             write_attempts=write_attempts,
         )
         # Callables receiving the full status after every successful write of the spoke CR.
@@ -134,6 +160,7 @@ class Worker:
         self._queue: queue.Queue[object] = queue.Queue(maxsize=capacity)
         self._max_wait = max_wait
         self._thread: threading.Thread | None = None
+        self._waiting: list[_Waiting] = []  # the worker's thread only
         self._running = False
         self._leader = leader  # the caller's side of it, for a quick answer in submit()
         metrics.leader.set(1 if leader else 0)
@@ -166,19 +193,20 @@ class Worker:
         self._drain()
 
     def submit(self, report: Report, *, timeout: float) -> Verdict:
-        """The verdict the worker gives `report`; blocks the caller until then.
+        """The verdict the worker gives `report`, once the CR holds its effect; blocks the
+        caller until then.
 
         Raises NotLeaderError, WorkerStoppedError, QueueFullError, SubmitTimeoutError. After
-        SubmitTimeoutError the report was not applied: the caller may send it again.
+        any of them the caller may send the report again (to the leader).
         """
         if not self._running:
             raise WorkerStoppedError("the reconcile worker is not running")
-        if not self._leader:
+        if not (self._leader and self._lease_held()):
             raise NotLeaderError("this replica is not the leader; send the report to the leader")
         deadline = time.monotonic() + timeout
         answer: Future[Verdict] = Future()
         try:
-            self._queue.put(_Judge(report, answer), timeout=timeout)
+            self._queue.put(_Judge(report, answer, deadline), timeout=timeout)
         except queue.Full as error:
             raise QueueFullError(f"the worker's queue stayed full for {timeout:g}s") from error
         try:
@@ -186,10 +214,13 @@ class Worker:
         except FutureTimeout as error:
             if answer.cancel():
                 raise SubmitTimeoutError(
-                    f"no verdict within {timeout:g}s; the report was not applied"
+                    f"no verdict within {timeout:g}s; the report was not judged"
                 ) from error
-        # The worker took it just now: judging is quick, the verdict comes before any write.
-        return answer.result(timeout=self._max_wait)
+            if answer.done():  # answered just now
+                return answer.result()
+            raise SubmitTimeoutError(
+                f"the report's effect was not on the addon CR within {timeout:g}s; send it again"
+            ) from error
 
     def observe(self, event: WatchEvent) -> None:
         """A watch event on the CR (from the watch thread)."""
@@ -223,8 +254,9 @@ class Worker:
 
     @property
     def leading(self) -> bool:
-        """This replica leads and has rebuilt its machines from the CR since it became leader."""
-        return self._leader and self._reconciler.leading
+        """This replica leads, holds the Lease, and has rebuilt its machines from the CR since
+        it became leader."""
+        return self._leader and self._reconciler.leading and self._lease_held()
 
     @property
     def ready(self) -> bool:
@@ -267,8 +299,10 @@ class Worker:
         while True:
             try:
                 self._reconciler.catch_up()
+                self._answer_waiting()
                 item = self._queue.get(timeout=self._reconciler.wait_seconds(self._max_wait))
                 if item is _STOP:
+                    self._fail_waiting(WorkerStoppedError, "the worker stopped before the write")
                     return
                 assert isinstance(item, _Judge | _Observe | _Tick | _Lead)
                 self._handle(item)
@@ -277,6 +311,8 @@ class Worker:
             except Exception:
                 # A bug in one item must not kill the only worker.
                 log.exception("reconcile failed; the worker goes on")
+            finally:
+                self._answer_waiting()
 
     def _handle(self, item: _Item) -> None:
         trigger = _TRIGGERS[type(item)]
@@ -306,14 +342,39 @@ class Worker:
     def _judge(self, item: _Judge) -> None:
         if not item.answer.set_running_or_notify_cancel():
             return  # the caller gave up before the worker got to it
-        if not self._reconciler.leading:
+        if not self._reconciler.accepting:
             item.answer.set_exception(NotLeaderError("this replica is not the leader"))
             return
         try:
             outcome = self._reconciler.judge(item.report)
+            self._reconciler.settle(outcome, cause="report")
         except Exception as error:
-            item.answer.set_exception(error)
+            if not item.answer.done():
+                item.answer.set_exception(error)
             raise
         assert outcome.verdict is not None
-        item.answer.set_result(outcome.verdict)
-        self._reconciler.settle(outcome, cause="report")
+        if outcome.verdict.kind is VerdictKind.REFUSED:
+            item.answer.set_result(outcome.verdict)  # a refusal changed nothing
+            return
+        self._waiting.append(_Waiting(item.answer, outcome.verdict, item.deadline))
+
+    def _answer_waiting(self) -> None:
+        """Answer the verdicts whose effect the CR now holds; tell those whose replica lost
+        the leadership to send again; forget those whose callers stopped waiting."""
+        if not self._waiting:
+            return
+        if not self._reconciler.leading:
+            self._fail_waiting(NotLeaderError, "leadership moved before the status was written")
+            return
+        if not self._reconciler.status.dirty:
+            waiting, self._waiting = self._waiting, []
+            for entry in waiting:
+                entry.answer.set_result(entry.verdict)
+            return
+        now = time.monotonic()
+        self._waiting = [w for w in self._waiting if w.deadline > now]
+
+    def _fail_waiting(self, error: type[WorkerError], message: str) -> None:
+        waiting, self._waiting = self._waiting, []
+        for entry in waiting:
+            entry.answer.set_exception(error(f"{message}; send the report again"))

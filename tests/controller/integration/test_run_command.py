@@ -37,6 +37,7 @@ MAIN = (
     "sys.exit(run_command(parser.parse_args(sys.argv[1:])))\n"
 )
 LOOPBACK = ["--metrics-address", "127.0.0.1:0", "--probe-address", "127.0.0.1:0"]
+REPORTS = ["--report-address", "127.0.0.1:0", "--insecure"]  # who may report: anyone on loopback
 
 
 @pytest.fixture
@@ -78,7 +79,7 @@ def test_runs_until_sigterm_and_logs_json_without_the_token(
     server: APIServer, kubeconfig: Path
 ) -> None:
     Addon(api_client(server, TOKEN)).create()
-    process = launch("--kubeconfig", str(kubeconfig), "--log-level", "debug", *LOOPBACK)
+    process = launch("--kubeconfig", str(kubeconfig), "--log-level", "debug", *LOOPBACK, *REPORTS)
     try:
         deadline = time.monotonic() + 30
         while server.count_requests(verbs=("update",), resource=PLURAL, subresource="status") < 1:
@@ -97,7 +98,7 @@ def test_runs_until_sigterm_and_logs_json_without_the_token(
 
 
 def test_a_missing_cr_is_one_line_and_exit_1(kubeconfig: Path) -> None:
-    process = launch("--kubeconfig", str(kubeconfig), *LOOPBACK)
+    process = launch("--kubeconfig", str(kubeconfig), *LOOPBACK, *REPORTS)
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 1
     assert stderr.strip().splitlines()[-1] == (

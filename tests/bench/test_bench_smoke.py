@@ -1,0 +1,98 @@
+"""The benchmarks still run and still measure what they claim: each script runs as a user runs
+it, with tiny sizes, and its printed figures must parse and hold together — exactly one spoke
+write per visible change and none for reports that change nothing, no more hub writes than
+spoke writes, dampening writing less to the hub than no dampening over the same signal, the
+simulation agreeing with the measured run on what they share. No timing is asserted: speed is
+what the benchmarks print, not what the tests check.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parents[1]
+FLEET_ARGS = ["--clusters", "3", "--minutes", "30", "--speed", "1200", "--seed", "4"]
+
+
+def run(script: str, *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        cwd=ROOT,
+        check=False,
+    )
+    assert done.returncode == 0, f"{script} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def rows(output: str) -> dict[str, list[float]]:
+    """`  label:   1.0   2.0 ...` lines whose cells are all numbers."""
+    found: dict[str, list[float]] = {}
+    for line in output.splitlines():
+        label, sep, cells = line.strip().rpartition(":")
+        values = cells.split()
+        if sep and values and all(re.fullmatch(r"-?\d+(\.\d+)?", v) for v in values):
+            found[label] = [float(v) for v in values]
+    return found
+
+
+def said(output: str, claim: str) -> bool:
+    return f"{claim}: True" in output
+
+
+def test_e2e_writes_each_change_once_and_the_hub_no_more_often() -> None:
+    output = run("e2e.py", "--reports", "60", "--runs", "1")
+    figures = rows(output)
+    median = {label: values[0] for label, values in figures.items()}
+    assert all(values[0] == values[1] for values in figures.values()), "one run: its median"
+    assert median["spoke status writes per visible change (goal 1)"] == 1.0
+    assert median["spoke writes for reports changing nothing (goal 0)"] == 0.0
+    assert 0 < median["hub writes per visible change (goal <= spoke's)"] <= 1.0
+    assert median["reports judged per second"] >= median["accepted reports per second"] > 0
+    for where in ("spoke status written", "hub copy written"):
+        p50, p99 = median[f"report -> {where}, p50 ms"], median[f"report -> {where}, p99 ms"]
+        assert 0 < p50 <= p99
+    for claim in (
+        "written statuses equal the core's, in order",
+        "hub copy showed every change of the conditions",
+        "hub copy holds the spoke's final conditions",
+    ):
+        assert said(output, claim), claim
+
+
+@pytest.fixture(scope="module")
+def fleet() -> tuple[str, str]:
+    """The measured run and the simulation of the same small fleet and signal."""
+    return run("fleet.py", *FLEET_ARGS), run("fleet.py", *FLEET_ARGS, "--simulate-only")
+
+
+def test_fleet_writes_less_to_the_hub_with_dampening(fleet: tuple[str, str]) -> None:
+    measured = rows(fleet[0])
+    damped, raw, ratio = measured["hub writes (measured on the hub)"]
+    visible = measured["hub-visible changes (conditions)"]
+    assert 0 < damped < raw
+    assert ratio == pytest.approx(raw / damped, rel=0.05)
+    assert damped <= visible[0] and raw <= visible[1], "coalescing only ever lowers the writes"
+
+
+def test_fleet_simulation_agrees_with_the_measured_run(fleet: tuple[str, str]) -> None:
+    measured, simulated = rows(fleet[0]), rows(fleet[1])
+    for shared in ("spoke status changes", "hub-visible changes (conditions)"):
+        assert measured[shared] == simulated[shared], shared
+    assert simulated["hub writes (simulated)"] == simulated["hub-visible changes (conditions)"]
+
+
+def test_fleet_checks_every_hub_copy_and_has_no_hub_errors(fleet: tuple[str, str]) -> None:
+    assert said(fleet[0], "every hub copy equals its spoke's final conditions")
+    errors = next(line for line in fleet[0].splitlines() if "hub errors:" in line)
+    assert errors.split(":", 1)[1].split() == ["0", "0"]

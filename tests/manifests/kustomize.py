@@ -1,0 +1,156 @@
+"""The part of kustomize that manifests/ uses, in Python, so that the manifest tests see the
+objects a `kubectl apply -k` would create even where no kustomize binary is installed.
+
+It reads `resources` (files and directories, recursively), `namespace`, `images` and delete
+patches chosen by a label selector, and refuses any other field: a kustomization that starts
+using more of kustomize must extend this build (and its comparison with `kubectl kustomize`
+in test_kustomize.py) rather than be silently misread.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+__all__ = [
+    "CLUSTER_SCOPED",
+    "MANIFESTS",
+    "ROOT",
+    "Build",
+    "KustomizeError",
+    "build",
+    "documents",
+    "find",
+    "identity",
+    "kustomization_roots",
+]
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+MANIFESTS: Final = ROOT / "manifests"
+CLUSTER_SCOPED: Final = frozenset(
+    {"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Namespace"}
+)
+_FIELDS: Final = frozenset({"apiVersion", "kind", "resources", "namespace", "patches", "images"})
+
+Obj = dict[str, Any]
+
+
+class KustomizeError(Exception):
+    """A kustomization this build cannot read as kustomize would."""
+
+
+@dataclass
+class Build:
+    objects: list[Obj] = field(default_factory=list)
+    files: set[Path] = field(default_factory=set)  # every file the build read
+
+
+def documents(path: Path) -> list[Obj]:
+    """The YAML documents of a file, empty ones left out (as kubectl does)."""
+    with path.open(encoding="utf-8") as stream:
+        return [doc for doc in yaml.safe_load_all(stream) if doc is not None]
+
+
+def identity(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    meta = obj.get("metadata") or {}
+    return (obj["apiVersion"], obj["kind"], meta.get("namespace", ""), meta["name"])
+
+
+def find(objects: Iterable[Obj], kind: str, name: str | None = None) -> Obj:
+    """The one object of `kind` (and `name`); fails the test when there is not exactly one."""
+    found = [
+        o for o in objects if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)
+    ]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
+    return found[0]
+
+
+def kustomization_roots() -> list[Path]:
+    """Every directory under manifests/ that holds a kustomization."""
+    return sorted(p.parent for p in MANIFESTS.rglob("kustomization.yaml"))
+
+
+def build(directory: Path) -> Build:
+    """The objects `kubectl kustomize directory` prints (in file order, not kustomize's)."""
+    path = directory / "kustomization.yaml"
+    if not path.is_file():
+        raise KustomizeError(f"{directory}: no kustomization.yaml")
+    spec = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    unknown = set(spec) - _FIELDS
+    if unknown:
+        raise KustomizeError(f"{path}: {sorted(unknown)} not supported by this build")
+    result = Build(files={path.resolve()})
+    for entry in spec.get("resources") or []:
+        _add_resource(result, directory, str(entry), source=path)
+    namespace = spec.get("namespace")
+    if namespace:
+        for obj in result.objects:
+            _set_namespace(obj, str(namespace))
+    for patch in spec.get("patches") or []:
+        result.objects = _delete_matching(result.objects, patch, source=path)
+    for image in spec.get("images") or []:
+        for obj in result.objects:
+            _set_image(obj, image)
+    return result
+
+
+def _add_resource(result: Build, directory: Path, entry: str, *, source: Path) -> None:
+    target = (directory / entry).resolve()
+    if target.is_dir():
+        nested = build(target)
+        result.objects += nested.objects
+        result.files |= nested.files
+    elif target.is_file():
+        if not target.is_relative_to(directory.resolve()):
+            # kustomize's load restrictor: files only from within the kustomization's root
+            raise KustomizeError(f"{source}: {entry} is not in or below {directory}")
+        result.objects += copy.deepcopy(documents(target))
+        result.files.add(target)
+    else:
+        raise KustomizeError(f"{source}: resources: {entry} does not exist")
+
+
+def _set_namespace(obj: Obj, namespace: str) -> None:
+    if obj["kind"] in CLUSTER_SCOPED:
+        return
+    obj["metadata"]["namespace"] = namespace
+    for subject in obj.get("subjects") or []:
+        if subject.get("kind") == "ServiceAccount":
+            subject["namespace"] = namespace
+
+
+def _delete_matching(objects: list[Obj], patch: Mapping[str, Any], *, source: Path) -> list[Obj]:
+    body = yaml.safe_load(str(patch.get("patch", "")))
+    target = patch.get("target") or {}
+    if set(patch) != {"target", "patch"} or set(target) != {"labelSelector"}:
+        raise KustomizeError(f"{source}: only delete patches with a labelSelector target")
+    if not isinstance(body, dict) or body.get("$patch") != "delete":
+        raise KustomizeError(f"{source}: only `$patch: delete` patches are supported")
+    wanted = dict(pair.split("=", 1) for pair in str(target["labelSelector"]).split(","))
+    return [o for o in objects if not _labelled(o, wanted)]
+
+
+def _labelled(obj: Obj, wanted: Mapping[str, str]) -> bool:
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return all(labels.get(k) == v for k, v in wanted.items())
+
+
+def _set_image(obj: Obj, image: Mapping[str, str]) -> None:
+    pod = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
+    for container in [*pod.get("containers", []), *pod.get("initContainers", [])]:
+        reference = str(container["image"])
+        name, sep, tag = reference.rpartition(":")
+        if not sep or "/" in tag:  # no tag; the colon was a registry's port
+            name, tag = reference, ""
+        if name != image["name"]:
+            continue
+        new_name = image.get("newName", name)
+        new_tag = image.get("newTag", tag)
+        container["image"] = (
+            f"{new_name}@{image['digest']}" if "digest" in image else f"{new_name}:{new_tag}"
+        )

@@ -1,0 +1,266 @@
+"""The addon CR's CRD against what the controller writes, through the embedded API server that
+serves it with kube-apiserver's rules for structural schemas (prune unknown fields, then
+validate): the status of every state the scenarios of tests/scenarios/ reach is accepted and
+stored unchanged, so the schema names every field the controller writes, and every field of
+the status schema is one it writes; a condition that breaks Kubernetes' condition rules, or a
+collector entry the core could not have written, is rejected with the field named; unknown
+fields are pruned; the printer columns show the three standard conditions; the CRD's names
+are the ones the code calls."""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from controller import hub_objects, kube
+from controller.apiserver import APIServer
+from controller.options import DEFAULT_NAME, DEFAULT_NAMESPACE
+from statemachines import Config, Reason, Report, advance, apply, next_wakeup, start, to_status
+from statemachines.scenario import EPOCH, load
+from statemachines.vocabulary import ConditionType
+from tests.manifests.kustomize import MANIFESTS, ROOT, documents
+
+pytestmark = pytest.mark.integration
+
+Obj = dict[str, Any]
+CRD: Final = MANIFESTS / "base" / "crd.yaml"
+SCENARIOS: Final = sorted((ROOT / "tests" / "scenarios").glob("*.yaml"))
+
+
+def statuses_reached(path: Path) -> list[Obj]:
+    """The status after every change a scenario makes (timers and reports), as JSON."""
+    scenario = load(path.read_text(encoding="utf-8"), source=path.name)
+    config = scenario.config
+    state = start(config, EPOCH)
+    reached = [to_status(state)]
+    for step in scenario.steps:
+        now = EPOCH + step.at
+        while (wakeup := next_wakeup(state, config)) is not None and wakeup <= now:
+            state = advance(state, wakeup, config=config).state
+            reached.append(to_status(state))
+        if step.report is not None:
+            state = apply(state, step.report, now, config=config).state
+            reached.append(to_status(state))
+    return _unique(reached)
+
+
+def statuses_with_generations() -> list[Obj]:
+    """The scenarios carry no generations; reports that do fill `observedGeneration`."""
+    config = Config.create()
+    state = start(config, EPOCH, generation=4)
+    reached = [to_status(state)]
+    for minutes, report in enumerate(
+        [
+            Report(Reason.UPDATE_SUCCESSFUL, None, "deployed", 4),
+            Report(Reason.FORWARD_SUCCESSFUL, "metrics-collector", "sent", 4),
+        ]
+    ):
+        state = apply(state, report, EPOCH + timedelta(minutes=minutes), config=config).state
+        reached.append(to_status(state))
+    return _unique(reached)
+
+
+def _unique(statuses: list[Obj]) -> list[Obj]:
+    seen: dict[str, Obj] = {}
+    for status in statuses:
+        as_json = json.dumps(status, sort_keys=True)
+        seen.setdefault(as_json, json.loads(as_json))
+    return list(seen.values())
+
+
+class Addon:
+    """The one addon CR on the embedded server, its status replaced at will."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self.objects = client.CustomObjectsApi(api)
+
+    def create(self) -> None:
+        body = {
+            "apiVersion": f"{kube.GROUP}/{kube.VERSION}",
+            "kind": kube.KIND,
+            "metadata": {"name": DEFAULT_NAME},
+            "spec": {"enableMetrics": True},
+        }
+        self.objects.create_namespaced_custom_object(
+            kube.GROUP, kube.VERSION, DEFAULT_NAMESPACE, kube.PLURAL, body
+        )
+
+    def write_status(self, status: Obj) -> Obj:
+        """PUT the status subresource with the read resourceVersion; the stored status."""
+        current = self.objects.get_namespaced_custom_object(
+            kube.GROUP, kube.VERSION, DEFAULT_NAMESPACE, kube.PLURAL, DEFAULT_NAME
+        )
+        assert isinstance(current, dict)
+        current["status"] = status
+        stored = self.objects.replace_namespaced_custom_object_status(
+            kube.GROUP, kube.VERSION, DEFAULT_NAMESPACE, kube.PLURAL, DEFAULT_NAME, current
+        )
+        assert isinstance(stored, dict)
+        return dict(stored.get("status") or {})
+
+
+@pytest.fixture(scope="module")
+def addon() -> Iterator[Addon]:
+    with (
+        APIServer([CRD], namespaces=("default", DEFAULT_NAMESPACE)) as server,
+        client.ApiClient(client.Configuration(host=server.url)) as api,
+    ):
+        made = Addon(api)
+        made.create()
+        yield made
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.stem)
+def test_every_status_a_scenario_reaches_is_stored_unchanged(addon: Addon, path: Path) -> None:
+    for status in statuses_reached(path):
+        assert addon.write_status(status) == status
+
+
+def test_statuses_with_observed_generations_are_stored_unchanged(addon: Addon) -> None:
+    for status in statuses_with_generations():
+        assert addon.write_status(status) == status
+
+
+def _status_schema() -> Obj:
+    [crd] = documents(CRD)
+    [version] = crd["spec"]["versions"]
+    schema: Obj = version["schema"]["openAPIV3Schema"]["properties"]["status"]
+    return schema
+
+
+def test_every_field_of_the_status_schema_is_one_the_controller_writes() -> None:
+    written: dict[str, set[str]] = {"status": set(), "conditions": set(), "collectors": set()}
+    statuses = [s for path in SCENARIOS for s in statuses_reached(path)]
+    for status in [*statuses, *statuses_with_generations()]:
+        written["status"] |= set(status)
+        for part in ("conditions", "collectors"):
+            for item in status[part]:
+                written[part] |= set(item)
+    schema = _status_schema()["properties"]
+    assert written["status"] == set(schema)
+    for part in ("conditions", "collectors"):
+        assert written[part] == set(schema[part]["items"]["properties"]), part
+
+
+VALID: Final = statuses_with_generations()[-1]
+
+
+def _first_condition(change: Callable[[Obj], None]) -> Callable[[Obj], None]:
+    return lambda status: change(status["conditions"][0])
+
+
+def _first_collector(change: Callable[[Obj], None]) -> Callable[[Obj], None]:
+    return lambda status: change(status["collectors"][0])
+
+
+REJECTED = [
+    pytest.param(
+        _first_condition(lambda c: c.update(reason="Not a reason")),
+        "status.conditions[0].reason",
+        id="reason-with-spaces",
+    ),
+    pytest.param(
+        _first_condition(lambda c: c.update(reason="")),
+        "status.conditions[0].reason",
+        id="empty-reason",
+    ),
+    pytest.param(
+        _first_condition(lambda c: c.update(status="Maybe")),
+        "status.conditions[0].status",
+        id="status-not-true-false-unknown",
+    ),
+    pytest.param(
+        _first_condition(lambda c: c.pop("message")),
+        "status.conditions[0].message",
+        id="message-required",
+    ),
+    pytest.param(
+        _first_condition(lambda c: c.update(lastTransitionTime="yesterday")),
+        "status.conditions[0].lastTransitionTime",
+        id="time-not-rfc3339",
+    ),
+    pytest.param(
+        _first_condition(lambda c: c.update(observedGeneration=-1)),
+        "status.conditions[0].observedGeneration",
+        id="negative-generation",
+    ),
+    pytest.param(
+        lambda s: s["conditions"].append(copy.deepcopy(s["conditions"][0])),
+        f"status.conditions[{len(VALID['conditions'])}]",
+        id="one-condition-per-type",
+    ),
+    pytest.param(
+        _first_collector(lambda c: c.update(state="Broken")),
+        "status.collectors[0].state",
+        id="unknown-collector-state",
+    ),
+    pytest.param(
+        _first_collector(lambda c: c.update(pendingReason="UpdateFailure")),
+        "status.collectors[0].pendingReason",
+        id="only-forwarding-is-dampened",
+    ),
+    pytest.param(
+        _first_collector(lambda c: c.pop("state")),
+        "status.collectors[0].state",
+        id="collector-state-required",
+    ),
+]
+
+
+@pytest.mark.parametrize(("spoil", "field"), REJECTED)
+def test_a_status_the_core_could_not_write_is_rejected(
+    addon: Addon, spoil: Callable[[Obj], None], field: str
+) -> None:
+    status = copy.deepcopy(VALID)
+    spoil(status)
+    with pytest.raises(ApiException) as raised:
+        addon.write_status(status)
+    assert raised.value.status == 422
+    causes = json.loads(str(raised.value.body))["details"]["causes"]
+    assert field in {c["field"] for c in causes}
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        pytest.param(lambda s: s.update(lastUpdated="now"), id="status-field"),
+        pytest.param(_first_condition(lambda c: c.update(severity="high")), id="condition-field"),
+        pytest.param(_first_collector(lambda c: c.update(restarts=3)), id="collector-field"),
+    ],
+)
+def test_an_unknown_field_is_pruned(addon: Addon, spoil: Callable[[Obj], None]) -> None:
+    status = copy.deepcopy(VALID)
+    spoil(status)
+    assert addon.write_status(status) == VALID
+
+
+def test_printer_columns_show_the_three_standard_conditions() -> None:
+    [crd] = documents(CRD)
+    [version] = crd["spec"]["versions"]
+    columns = {c["name"]: c for c in version["additionalPrinterColumns"]}
+    for name in ("Available", "Degraded", "Progressing"):
+        assert ConditionType(name)
+        path = f'.status.conditions[?(@.type=="{name}")].status'
+        assert columns[name] == {"name": name, "type": "string", "jsonPath": path}
+
+
+def test_the_crd_serves_what_the_code_calls() -> None:
+    [crd] = documents(CRD)
+    spec = crd["spec"]
+    assert spec["group"] == kube.GROUP == hub_objects.GROUP
+    assert spec["names"]["plural"] == kube.PLURAL == hub_objects.PLURAL
+    assert spec["names"]["kind"] == kube.KIND == hub_objects.KIND
+    assert crd["metadata"]["name"] == f"{kube.PLURAL}.{kube.GROUP}"
+    assert spec["scope"] == "Namespaced"
+    [version] = spec["versions"]
+    assert version["name"] == kube.VERSION == hub_objects.VERSION
+    assert version["served"] and version["storage"]
+    assert version["subresources"] == {"status": {}}
