@@ -9,7 +9,6 @@ in, so that tests and two controllers in one process never share counters.
 from __future__ import annotations
 
 import socket
-import threading
 from collections.abc import Iterable
 from socketserver import ThreadingMixIn
 from typing import Any
@@ -17,6 +16,7 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
 
+from controller.serving import ServerThread
 from statemachines import Change, Verdict, VerdictKind
 from statemachines.vocabulary import State
 
@@ -164,36 +164,23 @@ class MetricsServer:
         self._registry = registry
         self._host = host
         self._port = port
-        self._server: WSGIServer | None = None
-        self._thread: threading.Thread | None = None
+        self._serving = ServerThread("metrics", self._build)
 
-    def start(self) -> None:
-        app = make_wsgi_app(self._registry)
-        self._server = make_server(
+    def _build(self) -> WSGIServer:
+        return make_server(
             self._host,
             self._port,
-            app,
+            make_wsgi_app(self._registry),
             server_class=_Server6 if ":" in self._host else _Server,
             handler_class=_QuietHandler,
         )
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="metrics",
-            daemon=True,
-        )
-        self._thread.start()
+
+    def start(self) -> None:
+        self._serving.start()
 
     @property
     def port(self) -> int:
-        assert self._server is not None, "start() first"
-        return int(self._server.server_address[1])
+        return self._serving.port
 
     def stop(self, timeout: float = 5.0) -> None:
-        if self._server is None:
-            return
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout)
-        self._server = None
+        self._serving.stop(timeout)

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import logging
 import socket
-import threading
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from controller.serving import ServerThread
 
 __all__ = ["Check", "ProbeServer", "probe_report"]
 
@@ -90,29 +91,14 @@ class ProbeServer:
             "healthz": dict(liveness),
             "readyz": dict(readiness),
         }
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
+        self._serving = ServerThread("probes", lambda: _Server(self._address, self._probes))
 
     def start(self) -> None:
-        self._server = _Server(self._address, self._probes)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="probes",
-            daemon=True,
-        )
-        self._thread.start()
+        self._serving.start()
 
     @property
     def port(self) -> int:
-        assert self._server is not None, "start() first"
-        return int(self._server.server_address[1])
+        return self._serving.port
 
     def stop(self, timeout: float = 5.0) -> None:
-        if self._server is None:
-            return
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout)
-        self._server = None
+        self._serving.stop(timeout)
