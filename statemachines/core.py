@@ -70,10 +70,14 @@ def apply(state: AddonState, report: Report, now: datetime, *, config: Config) -
     ]
     refused = any(v.kind is VerdictKind.REFUSED for _, v, _ in judged)
     for new, _, change in judged:
+        old = state.collector(new.name)
         # Nothing changes on a refusal, but a refused report is a sign of life too.
-        state = state.with_collector(_heard(state.collector(new.name), now) if refused else new)
+        after = _heard(old, now) if refused else new
+        state = state.with_collector(after)
         if change is not None and not refused:
             changes = (*changes, change)
+        elif old.stale:  # the report ended staleness: a visible change of its own
+            changes = (*changes, Change(now, old.name, "report", _label(old), _label(after)))
     verdict = judged[0][1] if len(judged) == 1 else _combined([j[1] for j in judged], config)
     if verdict.kind is not VerdictKind.REFUSED and report.observed_generation is not None:
         # A reporter that saw generation N proves the CR is at N at least.

@@ -199,3 +199,20 @@ def test_disabled_and_not_supported_are_never_stale(reason: Reason) -> None:
     for name in (MC, UWL):
         expect(run, collector=name, stale=False, status="True", condition_reason=reason.value)
     assert run.last.next_wakeup is None
+
+
+def test_the_report_that_ends_staleness_is_a_recorded_change() -> None:
+    """Staleness ending is visible (Unknown -> True), so it is a Change: the shell turns
+    Changes into Kubernetes Events and the timeline into rows."""
+    from statemachines import Config, Report, advance, apply, start
+
+    config = Config.create(collectors=["metrics-collector"])
+    state = start(config, T0)
+    state = apply(state, Report(FS, MC), at(1), config=config).state
+    state = advance(state, at(30), config=config).state
+    assert state.collector(MC).stale
+    outcome = apply(state, Report(FS, MC), at(31), config=config)
+    assert outcome.verdict is not None and outcome.verdict.kind is V.HEARTBEAT
+    assert [(c.collector, c.before, c.after) for c in outcome.changes] == [
+        (MC, "Available (ForwardSuccessful, stale)", "Available (ForwardSuccessful)")
+    ]
