@@ -179,6 +179,7 @@ class Replica:
         self.config = config or options.config()
         self._lease_clock = lease_clock or SystemClock()
         self._hub_source = hub_source
+        self._own_hub_source: KubeconfigSource | None = None
         self._hub_backoff = hub_backoff
         self.report_server: ReportServer | None = None
         self._leadership: _Leadership | None = None
@@ -310,7 +311,7 @@ class Replica:
             raise OptionsError("--cluster-name / ADDON_STATUS_CLUSTER_NAME: required with a hub")
         if source is None:
             assert self.options.hub_kubeconfig is not None
-            source = KubeconfigSource(self.options.hub_kubeconfig)
+            source = self._own_hub_source = KubeconfigSource(self.options.hub_kubeconfig)
         metrics = ReplicationMetrics(self.registry, monotonic=self._lease_clock.monotonic)
         first, longest = self._hub_backoff
 
@@ -331,6 +332,8 @@ class Replica:
         return replicator
 
     def _close_client(self) -> None:
+        if self._own_hub_source is not None:
+            self._own_hub_source.close()
         if self._own_client:
             self.api_client.close()  # type: ignore[no-untyped-call]
             self._own_client = False

@@ -151,9 +151,12 @@ class ReportClient:
         )
         retry.deadline = time.monotonic() + self._deadline
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        token = self._token() if callable(self._token) else self._token
+        token = (self._token() if callable(self._token) else self._token or "").strip()
         if token:
-            headers["Authorization"] = f"Bearer {token.strip()}"
+            if not (token.isascii() and token.isprintable()):
+                # The HTTP library's own error would quote the header, token included.
+                raise ValueError("the bearer token holds characters a header cannot carry")
+            headers["Authorization"] = f"Bearer {token}"
         try:
             return self._pool.request(
                 "POST",

@@ -125,5 +125,10 @@ class EventRecorder:
                 log.warning(
                     "cannot record Event", extra={"reason": item.reason, "error": str(error)}
                 )
+            except Exception:
+                # A bug must not end the recorder: no probe watches it, and every later Event
+                # would pile up in its queue unsent.
+                self._on_result("failed")
+                log.exception("recording an Event failed", extra={"reason": item.reason})
             else:
                 self._on_result("recorded")

@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
+from controller.backoff import RETRY_AFTER_CEILING, backoff_delay
+from controller.clocks import MonotonicClock as Clock
 from controller.hub_metrics import ReplicationMetrics
 from controller.hub_objects import ErrorKind, HubError, HubObjects, KubernetesHubObjects
 
@@ -43,30 +45,11 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 CopyMode = Literal["conditions", "status"]
-RETRY_AFTER_CEILING: Final = 600.0
-"""A `Retry-After` is honoured up to ten minutes; a larger one is a misbehaving server."""
 _MAX_WAIT: Final = 1.0
 _REAUTH_KINDS: Final = frozenset({ErrorKind.UNAUTHORIZED, ErrorKind.FORBIDDEN})
 
 
 # --- pure decisions ------------------------------------------------------------------------
-
-
-def backoff_delay(
-    failures: int,
-    *,
-    base: float,
-    cap: float,
-    rng: random.Random,
-    retry_after: float | None = None,
-) -> float:
-    """Full jitter (uniform in [0, min(cap, base * 2**(failures-1))]) spreads the retries of a
-    fleet of spokes after a hub outage; a server's `Retry-After` is a floor, never shortened."""
-    ceiling = min(cap, base * 2.0 ** min(max(failures - 1, 0), 62))
-    delay = rng.uniform(0.0, ceiling)
-    if retry_after is not None and math.isfinite(retry_after):
-        delay = max(delay, min(max(retry_after, 0.0), RETRY_AFTER_CEILING))
-    return delay
 
 
 def projection(status: Mapping[str, Any], mode: CopyMode) -> dict[str, Any]:
@@ -111,10 +94,6 @@ def in_sync(
 
 
 # --- the replication thread -------------------------------------------------------------------
-
-
-class Clock(Protocol):
-    def monotonic(self) -> float: ...
 
 
 class ClientSource(Protocol):
@@ -367,5 +346,9 @@ class HubReplicator:
                 self.name,
             )
         if error.kind in _REAUTH_KINDS:
-            reloaded = self._source.reload()
+            try:
+                reloaded = self._source.reload()
+            except Exception:  # outside `_run`'s guard: it must not end replication silently
+                log.exception("reloading the hub credentials failed")
+                reloaded = False
             log.info("hub credentials %s", "reloaded" if reloaded else "kept (reload failed)")

@@ -10,7 +10,7 @@ never hang the worker. The loop that keeps a watch going is `controller.watch.Ad
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import count
@@ -37,6 +37,7 @@ __all__ = [
     "StoreError",
     "WatchEvent",
     "WatchStream",
+    "resource_version",
 ]
 
 GROUP = "observability.open-cluster-management.io"
@@ -203,7 +204,7 @@ class KubeAddonStore:
             raise _translated(error, f"list {KIND} {self._ref}") from error
         collection = _as_object(listed)
         items = [i for i in collection.get("items") or [] if _name_of(i) == name]
-        version = str((collection.get("metadata") or {}).get("resourceVersion") or "")
+        version = resource_version(collection)
         if not items:
             return None, version
         obj = _as_object(items[0])
@@ -326,6 +327,11 @@ def _event_from(raw: Any, name: str) -> WatchEvent | None:
     if _name_of(obj) != name:
         return None
     return WatchEvent(kind, obj)
+
+
+def resource_version(obj: Mapping[str, Any]) -> str:
+    """An object's (or a list's) `metadata.resourceVersion`; "" when it has none."""
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")
 
 
 def _name_of(obj: object) -> object:

@@ -151,6 +151,11 @@ class KubeconfigSource:
             self._rebuild_locked(reason="file changed")
             return self._client
 
+    def close(self) -> None:
+        """Close the current client's connection pool (at shutdown)."""
+        with self._lock:
+            self._client.close()  # type: ignore[no-untyped-call]
+
     def reload(self) -> bool:
         """Rebuild from the file even if it looks unchanged (the server refused our
         credentials, which may have been rotated in place); False keeps the old client."""

@@ -19,16 +19,16 @@ from __future__ import annotations
 import logging
 import math
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import urllib3
 from kubernetes.client import ApiClient, CoordinationV1Api, V1Lease, V1LeaseSpec, V1ObjectMeta
 from kubernetes.client.exceptions import ApiException
 
+from controller.clocks import LeaseClock, SystemClock
 from controller.hub_metrics import LeaderMetrics
 
 __all__ = [
@@ -48,25 +48,6 @@ log = logging.getLogger(__name__)
 
 _NOT_FOUND: Final = 404
 _CONFLICT: Final = 409
-
-
-class LeaseClock(Protocol):
-    """Wall time is what goes into the Lease (other replicas compare it); monotonic time
-    decides when this replica's own leadership ends (immune to wall-clock steps)."""
-
-    def now(self) -> datetime: ...
-
-    def monotonic(self) -> float: ...
-
-
-class SystemClock:
-    """The real clocks; tests that need to move time inject their own."""
-
-    def now(self) -> datetime:
-        return datetime.now(UTC)
-
-    def monotonic(self) -> float:
-        return time.monotonic()
 
 
 # --- pure decisions ------------------------------------------------------------------------
@@ -264,6 +245,11 @@ class LeaderElector:
             held = self._acquire_or_renew()
         except _LeaseCallError as error:
             log.debug("Lease %s/%s not renewed: %s", self.namespace, self.name, error)
+            held = None
+        except Exception:
+            # A bug must not end the election thread: the replica would look alive and never
+            # lead again. Counted as a failed renewal, so leadership still ends on time.
+            log.exception("leader election round failed")
             held = None
         in_time = self._clock.monotonic() - started < self._renew_deadline
         if held and in_time:

@@ -96,6 +96,9 @@ def run_report(args: argparse.Namespace) -> int:
     except ReportUnavailable as error:
         print(f"no verdict: {error}", file=sys.stderr)
         return 2
+    except ValueError as error:  # e.g. a token no header can carry; the message never quotes it
+        print(f"--token-file: {error}", file=sys.stderr)
+        return 2
     finally:
         client.close()
     print(json.dumps(verdict, indent=2))

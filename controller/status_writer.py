@@ -21,7 +21,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from controller.backoff import Retry
-from controller.kube import AddonNotFoundError, AddonStore, ConflictError, StoreError
+from controller.kube import (
+    AddonNotFoundError,
+    AddonStore,
+    ConflictError,
+    StoreError,
+    resource_version,
+)
 from controller.metrics import ControllerMetrics
 from statemachines.vocabulary import ConditionType, Profile
 
@@ -132,7 +138,7 @@ class StatusWriter:
                 self._on_conflict()
                 log.info(
                     "status write conflicted; reading again",
-                    extra={"attempt": attempt, "resourceVersion": _version(obj)},
+                    extra={"attempt": attempt, "resourceVersion": resource_version(obj)},
                 )
                 last = error
                 continue
@@ -186,7 +192,7 @@ class SpokeStatus:
         It may also be an event older than our last write; the writer's fresh read tells, and
         writes only when something is really missing.
         """
-        if _version(obj) in self._echoes:
+        if resource_version(obj) in self._echoes:
             return False
         self._known = None  # someone else wrote the CR: the next write reads it first
         return needs_write(obj, desired, owned=self._owned)
@@ -215,7 +221,7 @@ class SpokeStatus:
             self._announce(result.obj)
 
     def _announce(self, obj: Mapping[str, Any]) -> None:
-        version = _version(obj)
+        version = resource_version(obj)
         self._echoes.append(version)
         self._metrics.status_writes.inc()
         log.info("status written", extra={"resourceVersion": version})
@@ -224,7 +230,3 @@ class SpokeStatus:
                 hook(copy.deepcopy(self.last))
             except Exception:
                 log.exception("an on_status_written hook failed")
-
-
-def _version(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion", ""))

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from controller.backoff import Backoff
 from controller.kube import (
@@ -20,6 +19,7 @@ from controller.kube import (
     StoreError,
     WatchEvent,
     WatchStream,
+    resource_version,
 )
 
 __all__ = ["AddonWatch"]
@@ -122,7 +122,7 @@ class AddonWatch:
             self._stream = stream
         try:
             for event in stream:
-                version = _version_of(event.object) or version
+                version = resource_version(event.object) or version
                 if event.type == "BOOKMARK":
                     continue
                 self._deliver(event)
@@ -132,7 +132,3 @@ class AddonWatch:
             with self._lock:
                 self._stream = None
         return version
-
-
-def _version_of(obj: dict[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("resourceVersion") or "")

@@ -59,6 +59,18 @@ def test_the_recorder_sends_in_order_and_counts_failures() -> None:
     assert results == ["failed", "recorded", "recorded"]
 
 
+def test_an_unexpected_error_does_not_end_the_recorder() -> None:
+    store = FakeAddonStore()
+    store.faults["record_event"] = [ValueError("a bug in building the Event")]
+    results: list[str] = []
+    recorder = EventRecorder(store, on_result=results.append)
+    recorder.start()
+    recorder.record([record(1), record(2)])
+    recorder.stop(WAIT)
+    assert [e.message for e in store.events] == ["m2"]
+    assert results == ["failed", "recorded"]
+
+
 def test_a_full_queue_drops_instead_of_blocking() -> None:
     release = threading.Event()
     sent = threading.Event()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
@@ -189,3 +189,25 @@ def test_inconsistent_durations_are_refused(lease_server: APIServer) -> None:
         LeaderElector(api, namespace=NAMESPACE, name=LEASE, identity="a", clock=SystemClock(),
                       lease_duration=1.0, renew_deadline=2.0, retry_period=0.2,
                       on_started_leading=lambda: None, on_stopped_leading=lambda: None)
+
+
+class _FailingOnceClock(SystemClock):
+    """Wall time that breaks once (a bug, an odd value from the server): the first `now()`."""
+
+    def __init__(self) -> None:
+        self.failed = False
+
+    def now(self) -> datetime:
+        if not self.failed:
+            self.failed = True
+            raise RuntimeError("boom")
+        return super().now()
+
+
+def test_an_unexpected_error_in_a_round_does_not_end_the_election(
+    lease_server: APIServer, elector: Callable[..., LeaderElector]
+) -> None:
+    clock = _FailingOnceClock()
+    leader = elector("a", clock=clock)
+    eventually(lambda: clock.failed, what="the failing round")
+    eventually(lambda: leader.is_leader, what="a to lead after the failed round")

@@ -200,6 +200,24 @@ def test_auth_errors_reload_the_credentials(
     assert hub.status() == status(1)
 
 
+class _BrokenReloadSource(FakeSource):
+    """A source whose reload fails in an unexpected way (a bug, an odd file)."""
+
+    def reload(self) -> bool:
+        self.reloads += 1
+        raise RuntimeError("boom")
+
+
+def test_a_failing_reload_does_not_end_replication(hub: FakeHub, replicator: Factory) -> None:
+    source = _BrokenReloadSource(hub)
+    hub.fail_next("read", ErrorKind.UNAUTHORIZED)
+    rep = replicator(source)
+    rep.publish(status(1))
+    assert rep.wait_synced(5)
+    assert source.reloads == 1
+    assert hub.status() == status(1)
+
+
 def test_other_errors_do_not_reload_the_credentials(hub: FakeHub, replicator: Factory) -> None:
     source = FakeSource(hub)
     hub.fail_next("write", ErrorKind.UNAVAILABLE, times=3)

@@ -198,6 +198,16 @@ def test_the_client_never_shows_its_token(server: ReportServer) -> None:
     assert TOKENS["operator"] not in repr(client)
 
 
+def test_a_token_a_header_cannot_carry_is_never_quoted() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    with (
+        ReportClient(url, token="first-line\nsecond-line", retries=0, deadline=1) as client,
+        pytest.raises(ValueError, match="bearer token") as caught,
+    ):
+        client.report(reason="UpdateSuccessful")
+    assert "line" not in str(caught.value)
+
+
 @pytest.mark.parametrize("url", ["127.0.0.1:8080", "ftp://host/", "http://"])
 def test_a_url_that_is_not_http_is_refused(url: str) -> None:
     with pytest.raises(ValueError, match="http"):

@@ -102,6 +102,18 @@ def test_an_unreadable_token_file_exits_2(
     assert "cannot read the token" in err
 
 
+def test_a_token_no_header_can_carry_exits_2_without_quoting_it(
+    tmp_path: Path, server: ReportServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "two-lines.token"
+    path.write_text("first-secret-line\nsecond-secret-line\n")
+    code, out, err = run(
+        capsys, "--url", server.url, "--reason", "UpdateSuccessful", "--token-file", str(path)
+    )
+    assert (code, out) == (2, "")
+    assert "--token-file" in err and "secret-line" not in err
+
+
 def test_a_bad_url_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "--url", "localhost:8080", "--reason", "UpdateSuccessful")
     assert code == 2
