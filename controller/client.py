@@ -105,14 +105,16 @@ class ReportClient:
         collector: str | None = None,
         *,
         reason: str,
-        message: str = "",
+        message: str | None = None,
         observed_generation: int | None = None,
     ) -> dict[str, Any]:
         """The verdict (`verdict`, `state`, `reason`, `detail`, `rule`...), refused ones included.
 
         Raises ReportRejected on a 4xx, ReportUnavailable when no verdict came in time.
         """
-        body: dict[str, Any] = {"reason": reason, "message": message}
+        body: dict[str, Any] = {"reason": reason}
+        if message is not None:  # absent: a heartbeat keeps the collector's last message
+            body["message"] = message
         if collector is not None:
             body["collector"] = collector
         if observed_generation is not None:

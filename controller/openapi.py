@@ -52,7 +52,12 @@ def _report_schema(config: Config) -> dict[str, Any]:
                 "(endpoint operator only)",
             },
             "reason": {"type": "string", "enum": reasons},
-            "message": {"type": "string", "description": "cut to 32768 characters"},
+            "message": {
+                "type": "string",
+                "description": (
+                    "cut to 32768 characters; when absent, a heartbeat keeps the last message"
+                ),
+            },
             "observedGeneration": {
                 "type": ["integer", "null"],
                 "minimum": 0,

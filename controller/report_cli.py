@@ -53,7 +53,9 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--collector", help="the collector the report is about (none: every collector)"
     )
     report.add_argument("--reason", required=True, help="e.g. ForwardFailure, UpdateSuccessful")
-    report.add_argument("--message", default="", help="free text for the condition")
+    report.add_argument(
+        "--message", default=None, help="free text for the condition (absent: a heartbeat keeps it)"
+    )
     report.add_argument(
         "--observed-generation", type=_generation, help="the addon CR's generation seen"
     )

@@ -154,7 +154,8 @@ def _judge(
         c = replace(c, observed_generation=max(generation, c.observed_generation or 0))
     if c.reason is report.reason:
         # A window is always open on the other forwarding reason: the repeat interrupts it.
-        new = replace(c, message=report.message, pending=None)
+        message = c.message if report.message is None else report.message
+        new = replace(c, message=message, pending=None)
         detail = "the current reason again" + (
             "; the open window is cancelled" if c.pending else ""
         )
@@ -166,7 +167,7 @@ def _judge(
             c,
             state=model.state,
             reason=report.reason,
-            message=report.message,
+            message=report.message or "",
             changed_at=now,
             pending=None,
         )
@@ -185,7 +186,7 @@ def _dampen(
 ) -> tuple[CollectorState, Verdict, Change | None]:
     """Open the window on the first report of it; later ones keep its start, update its message."""
     since = c.pending.since if c.pending and c.pending.reason is report.reason else now
-    new = replace(c, pending=Pending(report.reason, since, report.message))
+    new = replace(c, pending=Pending(report.reason, since, report.message or ""))
     deadline = since + window
     detail = f"{report.reason.value} must hold until the window ends; {_label(c)} until then"
     return new, _verdict(VerdictKind.PENDING, new, detail, deadline=deadline), None

@@ -24,7 +24,7 @@ class Report:
 
     reason: Reason
     collector: str | None = None
-    message: str = ""
+    message: str | None = None  # None: the report has no message (a heartbeat keeps the old one)
     observed_generation: int | None = None
 
 
@@ -89,12 +89,12 @@ def parse_report(raw: object, config: Config) -> Report:
         raise ReportError(
             "collector", f"required: {reason.value} is reported by a collector about itself"
         )
-    message = raw.get("message", "")
-    if not isinstance(message, str):
+    message = raw.get("message")
+    if "message" in raw and not isinstance(message, str):
         raise ReportError("message", "must be a string")
     generation = raw.get("observedGeneration")
     if generation is not None and (
         not isinstance(generation, int) or isinstance(generation, bool) or generation < 0
     ):
         raise ReportError("observedGeneration", "must be a non-negative integer")
-    return Report(reason, collector, cut_message(message), generation)
+    return Report(reason, collector, None if message is None else cut_message(message), generation)

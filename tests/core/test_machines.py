@@ -280,3 +280,37 @@ def test_first_report_is_never_a_heartbeat(
             condition_reason="UpdateSuccessful",
             changed_at=T0 + timedelta(minutes=minute),
         )
+
+
+@pytest.mark.parametrize(
+    ("raw_message", "kept"),
+    [
+        pytest.param({}, "metrics sent", id="heartbeat-without-message-keeps-it"),
+        pytest.param({"message": ""}, "", id="heartbeat-with-empty-message-replaces-it"),
+        pytest.param(
+            {"message": "batch 2"}, "batch 2", id="heartbeat-with-new-message-replaces-it"
+        ),
+    ],
+)
+def test_a_heartbeat_changes_the_message_only_when_it_carries_one(
+    raw_message: dict[str, str], kept: str
+) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from statemachines import Config, apply, parse_report, start
+
+    config = Config.create(collectors=["metrics-collector"])
+    t0 = datetime(2025, 1, 1, tzinfo=UTC)
+    first = {
+        "collector": "metrics-collector",
+        "reason": "ForwardSuccessful",
+        "message": "metrics sent",
+    }
+    state = apply(start(config, t0), parse_report(first, config), t0, config=config).state
+    again = parse_report(
+        {"collector": "metrics-collector", "reason": "ForwardSuccessful", **raw_message}, config
+    )
+    outcome = apply(state, again, t0 + timedelta(minutes=5), config=config)
+    assert outcome.verdict is not None and outcome.verdict.kind.value == "heartbeat"
+    assert outcome.state.collector("metrics-collector").message == kept
+    assert (outcome.conditions is None) == (kept == "metrics sent")  # no change, no write
