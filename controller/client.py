@@ -4,12 +4,15 @@ One call, `ReportClient.report`, returns the verdict as the server sent it. It r
 server could not judge (connection errors, 502/503/504, honouring `Retry-After`) with urllib3's
 `Retry`, but never waits without bound: every attempt has connect and read timeouts, and the call
 as a whole a deadline. Retrying is safe because a repeated report is a heartbeat. A 4xx is not
-retried: it raises `ReportRejected` with the field the server named.
+retried: it raises `ReportRejected` with the field the server named. Over https the server's
+certificate is verified, hostname included, against `ca_file` or the system's CAs: a report
+carries a bearer token, which must never reach a server that only claims to be the controller.
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 import time
 from collections.abc import Callable
 from typing import Any, Self
@@ -72,7 +75,11 @@ class _DeadlineRetry(Retry):
 
 class ReportClient:
     """Reports reasons to one controller. `token` may be a callable, so that a projected service
-    account token, which the kubelet rotates, is read afresh for every call."""
+    account token, which the kubelet rotates, is read afresh for every call.
+
+    Raises ValueError for a URL that is not http(s), OSError for a `ca_file` that cannot be
+    loaded (an https URL only; plain http ignores it).
+    """
 
     def __init__(
         self,
@@ -83,6 +90,7 @@ class ReportClient:
         retries: int = 5,
         backoff: float = 0.2,
         deadline: float = 30.0,
+        ca_file: str | None = None,
     ) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.netloc:
@@ -95,7 +103,12 @@ class ReportClient:
         self._retries = retries
         self._backoff = backoff
         self._deadline = deadline
-        self._pool = urllib3.PoolManager(num_pools=2, maxsize=2)
+        context = None
+        if parts.scheme == "https":
+            # Verifies the chain and the hostname (or IP address) of the certificate.
+            context = ssl.create_default_context(cafile=ca_file)
+            context.minimum_version = ssl.TLSVersion.TLSv1_2
+        self._pool = urllib3.PoolManager(num_pools=2, maxsize=2, ssl_context=context)
 
     def __repr__(self) -> str:
         return f"ReportClient({self._endpoint!r})"  # never the token

@@ -108,6 +108,8 @@ _REPORT_OPTIONS = (
     _Option("operator_identity", "--operator-identity", "", kind="list"),
     _Option("collector_identity", "--collector-identity", "", kind="list"),
     _Option("token_table", "--token-table", ""),
+    _Option("tls_cert_file", "--tls-cert-file", ""),
+    _Option("tls_key_file", "--tls-key-file", ""),
     _Option("insecure", "--insecure", "", kind="switch"),
 )
 
@@ -171,6 +173,8 @@ class RunOptions(BaseModel):
     operator_identity: tuple[str, ...] = ()
     collector_identity: tuple[str, ...] = ()
     token_table: Path | None = None
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
     insecure: bool = False
     # the hub copy
     hub_kubeconfig: Path | None = None  # None: no replication to the hub

@@ -5,7 +5,8 @@ type, size, JSON, report, grant), hands the report to the sink (the reconcile wo
 the sink's verdict. It never judges a report itself. A refused transition is a normal 200; bad
 input is a 4xx whose JSON error names the field; a sink that is not the leader, or too slow,
 is a 503 with `Retry-After`. The standard library's threading HTTP server is enough for a few
-reporters per cluster and brings no dependency.
+reporters per cluster and brings no dependency. With a `ServingCertificate` it speaks TLS, so
+that the reporters' bearer tokens do not cross the pod network in clear.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import ipaddress
 import json
 import logging
 import socket
+import ssl
 import threading
 import time
 from collections.abc import Mapping
@@ -35,12 +37,19 @@ from controller.auth import (
     Identity,
 )
 from controller.openapi import ERROR_REASONS, REPORTS_PATH, SPEC_PATH, openapi_document
+from controller.tls import ServingCertificate, ServingCertificateError
 from controller.worker import NotLeader, WorkerError
 from statemachines.config import Config
 from statemachines.errors import ConfigError, ReportError
 from statemachines.reports import Report, Verdict, parse_report
 
-__all__ = ["ReportMetrics", "ReportServer", "ReportSink"]
+__all__ = [
+    "ReportMetrics",
+    "ReportServer",
+    "ReportSink",
+    "ServingCertificate",
+    "ServingCertificateError",
+]
 
 log = logging.getLogger(__name__)
 
@@ -311,9 +320,17 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
 
-    def __init__(self, address: tuple[str, int], service: _Service, *, family: int) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        service: _Service,
+        *,
+        family: int,
+        tls: ServingCertificate | None,
+    ) -> None:
         self.address_family = family
         self.service = service
+        self.tls = tls
         self._connections: dict[socket.socket, threading.Thread] = {}
         self._lock = threading.Lock()
         super().__init__(address, _Handler)
@@ -338,11 +355,40 @@ class _HTTPServer(ThreadingHTTPServer):
         thread.start()
 
     def _serve_connection(self, request: socket.socket, client_address: Any) -> None:
+        connection: socket.socket | None = request
         try:
-            self.process_request_thread(request, client_address)
+            if self.tls is not None:
+                connection = self._handshake(request)
+            if connection is not None:
+                self.process_request_thread(connection, client_address)
         finally:
             with self._lock:
                 self._connections.pop(request, None)
+                if connection is not None:
+                    self._connections.pop(connection, None)
+
+    def _handshake(self, request: socket.socket) -> ssl.SSLSocket | None:
+        """TLS in the connection's own thread: a slow or silent client holds only its thread."""
+        assert self.tls is not None
+        try:
+            wrapped = self.tls.context().wrap_socket(
+                request, server_side=True, do_handshake_on_connect=False
+            )
+        except OSError:  # the client left already
+            self.shutdown_request(request)
+            return None
+        with self._lock:
+            self._connections[wrapped] = self._connections.pop(request, threading.current_thread())
+        wrapped.settimeout(_Handler.timeout)
+        try:
+            wrapped.do_handshake()
+        except (OSError, ssl.SSLError) as error:  # plain HTTP, an untrusting client, a timeout
+            log.info("report API TLS handshake failed", extra={"error": str(error)})
+            self.shutdown_request(wrapped)
+            with self._lock:
+                self._connections.pop(wrapped, None)
+            return None
+        return wrapped
 
     def close_connections(self, timeout: float) -> None:
         """Shut every connection's read side: idle ones end, busy ones finish their answer."""
@@ -350,7 +396,8 @@ class _HTTPServer(ThreadingHTTPServer):
             open_now = list(self._connections.items())
         for connection, _ in open_now:
             with contextlib.suppress(OSError):  # already closed by the client
-                connection.shutdown(socket.SHUT_RD)
+                # The socket's own shutdown: SSLSocket's would drop TLS for the answer in flight.
+                socket.socket.shutdown(connection, socket.SHUT_RD)
         deadline = time.monotonic() + timeout
         for _, thread in open_now:
             thread.join(max(0.0, deadline - time.monotonic()))
@@ -366,7 +413,8 @@ def _is_loopback(host: str) -> bool:
 
 
 class ReportServer:
-    """The report API on a background thread. `port=0` picks a free port (see `url`)."""
+    """The report API on a background thread. `port=0` picks a free port (see `url`); with
+    `tls`, HTTPS."""
 
     def __init__(
         self,
@@ -380,6 +428,7 @@ class ReportServer:
         metrics: ReportMetrics,
         max_body: int = 65536,
         submit_timeout: float = 3.0,
+        tls: ServingCertificate | None = None,
     ) -> None:
         if authenticator.loopback_only and not _is_loopback(host):
             raise ConfigError(
@@ -391,6 +440,7 @@ class ReportServer:
             sink, authenticator, authorizer, config, metrics, max_body, submit_timeout, spec
         )
         self._address = (host, port)
+        self._tls = tls
         self._server: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -400,7 +450,7 @@ class ReportServer:
         host = self._address[0]
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         try:
-            server = _HTTPServer(self._address, self._service, family=family)
+            server = _HTTPServer(self._address, self._service, family=family, tls=self._tls)
         except OSError as error:
             raise ConfigError(f"cannot listen on {host}:{self._address[1]}: {error}") from error
         self._server = server
@@ -427,7 +477,8 @@ class ReportServer:
             raise RuntimeError("the report server is not running")
         host = self._address[0]
         shown = f"[{host}]" if ":" in host else host
-        return f"http://{shown}:{self._server.server_port}"
+        scheme = "http" if self._tls is None else "https"
+        return f"{scheme}://{shown}:{self._server.server_port}"
 
     def __enter__(self) -> ReportServer:
         self.start()

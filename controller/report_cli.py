@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import ssl
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -27,13 +28,20 @@ from controller.auth import (
     TokenReviewAuthenticator,
 )
 from controller.client import ReportClient, ReportRejected, ReportUnavailable
-from controller.report_api import ReportMetrics, ReportServer, ReportSink
+from controller.report_api import (
+    ReportMetrics,
+    ReportServer,
+    ReportSink,
+    ServingCertificate,
+    ServingCertificateError,
+)
 from statemachines.config import Config
 from statemachines.errors import ConfigError
 
 __all__ = ["add_report_api_flags", "add_report_parser", "build_report_server", "run_report"]
 
 URL_ENV = "ADDON_STATUS_URL"
+CA_FILE_ENV = "ADDON_STATUS_CA_FILE"
 
 
 def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -63,6 +71,12 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--token-file", type=Path, help="a file holding the bearer token (a service account's)"
     )
     report.add_argument(
+        "--ca-file",
+        type=Path,
+        default=os.environ.get(CA_FILE_ENV),
+        help=f"PEM CA bundle of an https server (default: the system's; env {CA_FILE_ENV})",
+    )
+    report.add_argument(
         "--timeout", type=float, default=5.0, help="seconds per attempt (default 5)"
     )
     report.add_argument(
@@ -73,17 +87,8 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    token = None
-    if args.token_file is not None:
-        try:
-            token = args.token_file.read_text(encoding="utf-8").strip()
-        except OSError as error:
-            print(f"{args.token_file}: cannot read the token: {error.strerror}", file=sys.stderr)
-            return 2
-    try:
-        client = ReportClient(args.url, token=token, timeout=args.timeout, deadline=args.deadline)
-    except ValueError as error:
-        print(f"--url: {error}", file=sys.stderr)
+    client = _client(args)
+    if client is None:
         return 2
     try:
         verdict = client.report(
@@ -105,6 +110,33 @@ def run_report(args: argparse.Namespace) -> int:
         client.close()
     print(json.dumps(verdict, indent=2))
     return 0
+
+
+def _client(args: argparse.Namespace) -> ReportClient | None:
+    """The client the flags describe; None, with the flag's problem on stderr, when they do not."""
+    token = None
+    if args.token_file is not None:
+        try:
+            token = args.token_file.read_text(encoding="utf-8").strip()
+        except OSError as error:
+            print(f"{args.token_file}: cannot read the token: {error.strerror}", file=sys.stderr)
+            return None
+    ca_file = None if args.ca_file is None else str(args.ca_file)
+    try:
+        return ReportClient(
+            args.url, token=token, timeout=args.timeout, deadline=args.deadline, ca_file=ca_file
+        )
+    except ValueError as error:
+        print(f"--url: {error}", file=sys.stderr)
+    except OSError as error:  # the CA file: missing, unreadable, or no PEM certificate in it
+        print(f"--ca-file: {args.ca_file}: {_reason(error)}", file=sys.stderr)
+    return None
+
+
+def _reason(error: OSError) -> str:
+    if isinstance(error, ssl.SSLError):
+        return f"no PEM certificate in it ({error.reason or error.library})"
+    return error.strerror or str(error)
 
 
 def _generation(text: str) -> int:
@@ -153,6 +185,18 @@ def add_report_api_flags(parser: argparse.ArgumentParser) -> None:
         help="static tokens (token,user per line) instead of TokenReview; demos",
     )
     group.add_argument(
+        "--tls-cert-file",
+        type=Path,
+        metavar="PATH",
+        help="PEM certificate (chain) to serve HTTPS with; reloaded when it changes",
+    )
+    group.add_argument(
+        "--tls-key-file",
+        type=Path,
+        metavar="PATH",
+        help="PEM private key of --tls-cert-file",
+    )
+    group.add_argument(
         "--insecure",
         action="store_true",
         help="no authentication at all; refuses to listen beyond loopback",
@@ -181,6 +225,7 @@ def build_report_server(
         authenticator = StaticTokenAuthenticator.from_file(args.token_table)
     else:
         authenticator = TokenReviewAuthenticator(api_client())
+    tls = _serving_certificate(args)
     authorizer = _authorizer(args, config)
     return ReportServer(
         sink,
@@ -190,7 +235,26 @@ def build_report_server(
         host=host.strip("[]") or ("127.0.0.1" if args.insecure else "0.0.0.0"),
         port=int(port),
         metrics=ReportMetrics(registry),
+        tls=tls,
     )
+
+
+def _serving_certificate(args: argparse.Namespace) -> ServingCertificate | None:
+    """HTTPS with both TLS flags, plain HTTP with neither; loaded now, so a bad file stops `run`."""
+    cert_file, key_file = args.tls_cert_file, args.tls_key_file
+    if cert_file is None and key_file is None:
+        return None
+    if key_file is None:
+        raise ConfigError("--tls-key-file: required with --tls-cert-file")
+    if cert_file is None:
+        raise ConfigError("--tls-cert-file: required with --tls-key-file")
+    if args.insecure:
+        raise ConfigError("--insecure: serves plain HTTP on loopback; drop it or the TLS flags")
+    try:
+        return ServingCertificate(Path(cert_file), Path(key_file))
+    except ServingCertificateError as error:
+        flag = "--tls-cert-file" if error.role == "certificate" else "--tls-key-file"
+        raise ConfigError(f"{flag}: {error.problem}") from error
 
 
 def _authorizer(args: argparse.Namespace, config: Config) -> Authorizer:

@@ -278,6 +278,10 @@ def run_replica(tmp_path: Path, *, create_missing: bool = False) -> Calls:
             "authorization": tmp_path / "reporters.yaml",
             "hub_kubeconfig": tmp_path / "hub.kubeconfig",
             "hub_create_missing": create_missing,
+            # Plain HTTP here: the stand-in files hold no certificate, and the RBAC is the same
+            # either way (tests/report_api/test_tls.py serves the report API over TLS).
+            "tls_cert_file": None,
+            "tls_key_file": None,
         }
         _exercise(spoke, hub, options.model_copy(update=local), who)
         return Calls(
