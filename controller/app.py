@@ -2,16 +2,16 @@
 report API in front of its worker, hub replication behind it, and leader election deciding
 which replica does the writing.
 
-Who does what while leading. A leader judges reports, writes the spoke CR's status and copies
-it to the hub; a follower keeps its watch and its probes, answers reports with 503 and
-`Retry-After` (`NotLeader`), and is not ready, so that a Service sends reports to the leader
-only (liveness stays true: a follower is healthy). On becoming leader, the worker rebuilds its
-machines from the CR, where the previous leader left them, and hands the status it found to
-replication; on stepping down it stops judging and writing at once, the answers still waiting
-for a write get `NotLeader`, and replication stops. A replica shutting down steps down, lets
-the worker drain, gives the hub a moment to receive the last status, and only then releases
-the Lease, so that the other replica takes over at once. Without `--leader-elect` the single
-replica leads from start to stop.
+Who does what while leading. A leader judges reports, writes the spoke CR's status and copies it
+to the hub; a follower keeps its watch and its probes and is ready, but answers reports with
+503, `Retry-After` and a closed connection (`NotLeader`), so that the reporter's retry may be
+balanced to the leader (a follower that is not ready would block rolling updates and drains). On
+becoming leader, the worker rebuilds its machines from the CR, where the previous leader left
+them, and hands the status it found to replication; on stepping down it stops judging and
+writing at once, the answers still waiting for a write get `NotLeader`, and replication stops. A
+replica shutting down steps down, lets the worker drain, gives the hub a moment to receive the
+last status, and only then releases the Lease, so that the other replica takes over at once.
+Without `--leader-elect` the single replica leads from start to stop.
 
 Each leadership term replicates through a fresh `HubReplicator`: a new term starts from what
 the CR says, never from a status an earlier term published (an older status must never land

@@ -87,7 +87,7 @@ class ReportClient:
         *,
         token: str | Callable[[], str] | None = None,
         timeout: float = 5.0,
-        retries: int = 5,
+        retries: int = 8,
         backoff: float = 0.2,
         deadline: float = 30.0,
         ca_file: str | None = None,

@@ -247,7 +247,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self.service.sink.submit(report, timeout=self.service.submit_timeout)
         except NotLeader as error:
             message = str(error) or "not the leader"
-            raise _RefusalError(503, message, reason="NotLeader", headers=_RETRY) from error
+            raise _RefusalError(503, message, reason="NotLeader", headers=_ELSEWHERE) from error
         except TimeoutError as error:
             message = f"no verdict within {self.service.submit_timeout:g}s; retry"
             raise _RefusalError(503, message, reason="Timeout", headers=_RETRY) from error
@@ -266,7 +266,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-store")
         for name, value in headers.items():
             self.send_header(name, value)
-        if close:
+        if headers.get("Connection") == "close":
+            self.close_connection = True
+        elif close:
             self.send_header("Connection", "close")
             self.close_connection = True
         self.end_headers()
@@ -295,6 +297,9 @@ class _Handler(BaseHTTPRequestHandler):
 _CHALLENGE = {"WWW-Authenticate": 'Bearer realm="addon-status"'}
 _INVALID_TOKEN = {"WWW-Authenticate": 'Bearer realm="addon-status", error="invalid_token"'}
 _RETRY = {"Retry-After": "1"}
+# A follower closes the connection, so that the client's retry opens a new one, which the
+# Service may balance to the leader (both replicas are ready).
+_ELSEWHERE = {**_RETRY, "Connection": "close"}
 
 
 def _content_length(value: str | None) -> int:

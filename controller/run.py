@@ -146,10 +146,12 @@ class SpokeController:
             host=options.probe_address.host,
             port=options.probe_address.port,
             liveness={"worker": lambda: self.worker.alive, "watch": lambda: self.watch.alive},
+            # A follower is ready too: it answers reports with 503 + Retry-After and closes the
+            # connection, so the retry may reach the leader. Readiness tied to leadership would
+            # block rolling updates and node drains (the follower could never become ready).
             readiness={
                 "worker": lambda: self.worker.alive,
                 "addon": lambda: self.worker.present,
-                "leader": lambda: self.worker.leading,
             },
         )
         # --- the report API plugs in here (controller.report_api.ReportServer) -------------

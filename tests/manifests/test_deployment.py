@@ -53,9 +53,13 @@ def test_two_replicas_with_the_pod_labels_the_selector_asks_for(deployment: Obj)
     assert selects(spec["selector"], spec["template"]["metadata"]["labels"])
 
 
-def test_recreate_because_only_the_leader_is_ever_ready(deployment: Obj) -> None:
-    """A rolling update waits for a new replica to be ready, which a follower never is."""
-    assert deployment["spec"]["strategy"] == {"type": "Recreate"}
+def test_rolling_update_one_pod_at_a_time(deployment: Obj) -> None:
+    """A follower is ready (it answers reports with 503 + Retry-After), so a rolling update can
+    replace one replica at a time and keep one serving."""
+    assert deployment["spec"]["strategy"] == {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+    }
 
 
 def test_the_pod_runs_as_non_root_with_runtime_default_seccomp(pod: Obj, container: Obj) -> None:

@@ -1,7 +1,7 @@
-"""Two replicas on one spoke with leader election on a Lease (1 s, renew 0.6 s, retry 0.2 s):
-only the Lease holder ever writes the status (the spoke's audit log shows each replica's own
-token); the follower is not ready and answers reports with 503 and `Retry-After`, and a client
-that retries reaches the new leader after a hand-over; a leader killed in the middle of a
+"""Two replicas on one spoke with leader election on a Lease (1 s, renew 0.6 s, retry 0.2 s): only
+the Lease holder ever writes the status (the spoke's audit log shows each replica's own token);
+the follower is ready but answers reports with 503, `Retry-After` and a closed connection, and a
+client that retries reaches the new leader after a hand-over; a leader killed in the middle of a
 dampening window is replaced once its Lease expired, the new leader resumes the window from the
 CR and ends it on time, and no report the old leader accepted is lost."""
 
@@ -117,10 +117,11 @@ def test_one_writer_a_follower_says_503_and_a_retrying_client_reaches_the_next_l
     spoke_server: APIServer, hub_server: APIServer, replicas: ReplicaFactory, reporters: Reporters
 ) -> None:
     a, b = leader_and_follower(replicas)
-    assert (probe(a.probe_url, "/readyz"), probe(b.probe_url, "/readyz")) == (200, 503)
+    assert (probe(a.probe_url, "/readyz"), probe(b.probe_url, "/readyz")) == (200, 200)
     assert (probe(a.probe_url, "/healthz"), probe(b.probe_url, "/healthz")) == (200, 200)
     code, headers, body = post_report(b.report_url, {"reason": "UpdateSuccessful"})
     assert (code, body["error"]["reason"], headers.get("Retry-After")) == (503, "NotLeader", "1")
+    assert headers.get("Connection") == "close"  # the retry opens a new connection
 
     boot(reporters(a.report_url))
     # the follower's client retries (Retry-After) while a hands over to b
