@@ -23,24 +23,20 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-import yaml
-
 from controller.apiserver import APIServer, UserInfo
 from controller.client import ReportClient, ReportRejected, ReportUnavailable
+from controller.kube import GROUP, PLURAL, VERSION
+from controller.kubeconfig import kubeconfig_yaml
+from controller.options import DEFAULT_NAME, DEFAULT_NAMESPACE
 from statemachines.conditions import parse_time
 from statemachines.errors import AddonStatusError, ScenarioError
 from statemachines.scenario import Scenario, Step, load
 from statemachines.settings import format_duration
+from statemachines.vocabulary import ConditionType
 
 __all__ = ["DemoClock", "add_demo_parser", "play"]
 
-GROUP, VERSION = "observability.open-cluster-management.io", "v1beta1"
-PLURAL = "observabilityaddons"
-ADDON, SPOKE_NAMESPACE, CLUSTER = (
-    "observability-addon",
-    "open-cluster-management-addon-observability",
-    "cluster1",
-)
+ADDON, SPOKE_NAMESPACE, CLUSTER = DEFAULT_NAME, DEFAULT_NAMESPACE, "cluster1"
 HUB_TOKEN = "demo-hub-token"  # a demo credential for the embedded hub; never a real one
 ROOT = Path(__file__).resolve().parents[1]
 CRD = ROOT / "manifests" / "base" / "crd.yaml"
@@ -114,15 +110,7 @@ def _addon(namespace: str) -> dict[str, Any]:
 
 def hub_kubeconfig(hub: APIServer, directory: Path) -> Path:
     path = directory / "hub-kubeconfig"
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "hub", "cluster": {"server": hub.url}}],
-        "users": [{"name": "spoke", "user": {"token": HUB_TOKEN}}],
-        "contexts": [{"name": "hub", "context": {"cluster": "hub", "user": "spoke"}}],
-        "current-context": "hub",
-    }
-    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    path.write_text(kubeconfig_yaml(server=hub.url, token=HUB_TOKEN, user="spoke"), "utf-8")
     path.chmod(0o600)
     return path
 
@@ -130,7 +118,7 @@ def hub_kubeconfig(hub: APIServer, directory: Path) -> Path:
 def addon_summary(obj: dict[str, Any] | None) -> str:
     """`Degraded (ForwardFailure)`: the standard condition that is True, or what is missing."""
     conditions = ((obj or {}).get("status") or {}).get("conditions") or []
-    standard = ("Available", "Degraded", "Progressing", "Disabled", "NotSupported")
+    standard = set(ConditionType)
     true = [c for c in conditions if c.get("type") in standard and c.get("status") == "True"]
     if not true:
         return "no status yet"

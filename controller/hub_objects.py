@@ -20,6 +20,7 @@ import urllib3
 from kubernetes.client import ApiClient, CustomObjectsApi
 from kubernetes.client.exceptions import ApiException
 
+from controller.kube import GROUP, KIND, PLURAL, VERSION
 from statemachines.errors import AddonStatusError
 
 __all__ = [
@@ -35,10 +36,6 @@ __all__ = [
     "parse_retry_after",
 ]
 
-GROUP: Final = "observability.open-cluster-management.io"
-VERSION: Final = "v1beta1"
-PLURAL: Final = "observabilityaddons"
-KIND: Final = "ObservabilityAddon"
 _DETAIL_LIMIT: Final = 200
 
 

@@ -122,6 +122,19 @@ def _has_server(document: dict[str, Any]) -> bool:
     return bool(cluster.get("server"))
 
 
+def kubeconfig_yaml(*, server: str, token: str, name: str = "hub", user: str = "hub") -> str:
+    """A minimal kubeconfig with one cluster, one token user and one context, both named
+    `name`: what the demo hands the controller for its embedded hub, and what tests mount."""
+    return yaml.safe_dump({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {"server": server}}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": user}}],
+        "current-context": name,
+    })  # fmt: skip
+
+
 class KubeconfigSource:
     """The current hub client; rebuilt when the file changes, old client kept on failure.
 

@@ -48,7 +48,7 @@ from controller.apiserver import DEFAULT_NAMESPACES, APIServer  # noqa: E402
 from controller.hub import CopyMode, HubReplicator  # noqa: E402
 from controller.hub_metrics import ReplicationMetrics  # noqa: E402
 from controller.hub_objects import GROUP, KIND, PLURAL, VERSION  # noqa: E402
-from controller.kubeconfig import KubeconfigSource  # noqa: E402
+from controller.kubeconfig import KubeconfigSource, kubeconfig_yaml  # noqa: E402
 from controller.leader import SystemClock  # noqa: E402
 from statemachines import Config, Settings, to_status  # noqa: E402
 from tests.bench.flapping import (  # noqa: E402
@@ -60,7 +60,6 @@ from tests.bench.flapping import (  # noqa: E402
     fleet_signal,
     play,
 )
-from tests.hub.mount import kubeconfig_yaml  # noqa: E402
 
 NAME = "observability-addon"
 

@@ -18,9 +18,9 @@ from controller.apiserver import APIServer, UserInfo
 from controller.hub import HubReplicator
 from controller.hub_metrics import ReplicationMetrics
 from controller.hub_objects import GROUP, KIND, PLURAL, VERSION
-from controller.kubeconfig import KubeconfigSource
+from controller.kubeconfig import KubeconfigSource, kubeconfig_yaml
 from controller.leader import SystemClock
-from tests.hub.mount import SecretMount, kubeconfig_yaml
+from tests.hub.mount import SecretMount
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "base" / "crd.yaml"
 CLUSTER = "cluster1"

@@ -8,20 +8,7 @@ import itertools
 import os
 from pathlib import Path
 
-import yaml
-
 _counter = itertools.count(1)
-
-
-def kubeconfig_yaml(*, server: str, token: str, user: str = "hub") -> str:
-    return yaml.safe_dump({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": "hub", "cluster": {"server": server}}],
-        "users": [{"name": user, "user": {"token": token}}],
-        "contexts": [{"name": "hub", "context": {"cluster": "hub", "user": user}}],
-        "current-context": "hub",
-    })
 
 
 class SecretMount:

@@ -20,6 +20,7 @@ from prometheus_client import CollectorRegistry
 from controller.apiserver import APIServer, RequestInfo, UserInfo
 from controller.hub import HubReplicator
 from controller.hub_objects import GROUP, PLURAL, VERSION
+from controller.kubeconfig import kubeconfig_yaml
 from tests.hub.conftest import (
     ADMIN,
     CLUSTER,
@@ -30,7 +31,7 @@ from tests.hub.conftest import (
     api_client,
 )
 from tests.hub.fakes import eventually
-from tests.hub.mount import SecretMount, kubeconfig_yaml
+from tests.hub.mount import SecretMount
 
 pytestmark = pytest.mark.integration
 Factory = Callable[..., HubReplicator]

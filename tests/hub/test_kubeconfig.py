@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from kubernetes.client import Configuration
 
-from controller.kubeconfig import KubeconfigError, KubeconfigSource
-from tests.hub.mount import SecretMount, kubeconfig_yaml
+from controller.kubeconfig import KubeconfigError, KubeconfigSource, kubeconfig_yaml
+from tests.hub.mount import SecretMount
 
 TOKEN = "s3cr3t-token-value"
 SERVER = "http://127.0.0.1:6443"

@@ -26,9 +26,9 @@ from controller.app import Replica
 from controller.auth import Authorizer
 from controller.client import ReportClient
 from controller.kube import GROUP, KIND, PLURAL, VERSION, AddonRef
+from controller.kubeconfig import kubeconfig_yaml
 from controller.options import Address, RunOptions
 from statemachines.vocabulary import SEED
-from tests.hub.mount import kubeconfig_yaml
 from tests.manifests.kustomize import MANIFESTS, build, find
 from tests.manifests.pod import POD_NAME, flag_value, options_of
 from tests.manifests.rbac import (

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 
 from controller import ReportClient
 from controller.apiserver import APIServer, UserInfo
 from controller.app import Replica
 from controller.kube import GROUP, KIND, PLURAL, VERSION
+from controller.kubeconfig import kubeconfig_yaml
 from controller.options import Address, RunOptions
 from tests.controller.fakes import FakeClock
 
@@ -90,17 +90,7 @@ def create_addon(server: APIServer, namespace: str) -> None:
 
 
 def write_kubeconfig(path: Path, *, server: APIServer, token: str) -> Path:
-    path.write_text(
-        yaml.safe_dump({
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "hub", "cluster": {"server": server.url}}],
-            "users": [{"name": "spoke", "user": {"token": token}}],
-            "contexts": [{"name": "hub", "context": {"cluster": "hub", "user": "spoke"}}],
-            "current-context": "hub",
-        }),
-        encoding="utf-8",
-    )  # fmt: skip
+    path.write_text(kubeconfig_yaml(server=server.url, token=token, user="spoke"), "utf-8")
     return path
 
 

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 
 from controller import ReportClient
 from controller.apiserver import APIServer
+from controller.kubeconfig import kubeconfig_yaml
 from tests.system.conftest import (
     CLUSTER,
     HUB_TOKEN,
@@ -44,17 +44,8 @@ POD = "addon-status-7d9c-x2x4z"
 
 
 def spoke_kubeconfig(server: APIServer, path: Path) -> Path:
-    path.write_text(
-        yaml.safe_dump({
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "spoke", "cluster": {"server": server.url}}],
-            "users": [{"name": "controller", "user": {"token": SPOKE_TOKEN}}],
-            "contexts": [{"name": "spoke", "context": {"cluster": "spoke", "user": "controller"}}],
-            "current-context": "spoke",
-        }),
-        encoding="utf-8",
-    )  # fmt: skip
+    text = kubeconfig_yaml(server=server.url, token=SPOKE_TOKEN, name="spoke", user="controller")
+    path.write_text(text, encoding="utf-8")
     return path
 
 
