@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from statemachines.conditions import Condition, find_condition
+from statemachines.conditions import Condition, find_condition, transition_time
 from statemachines.config import Config
 from statemachines.settings import format_duration
 from statemachines.state import AddonState, CollectorState
@@ -105,8 +105,7 @@ def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonS
     standard = []
     for type_ in ConditionType:
         status = "True" if type_ is result.type else "False"
-        old = find_condition(previous, type_)
-        since = old.last_transition_time if old is not None and old.status == status else now
+        since = transition_time(find_condition(previous, type_), status, now)
         standard.append(
             Condition(type_, status, result.reason, result.message, since, state.generation)
         )

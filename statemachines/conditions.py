@@ -23,6 +23,7 @@ __all__ = [
     "parse_time",
     "remove_condition",
     "set_condition",
+    "transition_time",
 ]
 
 MAX_MESSAGE = 32768
@@ -98,6 +99,11 @@ def find_condition(conditions: tuple[Condition, ...], type_: str) -> Condition |
     return next((c for c in conditions if c.type == type_), None)
 
 
+def transition_time(old: Condition | None, status: str, now: datetime) -> datetime:
+    """The `meta.SetStatusCondition` rule: the time moves only when the status changes."""
+    return old.last_transition_time if old is not None and old.status == status else now
+
+
 def set_condition(conditions: tuple[Condition, ...], new: Condition) -> tuple[Condition, ...]:
     """`conditions` with `new` in place of its type (appended if absent).
 
@@ -105,8 +111,8 @@ def set_condition(conditions: tuple[Condition, ...], new: Condition) -> tuple[Co
     """
     for index, old in enumerate(conditions):
         if old.type == new.type:
-            if old.status == new.status:
-                new = replace(new, last_transition_time=old.last_transition_time)
+            since = transition_time(old, new.status, new.last_transition_time)
+            new = replace(new, last_transition_time=since)
             if new == old:
                 return conditions
             return (*conditions[:index], new, *conditions[index + 1 :])

@@ -181,9 +181,14 @@ def _expectation(raw: object, where: str, config: Config) -> Expectation:
     verdict = _enum(VerdictKind, raw.get("verdict"), f"{where}.verdict")
     addon = _enum(ConditionType, raw.get("addon"), f"{where}.addon")
     types = {*ConditionType, *(c.condition_type for c in config.collectors)}
-    conditions = _table(raw.get("conditions"), f"{where}.conditions", types, _CONDITION)
+    aliases = config.profile.aliases
+    conditions = _table(
+        raw.get("conditions"), f"{where}.conditions", names=types, keys=_CONDITION, aliases=aliases
+    )
     names = {c.name for c in config.collectors}
-    collectors = _table(raw.get("collectors"), f"{where}.collectors", names, _COLLECTOR)
+    collectors = _table(
+        raw.get("collectors"), f"{where}.collectors", names=names, keys=_COLLECTOR, aliases=aliases
+    )
     rule = raw.get("rule")
     return Expectation(verdict, None if rule is None else str(rule), addon, conditions, collectors)
 
@@ -198,7 +203,14 @@ def _enum(kind: Any, value: object, where: str) -> Any:
         raise ScenarioError(where, f"{value!r} is not one of {known}") from error
 
 
-def _table(raw: object, where: str, names: set[str], keys: set[str]) -> dict[str, dict[str, Any]]:
+def _table(
+    raw: object,
+    where: str,
+    *,
+    names: set[str],
+    keys: set[str],
+    aliases: Mapping[str, Reason],
+) -> dict[str, dict[str, Any]]:
     """A mapping name -> expected fields, each field checked and normalised."""
     if raw is None:
         return {}
@@ -212,11 +224,11 @@ def _table(raw: object, where: str, names: set[str], keys: set[str]) -> dict[str
         if not isinstance(fields, dict):
             raise ScenarioError(path, "a mapping of field to expected value")
         _no_unknown(fields, keys, path)
-        out[name] = {k: _expected_value(k, v, f"{path}.{k}") for k, v in fields.items()}
+        out[name] = {k: _expected_value(k, v, f"{path}.{k}", aliases) for k, v in fields.items()}
     return out
 
 
-def _expected_value(key: str, value: object, where: str) -> Any:
+def _expected_value(key: str, value: object, where: str, aliases: Mapping[str, Reason]) -> Any:
     if key == "status":
         text = (
             {True: "True", False: "False"}.get(value, value) if isinstance(value, bool) else value
@@ -225,7 +237,7 @@ def _expected_value(key: str, value: object, where: str) -> Any:
     if key == "state":
         return _enum(State, value, where).value
     if key == "reason":
-        reason = Reason("UpdateSuccessful") if value == "UpdateSuccesful" else value
+        reason = aliases.get(value, value) if isinstance(value, str) else value
         return _enum(Reason, reason, where).value
     if key in ("lastTransitionTime", "pendingSince"):
         return _expected_time(value, where)

@@ -153,3 +153,11 @@ def test_invalid_file_exits_2_and_names_where(run_cli: Simulate, text: str, mess
 def test_missing_file_exits_2(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert main(["simulate", str(tmp_path / "absent.yaml")]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+def test_an_expectation_may_spell_a_reason_the_seeds_way(run_cli: Simulate) -> None:
+    code, _, err = run_cli(
+        "steps:\n - at: 0s\n   report: {reason: UpdateSuccessful}\n"
+        "   expect: {collectors: {metrics-collector: {reason: UpdateSuccesful}}}\n"
+    )
+    assert (code, err) == (0, "")
