@@ -8,6 +8,7 @@ WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY statemachines ./statemachines
 COPY controller ./controller
+COPY kubesim ./kubesim
 RUN pip install --prefix=/install .
 
 FROM python:3.11-slim-bookworm

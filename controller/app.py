@@ -23,32 +23,39 @@ hub client source, on port 0 everywhere (`report_url`, `metrics_url`, `probe_url
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import secrets
+import signal
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from kubernetes import client as kube_client
 from prometheus_client import CollectorRegistry
 
-from controller.hub import ClientSource, HubReplicator
-from controller.hub_metrics import LeaderMetrics, ReplicationMetrics
-from controller.kubeconfig import KubeconfigSource
-from controller.leader import LeaderElector, LeaseClock, SystemClock
+from controller.hub.metrics import ReplicationMetrics
+from controller.hub.replicator import ClientSource, HubReplicator
+from controller.kube.addons import AddonNotFoundError, StoreError
+from controller.kube.kubeconfig import KubeconfigSource
+from controller.ops.leader import LeaderElector, LeaderMetrics, LeaseClock, SystemClock
+from controller.ops.logs import configure_logging
 from controller.options import Address, OptionsError, RunOptions
-from controller.report_api import ReportServer
-from controller.report_cli import build_report_server
-from controller.run import SpokeController, spoke_client
-from controller.worker import Clock, Worker, WorkerError, utc_now
+from controller.reports.cli import build_report_server
+from controller.reports.server import ReportServer
+from controller.spoke.controller import Service, SpokeController, spoke_client
+from controller.spoke.worker import Clock, Worker, WorkerError, utc_now
 from statemachines.config import Config
+from statemachines.errors import AddonStatusError
 
-__all__ = ["Replica", "demo_controller", "replica_identity"]
+__all__ = ["Replica", "demo_controller", "replica_identity", "run_command"]
 
 log = logging.getLogger(__name__)
 
@@ -371,3 +378,51 @@ def demo_controller(
         replica = Replica(options, api_client=api, clock=clock, config=config, max_wait=0.05)
         with replica:
             yield replica
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """`addon-status run`: 0 after SIGTERM/SIGINT, 2 for bad flags, 1 when it cannot start."""
+    try:
+        options = RunOptions.from_args(args, os.environ)
+    except OptionsError as error:
+        print(f"addon-status run: {error}", file=sys.stderr)
+        return 2
+    configure_logging(options.log_level)
+    stopping = threading.Event()
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        log.info("signal received; stopping", extra={"signal": signal.Signals(signum).name})
+        stopping.set()
+
+    # Before anything starts: a SIGTERM during the start must stop us cleanly, not kill us.
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return _run_until_stopped(Replica, options, stopping)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _run_until_stopped(
+    replica_type: Callable[[RunOptions], Service], options: RunOptions, stopping: threading.Event
+) -> int:
+    try:
+        replica = replica_type(options)
+        replica.start()
+    except AddonNotFoundError:
+        print(
+            f"addon-status run: the addon CR {options.ref} does not exist "
+            f"(kind ObservabilityAddon; set --addon-name / --addon-namespace)",
+            file=sys.stderr,
+        )
+        return 1
+    except (StoreError, AddonStatusError) as error:
+        print(f"addon-status run: cannot start: {error}", file=sys.stderr)
+        return 1
+    try:
+        while not stopping.wait(0.25):
+            pass
+    finally:
+        replica.stop()
+    log.info("spoke controller stopped")
+    return 0

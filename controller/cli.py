@@ -19,7 +19,7 @@ README_END = "<!-- diagrams:end -->"
 
 
 def _simulate(args: argparse.Namespace) -> int:
-    from controller.timeline import as_json, as_table
+    from controller.demo.timeline import as_json, as_table
 
     path = Path(args.file)
     try:
@@ -63,15 +63,15 @@ def _diagrams(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from controller.run import run_command
+    from controller.app import run_command
 
     return run_command(args)
 
 
 def parser() -> argparse.ArgumentParser:
-    from controller.demo import add_demo_parser
+    from controller.demo.command import add_demo_parser
     from controller.options import add_run_flags
-    from controller.report_cli import add_report_parser
+    from controller.reports.cli import add_report_parser
 
     top = argparse.ArgumentParser(prog="addon-status", description=__doc__)
     sub = top.add_subparsers(dest="command", required=True)

@@ -5,7 +5,7 @@ before the controller touches the network, and a mistake is one line naming the 
 variable (`--degrade-after / ADDON_STATUS_DEGRADE_AFTER: 'soon' is not a duration ...`), so a
 Deployment that is misconfigured says why in its first log line instead of a traceback.
 
-The report API's flags are `controller.report_cli`'s own (`add_report_api_flags`); they read
+The report API's flags are `controller.reports.cli`'s own (`add_report_api_flags`); they read
 `ADDON_STATUS_*` too. A variable for a repeatable flag holds a comma-separated list, one for a
 switch `true` or `false`.
 """
@@ -28,8 +28,8 @@ from pydantic import (
     model_validator,
 )
 
-from controller.kube import AddonRef
-from controller.report_cli import add_report_api_flags
+from controller.kube.addons import AddonRef
+from controller.reports.cli import add_report_api_flags
 from statemachines.config import Config
 from statemachines.errors import AddonStatusError, ConfigError
 from statemachines.settings import Duration, Settings

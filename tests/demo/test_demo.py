@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from controller.cli import main
-from controller.demo import DEFAULT_SCENARIO
+from controller.demo.command import DEFAULT_SCENARIO
 
 ROOT = Path(__file__).parents[2]
 

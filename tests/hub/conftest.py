@@ -14,12 +14,12 @@ import pytest
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
-from controller.apiserver import APIServer, UserInfo
-from controller.hub import HubReplicator
-from controller.hub_metrics import ReplicationMetrics
-from controller.hub_objects import GROUP, KIND, PLURAL, VERSION
-from controller.kubeconfig import KubeconfigSource, kubeconfig_yaml
-from controller.leader import SystemClock
+from controller.hub.metrics import ReplicationMetrics
+from controller.hub.replicator import HubReplicator
+from controller.kube.hub_objects import GROUP, KIND, PLURAL, VERSION
+from controller.kube.kubeconfig import KubeconfigSource, kubeconfig_yaml
+from controller.ops.leader import SystemClock
+from kubesim import APIServer, UserInfo
 from tests.hub.mount import SecretMount
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "base" / "crd.yaml"

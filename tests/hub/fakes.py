@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.hub_objects import ErrorKind, HubError
+from controller.kube.hub_objects import ErrorKind, HubError
 
 NAMESPACE = "cluster1"
 NAME = "observability-addon"

@@ -17,10 +17,10 @@ import pytest
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
-from controller.apiserver import APIServer, RequestInfo, UserInfo
-from controller.hub import HubReplicator
-from controller.hub_objects import GROUP, PLURAL, VERSION
-from controller.kubeconfig import kubeconfig_yaml
+from controller.hub.replicator import HubReplicator
+from controller.kube.hub_objects import GROUP, PLURAL, VERSION
+from controller.kube.kubeconfig import kubeconfig_yaml
+from kubesim import APIServer, RequestInfo, UserInfo
 from tests.hub.conftest import (
     ADMIN,
     CLUSTER,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from kubernetes.client import Configuration
 
-from controller.kubeconfig import KubeconfigError, KubeconfigSource, kubeconfig_yaml
+from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource, kubeconfig_yaml
 from tests.hub.mount import SecretMount
 
 TOKEN = "s3cr3t-token-value"

@@ -17,9 +17,8 @@ import pytest
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
-from controller.apiserver import APIServer, RequestInfo, UserInfo
-from controller.hub_metrics import LeaderMetrics
-from controller.leader import LeaderElector, SystemClock
+from controller.ops.leader import LeaderElector, LeaderMetrics, SystemClock
+from kubesim import APIServer, RequestInfo, UserInfo
 from tests.hub.conftest import ADMIN, TOKENS, api_client
 from tests.hub.fakes import eventually
 

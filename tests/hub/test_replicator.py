@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.hub import HubReplicator
-from controller.hub_metrics import ReplicationMetrics
-from controller.hub_objects import ErrorKind
-from controller.leader import SystemClock
+from controller.hub.metrics import ReplicationMetrics
+from controller.hub.replicator import HubReplicator
+from controller.kube.hub_objects import ErrorKind
+from controller.ops.leader import SystemClock
 from tests.hub.fakes import NAME, NAMESPACE, FakeHub, FakeSource, eventually
 
 Factory = Callable[..., HubReplicator]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from controller.hub import (
+from controller.hub.replicator import (
     RETRY_AFTER_CEILING,
     Echo,
     backoff_delay,
@@ -21,8 +21,8 @@ from controller.hub import (
     in_sync,
     projection,
 )
-from controller.hub_objects import ErrorKind, error_kind, parse_retry_after
-from controller.leader import (
+from controller.kube.hub_objects import ErrorKind, error_kind, parse_retry_after
+from controller.ops.leader import (
     LeaseRecord,
     lease_expired,
     may_acquire,

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controller.apiserver import AuditRecord
+from kubesim import AuditRecord
 
 __all__ = ["Grant", "Request", "ServiceAccount", "grants_for", "unauthorized", "unused"]
 

@@ -20,9 +20,10 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from controller import hub_objects, kube
-from controller.apiserver import APIServer
+from controller.kube import addons as kube
+from controller.kube import hub_objects
 from controller.options import DEFAULT_NAME, DEFAULT_NAMESPACE
+from kubesim import APIServer
 from statemachines import Config, Reason, Report, advance, apply, next_wakeup, start, to_status
 from statemachines.scenario import EPOCH, load
 from statemachines.vocabulary import ConditionType

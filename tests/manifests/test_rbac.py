@@ -21,13 +21,13 @@ import pytest
 import yaml
 from kubernetes import client
 
-from controller.apiserver import APIServer, UserInfo
 from controller.app import Replica
-from controller.auth import Authorizer
-from controller.client import ReportClient
-from controller.kube import GROUP, KIND, PLURAL, VERSION, AddonRef
-from controller.kubeconfig import kubeconfig_yaml
+from controller.kube.addons import GROUP, KIND, PLURAL, VERSION, AddonRef
+from controller.kube.kubeconfig import kubeconfig_yaml
 from controller.options import Address, RunOptions
+from controller.reports.auth import Authorizer
+from controller.reports.client import ReportClient
+from kubesim import APIServer, UserInfo
 from statemachines.vocabulary import SEED
 from tests.manifests.kustomize import MANIFESTS, build, find
 from tests.manifests.pod import POD_NAME, flag_value, options_of
@@ -279,7 +279,7 @@ def run_replica(tmp_path: Path, *, create_missing: bool = False) -> Calls:
             "hub_kubeconfig": tmp_path / "hub.kubeconfig",
             "hub_create_missing": create_missing,
             # Plain HTTP here: the stand-in files hold no certificate, and the RBAC is the same
-            # either way (tests/report_api/test_tls.py serves the report API over TLS).
+            # either way (tests/reports/test_tls.py serves the report API over TLS).
             "tls_cert_file": None,
             "tls_key_file": None,
         }

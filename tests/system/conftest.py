@@ -23,12 +23,12 @@ import pytest
 from kubernetes import client
 
 from controller import ReportClient
-from controller.apiserver import APIServer, UserInfo
 from controller.app import Replica
-from controller.kube import GROUP, KIND, PLURAL, VERSION
-from controller.kubeconfig import kubeconfig_yaml
+from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
+from controller.kube.kubeconfig import kubeconfig_yaml
 from controller.options import Address, RunOptions
-from tests.controller.fakes import FakeClock
+from kubesim import APIServer, UserInfo
+from tests.spoke.fakes import FakeClock
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "base" / "crd.yaml"
 SPOKE_NAMESPACE = "open-cluster-management-addon-observability"

@@ -19,10 +19,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller import ReportClient
-from controller.apiserver import APIServer
 from controller.app import Replica
-from controller.kube import PLURAL
-from tests.controller.fakes import T0, FakeClock
+from controller.kube.addons import PLURAL
+from kubesim import APIServer
+from tests.spoke.fakes import T0, FakeClock
 from tests.system.conftest import (
     CLUSTER,
     MC,

@@ -15,8 +15,8 @@ import pytest
 from kubernetes import client
 
 from controller import ReportClient
-from controller.apiserver import APIServer, RequestInfo, UserInfo
-from controller.kube import GROUP, PLURAL, VERSION
+from controller.kube.addons import GROUP, PLURAL, VERSION
+from kubesim import APIServer, RequestInfo, UserInfo
 from tests.system.conftest import (
     ADMIN,
     CLUSTER,

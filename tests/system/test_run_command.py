@@ -22,8 +22,8 @@ import pytest
 from kubernetes import client
 
 from controller import ReportClient
-from controller.apiserver import APIServer
-from controller.kubeconfig import kubeconfig_yaml
+from controller.kube.kubeconfig import kubeconfig_yaml
+from kubesim import APIServer
 from tests.system.conftest import (
     CLUSTER,
     HUB_TOKEN,

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from controller.app import replica_identity
-from controller.kube import AddonRef
+from controller.kube.addons import AddonRef
 from controller.options import (
     DEFAULT_LEASE,
     DEFAULT_NAMESPACE,

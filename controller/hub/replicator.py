@@ -1,0 +1,354 @@
+"""Replication of the spoke's addon status to the addon CR's copy on the hub.
+
+The spoke must never wait for the hub (STATUS_SEMANTICS.md section 7): `publish` only stores
+the newest status and wakes one replication thread, which always copies the newest status it
+finds (latest state wins, so a burst becomes one write and an older status never lands over a
+newer one), writes only when the hub copy differs, retries with full-jitter backoff (at least
+as long as a `Retry-After` asks), reloads the hub credentials on 401/403, and re-reads the hub
+copy every `resync_interval` to repair a copy someone else changed.
+
+The decisions (what to copy, when the copy is current, how long to back off) are the pure
+functions at the top; `HubObjects` is the one seam to the hub's API, with the official
+client's implementation in `controller.kube.hub_objects`.
+"""
+
+from __future__ import annotations
+
+import copy as deepcopy_module
+import logging
+import math
+import random
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal, Protocol
+
+from controller.hub.metrics import ReplicationMetrics
+from controller.kube.hub_objects import ErrorKind, HubError, HubObjects, KubernetesHubObjects
+from controller.ops.backoff import RETRY_AFTER_CEILING, backoff_delay
+from controller.ops.clocks import MonotonicClock as Clock
+
+__all__ = [
+    "RETRY_AFTER_CEILING",
+    "ClientSource",
+    "Clock",
+    "CopyMode",
+    "Echo",
+    "HubReplicator",
+    "Publication",
+    "backoff_delay",
+    "hub_status_for",
+    "in_sync",
+    "projection",
+]
+
+log = logging.getLogger(__name__)
+
+CopyMode = Literal["conditions", "status"]
+_MAX_WAIT: Final = 1.0
+_REAUTH_KINDS: Final = frozenset({ErrorKind.UNAUTHORIZED, ErrorKind.FORBIDDEN})
+
+
+# --- pure decisions ------------------------------------------------------------------------
+
+
+def projection(status: Mapping[str, Any], mode: CopyMode) -> dict[str, Any]:
+    """The part of a status that replication owns: the conditions, or the whole status."""
+    if mode == "status":
+        return deepcopy_module.deepcopy(dict(status))
+    return {"conditions": deepcopy_module.deepcopy(list(status.get("conditions") or []))}
+
+
+def hub_status_for(
+    spoke_status: Mapping[str, Any], hub_status: Mapping[str, Any], mode: CopyMode
+) -> dict[str, Any]:
+    """The hub status to write: in `conditions` mode the hub's other status fields are someone
+    else's and are kept; in `status` mode the spoke status replaces the hub's."""
+    if mode == "status":
+        return projection(spoke_status, mode)
+    return {**deepcopy_module.deepcopy(dict(hub_status)), **projection(spoke_status, mode)}
+
+
+@dataclass(frozen=True)
+class Echo:
+    """What we last sent and what the hub stored from it. A hub whose schema prunes or
+    defaults fields never stores exactly what we send; a copy that still looks like the hub's
+    echo of our last write is current, or every resync would write again."""
+
+    sent: dict[str, Any]
+    stored: dict[str, Any]
+
+
+def in_sync(
+    spoke_status: Mapping[str, Any],
+    hub_status: Mapping[str, Any],
+    mode: CopyMode,
+    *,
+    echo: Echo | None = None,
+) -> bool:
+    """True when the hub copy needs no write."""
+    wanted, found = projection(spoke_status, mode), projection(hub_status, mode)
+    if wanted == found:
+        return True
+    return echo is not None and echo.sent == wanted and echo.stored == found
+
+
+# --- the replication thread -------------------------------------------------------------------
+
+
+class ClientSource(Protocol):
+    """Where the hub client comes from (`controller.kube.kubeconfig.KubeconfigSource`)."""
+
+    def current(self) -> Any: ...
+
+    def reload(self) -> bool: ...
+
+
+@dataclass(frozen=True)
+class Publication:
+    """One spoke status handed to `publish`: numbered so that "newer" is never ambiguous."""
+
+    sequence: int
+    status: Mapping[str, Any]
+    published_at: float
+
+
+class _Stopping(Exception):  # noqa: N818 - a signal, not an error
+    """`stop()` came while a sync was between its read and its write."""
+
+
+class HubReplicator:
+    """Copies the newest published spoke status to the hub CR `namespace/name`.
+
+    `publish` is safe from any thread and never waits on the hub. One thread (`start`/`stop`)
+    does all hub I/O, so hub writes are strictly in publication order. The hub CR is never
+    created unless `create_missing`: a missing copy usually means the hub has not registered
+    the cluster yet, which is the hub's decision.
+    """
+
+    def __init__(
+        self,
+        client_source: ClientSource,
+        *,
+        namespace: str,
+        name: str = "observability-addon",
+        copy: CopyMode = "conditions",
+        clock: Clock,
+        metrics: ReplicationMetrics,
+        resync_interval: float = 300.0,
+        backoff_base: float = 0.5,
+        backoff_max: float = 60.0,
+        rng: random.Random | None = None,
+        objects: Callable[[Any], HubObjects] = KubernetesHubObjects,
+        create_missing: bool = False,
+        conflict_retries: int = 5,
+    ) -> None:
+        if copy not in ("conditions", "status"):
+            raise ValueError(f"copy must be 'conditions' or 'status', not {copy!r}")
+        self.namespace, self.name, self.copy = namespace, name, copy
+        self._source, self._clock, self._metrics = client_source, clock, metrics
+        self._objects = objects
+        self._resync, self._base, self._cap = resync_interval, backoff_base, backoff_max
+        self._rng = rng or random.Random()
+        self._create_missing, self._conflict_retries = create_missing, max(conflict_retries, 1)
+        self._wake = threading.Condition()
+        self._thread: threading.Thread | None = None
+        self._stopping = False
+        # Everything below is guarded by `_wake`.
+        self._latest: Publication | None = None
+        self._synced = 0
+        self._first_unsynced_at: float | None = None
+        self._taken: int | None = None
+        self._successor_at: float | None = None
+        self._failures = 0
+        self._retry_at: float | None = None
+        self._next_resync = clock.monotonic() + resync_interval
+        self._last_error: ErrorKind | None = None
+        self._echo: Echo | None = None  # only the replication thread touches it
+
+    # --- the spoke's side
+
+    def publish(self, status: Mapping[str, Any]) -> None:
+        """Hand over the newest spoke status; returns at once whatever the hub is doing."""
+        snapshot = deepcopy_module.deepcopy(dict(status))
+        with self._wake:
+            now = self._clock.monotonic()
+            sequence = (self._latest.sequence if self._latest else 0) + 1
+            self._latest = Publication(sequence, snapshot, now)
+            if self._first_unsynced_at is None:
+                self._first_unsynced_at = now
+            if self._taken is not None and self._successor_at is None:
+                self._successor_at = now
+            self._wake.notify_all()
+
+    @property
+    def last_synced_sequence(self) -> int:
+        """The newest publication known to be on the hub (0: none yet)."""
+        with self._wake:
+            return self._synced
+
+    @property
+    def latest_sequence(self) -> int:
+        with self._wake:
+            return self._latest.sequence if self._latest else 0
+
+    def wait_synced(self, timeout: float) -> bool:
+        """Block until everything published before this call is on the hub (for tests and
+        for a graceful hand-over); False on timeout."""
+        with self._wake:
+            target = self._latest.sequence if self._latest else 0
+            return self._wake.wait_for(lambda: self._synced >= target, timeout)
+
+    # --- lifecycle
+
+    def start(self) -> None:
+        with self._wake:
+            if self._thread is not None and self._thread.is_alive():
+                raise RuntimeError("hub replication is already running")
+            self._stopping = False
+            self._thread = threading.Thread(target=self._run, name="hub-replicator", daemon=True)
+            self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Stop the thread; False if it is still inside a hub call after `timeout` (it exits
+        when that call returns or times out: the client's request timeout bounds it)."""
+        with self._wake:
+            self._stopping = True
+            self._wake.notify_all()
+            thread = self._thread
+        if thread is None:
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    # --- the replication thread
+
+    def _run(self) -> None:
+        while (publication := self._next_due()) is not None:
+            try:
+                wrote = self._sync(publication)
+            except _Stopping:
+                return
+            except HubError as error:
+                self._failed(error)
+            except Exception as error:  # a bug must not kill replication silently
+                log.exception("hub replication failed unexpectedly")
+                self._failed(HubError(ErrorKind.OTHER, type(error).__name__))
+            else:
+                self._succeeded(publication, wrote=wrote)
+
+    def _due_at(self) -> float | None:
+        if self._latest is None:
+            return None
+        if self._retry_at is not None:
+            return self._retry_at  # a publish does not cut a backoff short
+        if self._latest.sequence > self._synced:
+            return -math.inf
+        return self._next_resync
+
+    def _next_due(self) -> Publication | None:
+        with self._wake:
+            while not self._stopping:
+                now, due = self._clock.monotonic(), self._due_at()
+                if due is not None and due <= now and self._latest is not None:
+                    self._taken, self._successor_at = self._latest.sequence, None
+                    return self._latest
+                wait = _MAX_WAIT if due is None else min(due - now, _MAX_WAIT)
+                self._wake.wait(wait)
+            return None
+
+    def _sync(self, publication: Publication) -> bool:
+        """Fresh read, compare, write with the read resourceVersion; a 409 means someone wrote
+        in between, so read again (bounded) rather than back off. True when it wrote."""
+        objects = self._objects(self._source.current())
+        for attempt in range(1, self._conflict_retries + 1):
+            try:
+                return self._read_compare_write(objects, publication.status)
+            except HubError as error:
+                if error.kind is not ErrorKind.CONFLICT or attempt == self._conflict_retries:
+                    raise
+                self._metrics.failed(error.kind)
+                log.debug("hub copy changed while writing, reading it again")
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _read_compare_write(self, objects: HubObjects, status: Mapping[str, Any]) -> bool:
+        hub = self._read_or_create(objects)
+        hub_status = hub.get("status") or {}
+        if in_sync(status, hub_status, self.copy, echo=self._echo):
+            self._metrics.found_unchanged()
+            return False
+        body = {**hub, "status": hub_status_for(status, hub_status, self.copy)}
+        if self._stopping:  # e.g. leadership lost meanwhile: the new leader writes from now on
+            raise _Stopping
+        stored = objects.replace_status(body)
+        self._echo = Echo(
+            sent=projection(body["status"], self.copy),
+            stored=projection(stored.get("status") or {}, self.copy),
+        )
+        self._metrics.wrote()
+        return True
+
+    def _read_or_create(self, objects: HubObjects) -> dict[str, Any]:
+        try:
+            return objects.read(self.namespace, self.name)
+        except HubError as error:
+            if error.kind is not ErrorKind.NOT_FOUND or not self._create_missing:
+                raise
+        log.info("creating the hub copy %s/%s", self.namespace, self.name)
+        return objects.create(self.namespace, self.name)
+
+    def _succeeded(self, publication: Publication, *, wrote: bool) -> None:
+        with self._wake:
+            now = self._clock.monotonic()
+            lag: float | None = None
+            if publication.sequence > self._synced:
+                if self._first_unsynced_at is not None:
+                    lag = now - self._first_unsynced_at
+                self._synced = publication.sequence
+                self._first_unsynced_at = self._successor_at
+            recovered, self._last_error = self._last_error, None
+            self._failures, self._retry_at, self._taken = 0, None, None
+            self._next_resync = now + self._resync
+            self._wake.notify_all()
+        self._metrics.synced(lag=lag)
+        if recovered is not None:
+            log.info("hub copy %s/%s in sync again", self.namespace, self.name)
+        log.debug("hub sync of #%d: %s", publication.sequence, "written" if wrote else "equal")
+
+    def _failed(self, error: HubError) -> None:
+        with self._wake:
+            self._failures += 1
+            delay = backoff_delay(
+                self._failures,
+                base=self._base,
+                cap=self._cap,
+                rng=self._rng,
+                retry_after=error.retry_after,
+            )
+            self._retry_at = self._clock.monotonic() + delay
+            self._taken = None
+            repeated, self._last_error = self._last_error is error.kind, error.kind
+        self._metrics.failed(error.kind)
+        log.log(
+            logging.DEBUG if repeated else logging.WARNING,
+            "hub copy %s/%s not synced (%s: %s), retrying in %.1fs",
+            self.namespace,
+            self.name,
+            error.kind,
+            error.detail,
+            delay,
+        )
+        if error.kind is ErrorKind.NOT_FOUND:
+            log.log(
+                logging.DEBUG if repeated else logging.WARNING,
+                "the hub has no addon CR %s/%s; it is not created (create_missing is off)",
+                self.namespace,
+                self.name,
+            )
+        if error.kind in _REAUTH_KINDS:
+            try:
+                reloaded = self._source.reload()
+            except Exception:  # outside `_run`'s guard: it must not end replication silently
+                log.exception("reloading the hub credentials failed")
+                reloaded = False
+            log.info("hub credentials %s", "reloaded" if reloaded else "kept (reload failed)")

@@ -1,0 +1,371 @@
+"""Leader election on a `coordination.k8s.io/v1` Lease, so that two replicas can run and only
+one writes status, replicates to the hub and accepts reports.
+
+The rules are client-go's: a candidate takes the Lease when it is absent, held by nobody,
+held by itself, or expired (`renewTime + leaseDurationSeconds < now`); every write carries
+the read `resourceVersion`, so of two candidates racing for one Lease exactly one wins. The
+leader renews every `retry_period` and stops leading when it could not renew for
+`renew_deadline`; because that deadline is shorter than the lease duration and is counted
+from before the renewing read, a leader always stops before anyone else may take over. The
+gap between the two durations is the margin for clock skew between replicas.
+
+Unlike the Python client's `leaderelection`, a stopping leader first steps down (so the
+controller drains its work) and then releases the Lease (holder empty, duration 1 s), so the
+other replica takes over at once instead of after a full lease duration.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+import urllib3
+from kubernetes.client import ApiClient, CoordinationV1Api, V1Lease, V1LeaseSpec, V1ObjectMeta
+from kubernetes.client.exceptions import ApiException
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from controller.ops.clocks import LeaseClock, SystemClock
+
+__all__ = [
+    "LeaderElector",
+    "LeaseClock",
+    "LeaseRecord",
+    "SystemClock",
+    "lease_expired",
+    "lease_spec",
+    "may_acquire",
+    "next_record",
+    "released_record",
+    "representable",
+]
+
+log = logging.getLogger(__name__)
+
+_NOT_FOUND: Final = 404
+_CONFLICT: Final = 409
+
+
+# --- pure decisions ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    """The election fields of a Lease's spec, free of the client's model classes."""
+
+    holder: str | None
+    duration_seconds: int | None
+    acquire_time: datetime | None
+    renew_time: datetime | None
+    transitions: int = 0
+
+    @classmethod
+    def from_spec(cls, spec: Any) -> LeaseRecord:
+        """From a `V1LeaseSpec` (or None, a Lease without spec)."""
+        if spec is None:
+            return cls(None, None, None, None, 0)
+        return cls(
+            holder=spec.holder_identity or None,
+            duration_seconds=spec.lease_duration_seconds,
+            acquire_time=spec.acquire_time,
+            renew_time=spec.renew_time,
+            transitions=spec.lease_transitions or 0,
+        )
+
+
+def lease_expired(record: LeaseRecord, now: datetime) -> bool:
+    """Free for the taking: nobody holds it, or its holder has not renewed in time. A record
+    without a renew time or duration counts as renewed long ago, as in client-go."""
+    if not record.holder:
+        return True
+    if record.renew_time is None or record.duration_seconds is None:
+        return True
+    return record.renew_time + timedelta(seconds=record.duration_seconds) < now
+
+
+def may_acquire(record: LeaseRecord, identity: str, now: datetime) -> bool:
+    return record.holder == identity or lease_expired(record, now)
+
+
+def next_record(
+    record: LeaseRecord | None, *, identity: str, now: datetime, duration_seconds: int
+) -> LeaseRecord:
+    """The record that acquires or renews: a renewal keeps the acquire time, a change of
+    holder counts one transition (client-go counts a take-over of a released Lease too)."""
+    if record is not None and record.holder == identity:
+        return LeaseRecord(
+            identity, duration_seconds, record.acquire_time or now, now, record.transitions
+        )
+    transitions = record.transitions + 1 if record is not None else 0
+    return LeaseRecord(identity, duration_seconds, now, now, transitions)
+
+
+def released_record(record: LeaseRecord, now: datetime) -> LeaseRecord:
+    """Holder empty and a one-second duration: free at once for any candidate."""
+    return LeaseRecord(None, 1, now, now, record.transitions)
+
+
+def representable(moment: datetime) -> datetime:
+    """The same instant, never on a whole second. metav1.MicroTime wants exactly six
+    fractional digits, and the client sends a datetime as `isoformat()`, which drops them when
+    the microseconds are zero (a real API server then rejects the Lease); one microsecond
+    later is the cheapest fix."""
+    moment = moment.astimezone(UTC)
+    return moment + timedelta(microseconds=1) if moment.microsecond == 0 else moment
+
+
+def lease_spec(record: LeaseRecord) -> V1LeaseSpec:
+    return V1LeaseSpec(
+        holder_identity=record.holder,
+        lease_duration_seconds=record.duration_seconds,
+        acquire_time=record.acquire_time,
+        renew_time=record.renew_time,
+        lease_transitions=record.transitions,
+    )
+
+
+# --- the election loop ----------------------------------------------------------------------
+
+
+class _LeaseCallError(Exception):
+    """A Lease call that gave no answer about who holds it (network, 5xx, 409 on renew)."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class LeaderElector:
+    """Campaigns for the Lease `namespace/name` as `identity` until stopped.
+
+    `on_started_leading` / `on_stopped_leading` run on the election thread and must return
+    quickly (start or stop the leader's workers). `is_leader` is safe from any thread and
+    turns False by itself once the renew deadline passes, even if the thread is stuck.
+    """
+
+    def __init__(
+        self,
+        api_client: ApiClient,
+        *,
+        namespace: str,
+        name: str,
+        identity: str,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        clock: LeaseClock,
+        on_started_leading: Callable[[], None],
+        on_stopped_leading: Callable[[], None],
+        metrics: LeaderMetrics | None = None,
+        request_timeout: float | None = None,
+    ) -> None:
+        if not lease_duration > renew_deadline > retry_period > 0:
+            raise ValueError("need lease_duration > renew_deadline > retry_period > 0")
+        if not identity:
+            raise ValueError("identity must not be empty")
+        self._api = CoordinationV1Api(api_client)
+        self.namespace, self.name, self.identity = namespace, name, identity
+        self._duration_seconds = math.ceil(lease_duration)
+        self._renew_deadline, self._retry_period = renew_deadline, retry_period
+        self._timeout = request_timeout or renew_deadline / 2
+        self._clock, self._metrics = clock, metrics
+        self._on_started, self._on_stopped = on_started_leading, on_stopped_leading
+        self._stop = threading.Event()
+        self._release_on_stop = True
+        self._thread: threading.Thread | None = None
+        self._leading = False
+        self._last_renew = -math.inf
+        self._observed_holder: str | None = None
+
+    @property
+    def is_leader(self) -> bool:
+        return self._leading and self._clock.monotonic() - self._last_renew < self._renew_deadline
+
+    @property
+    def holder(self) -> str | None:
+        """The holder seen at the last read of the Lease (None: free or never read)."""
+        return self._observed_holder
+
+    # --- lifecycle
+
+    def start(self) -> None:
+        """Run the election on a thread of its own."""
+        if self._thread is not None and self._thread.is_alive():
+            raise RuntimeError("leader election is already running")
+        self._stop.clear()
+        self._thread = threading.Thread(target=self.run, name="leader-election", daemon=True)
+        self._thread.start()
+
+    def stop(self, *, release: bool = True, timeout: float = 5.0) -> bool:
+        """Stop campaigning: step down (callbacks first) and, with `release`, free the Lease.
+        `release=False` is a crash as the other replica sees it. False if the thread is still
+        running after `timeout`."""
+        self._release_on_stop = release
+        self._stop.set()
+        if self._thread is None:
+            return True
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def run(self) -> None:
+        """The election loop; returns after `stop()`."""
+        try:
+            while not self._stop.is_set():
+                self._round()
+                self._stop.wait(self._retry_period)
+        finally:
+            self._set_leading(False)
+            if self._release_on_stop:
+                self.release()
+
+    def release(self) -> bool:
+        """Free the Lease if we hold it; call only when the loop is not running (`stop`
+        does). False when the Lease was not ours or the call failed."""
+        try:
+            lease = self._read()
+            record = LeaseRecord.from_spec(lease.spec) if lease is not None else None
+            if record is None or record.holder != self.identity:
+                return False
+            self._write(lease, released_record(record, representable(self._clock.now())))
+        except _LeaseCallError as error:
+            log.warning("could not release the Lease %s/%s: %s", self.namespace, self.name, error)
+            return False
+        log.info("released the Lease %s/%s", self.namespace, self.name)
+        return True
+
+    # --- one round
+
+    def _round(self) -> None:
+        started = self._clock.monotonic()
+        try:
+            held = self._acquire_or_renew()
+        except _LeaseCallError as error:
+            log.debug("Lease %s/%s not renewed: %s", self.namespace, self.name, error)
+            held = None
+        except Exception:
+            # A bug must not end the election thread: the replica would look alive and never
+            # lead again. Counted as a failed renewal, so leadership still ends on time.
+            log.exception("leader election round failed")
+            held = None
+        in_time = self._clock.monotonic() - started < self._renew_deadline
+        if held and in_time:
+            self._last_renew = started
+            self._set_leading(True)
+        elif held is False or self._clock.monotonic() - self._last_renew >= self._renew_deadline:
+            self._set_leading(False)
+
+    def _acquire_or_renew(self) -> bool:
+        """True: the Lease is ours now; False: someone else holds it."""
+        now = representable(self._clock.now())
+        lease = self._read()
+        record = LeaseRecord.from_spec(lease.spec) if lease is not None else None
+        self._observed_holder = record.holder if record is not None else None
+        if record is not None and not may_acquire(record, self.identity, now):
+            return False
+        wanted = next_record(
+            record, identity=self.identity, now=now, duration_seconds=self._duration_seconds
+        )
+        try:
+            self._write(lease, wanted)
+        except _LeaseCallError as error:
+            if lease is None and error.status == _CONFLICT:
+                return False  # another candidate created it first
+            raise
+        self._observed_holder = self.identity
+        return True
+
+    def _set_leading(self, leading: bool) -> None:
+        if leading == self._leading:
+            return
+        self._leading = leading
+        if self._metrics is not None:
+            self._metrics.leading(leading)
+        log.info(
+            "%s %s leading on Lease %s/%s",
+            self.identity,
+            "started" if leading else "stopped",
+            self.namespace,
+            self.name,
+        )
+        callback = self._on_started if leading else self._on_stopped
+        try:
+            callback()
+        except Exception:
+            log.exception("leader election callback failed")
+
+    # --- Lease I/O
+
+    def _read(self) -> V1Lease | None:
+        """The Lease (a `V1Lease`), or None when it does not exist."""
+        try:
+            lease: V1Lease = self._api.read_namespaced_lease(
+                self.name, self.namespace, _request_timeout=self._timeout
+            )
+            return lease
+        except ApiException as error:
+            if error.status == _NOT_FOUND:
+                return None
+            raise _LeaseCallError(
+                f"read: {error.status} {error.reason}", status=error.status
+            ) from error
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            raise _LeaseCallError(f"read: {type(error).__name__}") from error
+
+    def _write(self, lease: V1Lease | None, record: LeaseRecord) -> None:
+        """Create (lease None) or replace with the read resourceVersion, keeping the Lease's
+        labels and annotations."""
+        if lease is None:
+            metadata = V1ObjectMeta(name=self.name, namespace=self.namespace)
+        else:
+            metadata = V1ObjectMeta(
+                name=self.name,
+                namespace=self.namespace,
+                resource_version=lease.metadata.resource_version if lease.metadata else None,
+                labels=lease.metadata.labels if lease.metadata else None,
+                annotations=lease.metadata.annotations if lease.metadata else None,
+            )
+        body = V1Lease(
+            api_version="coordination.k8s.io/v1",
+            kind="Lease",
+            metadata=metadata,
+            spec=lease_spec(record),
+        )
+        try:
+            if lease is None:
+                self._api.create_namespaced_lease(
+                    self.namespace, body, _request_timeout=self._timeout
+                )
+            else:
+                self._api.replace_namespaced_lease(
+                    self.name, self.namespace, body, _request_timeout=self._timeout
+                )
+        except ApiException as error:
+            raise _LeaseCallError(
+                f"write: {error.status} {error.reason}", status=error.status
+            ) from error
+        except (urllib3.exceptions.HTTPError, OSError) as error:
+            raise _LeaseCallError(f"write: {type(error).__name__}") from error
+
+
+class LeaderMetrics:
+    """Whether this replica leads (1/0) and how often that changed."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.leader = Gauge(
+            "addon_status_leader",
+            "1 while this replica holds the leader Lease, else 0.",
+            registry=registry,
+        )
+        self.transitions = Counter(
+            "addon_status_leader_transitions_total",
+            "Times this replica became or stopped being the leader.",
+            registry=registry,
+        )
+
+    def leading(self, value: bool) -> None:
+        self.leader.set(1 if value else 0)
+        self.transitions.inc()

@@ -1,0 +1,186 @@
+"""The controller's Prometheus metrics, and the server that exposes them on their own port.
+
+An operator of a fleet asks three things of a spoke: what state each collector is in, how often
+it moves (flapping shows as a high transition rate), and whether the controller keeps up (queue
+depth, reconcile duration, write conflicts). Every metric is registered on the registry passed
+in, so that tests and two controllers in one process never share counters.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterable
+from socketserver import ThreadingMixIn
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+
+from controller.ops.serving import ServerThread
+from statemachines import Change, Verdict, VerdictKind
+from statemachines.vocabulary import State
+
+__all__ = ["ControllerMetrics", "MetricsServer"]
+
+_PREFIX = "addon_status"
+_DURATIONS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+
+
+class ControllerMetrics:
+    """The instruments, named once; the worker and the watch call the small methods below."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.collector_state = Gauge(
+            f"{_PREFIX}_collector_state",
+            "1 for the state each collector's machine is in, 0 for the others",
+            ["collector", "state"],
+            registry=registry,
+        )
+        self.collector_stale = Gauge(
+            f"{_PREFIX}_collector_stale",
+            "1 while nothing was reported about the collector for staleAfter",
+            ["collector"],
+            registry=registry,
+        )
+        self.transitions = Counter(
+            f"{_PREFIX}_collector_transitions",
+            "Moves of a collector's machine (state, reason or staleness), by cause",
+            ["collector", "from", "to", "cause"],
+            registry=registry,
+        )
+        self.reports = Counter(
+            f"{_PREFIX}_reports",
+            "Reports judged by the worker, by verdict",
+            ["collector", "verdict"],
+            registry=registry,
+        )
+        self.refused = Counter(
+            f"{_PREFIX}_reports_refused",
+            "Reports the machines refused, by the reported reason and the refusing rule",
+            ["collector", "reason", "rule"],
+            registry=registry,
+        )
+        self.reconciles = Counter(
+            f"{_PREFIX}_reconciles",
+            "Items the worker handled, by what triggered them",
+            ["trigger"],
+            registry=registry,
+        )
+        self.reconcile_duration = Histogram(
+            f"{_PREFIX}_reconcile_duration_seconds",
+            "Time the worker spent on one item, the status write included",
+            ["trigger"],
+            buckets=_DURATIONS,
+            registry=registry,
+        )
+        self.status_writes = Counter(
+            f"{_PREFIX}_status_writes",
+            "Successful writes of the addon CR's status subresource",
+            registry=registry,
+        )
+        self.status_conflicts = Counter(
+            f"{_PREFIX}_status_write_conflicts",
+            "409 Conflict answers to a status write (each was retried on a fresh read)",
+            registry=registry,
+        )
+        self.status_failures = Counter(
+            f"{_PREFIX}_status_write_failures",
+            "Status writes that failed for another reason and wait for a retry",
+            registry=registry,
+        )
+        self.queue_depth = Gauge(
+            f"{_PREFIX}_queue_depth",
+            "Items waiting for the reconcile worker",
+            registry=registry,
+        )
+        self.watch_restarts = Counter(
+            f"{_PREFIX}_watch_restarts",
+            "Restarts of the watch on the addon CR, by cause (ended, error, gone)",
+            ["cause"],
+            registry=registry,
+        )
+        self.events = Counter(
+            f"{_PREFIX}_kube_events",
+            "Kubernetes Events about the addon CR, by outcome (recorded, failed, dropped)",
+            ["outcome"],
+            registry=registry,
+        )
+        self.leader = Gauge(
+            f"{_PREFIX}_leader",
+            "1 while this replica writes the status and accepts reports",
+            registry=registry,
+        )
+
+    def count_verdict(self, reason: str, verdict: Verdict) -> None:
+        """One judged report; `reason` is the reason it reported."""
+        collector = verdict.collector or "all"  # the operator's report about every collector
+        self.reports.labels(collector, verdict.kind.value).inc()
+        if verdict.kind is VerdictKind.REFUSED:
+            self.refused.labels(collector, reason, verdict.rule or "unknown").inc()
+
+    def count_moves(self, changes: Iterable[Change]) -> None:
+        for change in changes:
+            self.transitions.labels(
+                change.collector, _state_of(change.before), _state_of(change.after), change.cause
+            ).inc()
+
+    def show_states(self, states: Iterable[tuple[str, State, bool]]) -> None:
+        """Set the per-collector gauges from (collector, state, stale) triples."""
+        for collector, current, stale in states:
+            for state in State:
+                self.collector_state.labels(collector, state.value).set(
+                    1 if state is current else 0
+                )
+            self.collector_stale.labels(collector).set(1 if stale else 0)
+
+
+def _state_of(label: str) -> str:
+    """`Available (ForwardSuccessful)` -> `Available`: the state part of the core's label."""
+    return label.split(" ", 1)[0]
+
+
+class _Server(ThreadingMixIn, WSGIServer):
+    daemon_threads = True
+
+
+class _Server6(_Server):
+    address_family = socket.AF_INET6
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """A scrape every few seconds is not news."""
+
+
+class MetricsServer:
+    """prometheus-client's WSGI app on `host:port` (0: any free port), stoppable at once.
+
+    Its `start_http_server` polls for shutdown every half second and cannot be told otherwise;
+    the same app on a server of our own stops in a twentieth of that.
+    """
+
+    def __init__(self, registry: CollectorRegistry, *, host: str, port: int) -> None:
+        self._registry = registry
+        self._host = host
+        self._port = port
+        self._serving = ServerThread("metrics", self._build)
+
+    def _build(self) -> WSGIServer:
+        return make_server(
+            self._host,
+            self._port,
+            make_wsgi_app(self._registry),
+            server_class=_Server6 if ":" in self._host else _Server,
+            handler_class=_QuietHandler,
+        )
+
+    def start(self) -> None:
+        self._serving.start()
+
+    @property
+    def port(self) -> int:
+        return self._serving.port
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._serving.stop(timeout)

@@ -1,0 +1,493 @@
+"""The report API: `POST /v1/reports` over HTTP + JSON, in front of a `ReportSink`.
+
+This module only moves bytes: it checks a request in a fixed order (path, method, token, media
+type, size, JSON, report, grant), hands the report to the sink (the reconcile worker) and answers
+the sink's verdict. It never judges a report itself. A refused transition is a normal 200; bad
+input is a 4xx whose JSON error names the field; a sink that is not the leader, or too slow,
+is a 503 with `Retry-After`. The standard library's threading HTTP server is enough for a few
+reporters per cluster and brings no dependency. With a `ServingCertificate` it speaks TLS, so
+that the reporters' bearer tokens do not cross the pod network in clear.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import logging
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from socketserver import TCPServer
+from typing import Any, ClassVar, Protocol, cast
+from urllib.parse import urlsplit
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from controller.reports.auth import (
+    AuthenticationError,
+    Authenticator,
+    AuthorizationError,
+    Authorizer,
+    AuthUnavailableError,
+    Identity,
+)
+from controller.reports.openapi import ERROR_REASONS, REPORTS_PATH, SPEC_PATH, openapi_document
+from controller.reports.tls import ServingCertificate, ServingCertificateError
+from controller.spoke.worker import NotLeader, WorkerError
+from statemachines.config import Config
+from statemachines.errors import ConfigError, ReportError
+from statemachines.reports import Report, Verdict, parse_report
+
+__all__ = [
+    "ReportMetrics",
+    "ReportServer",
+    "ReportSink",
+    "ServingCertificate",
+    "ServingCertificateError",
+]
+
+log = logging.getLogger(__name__)
+
+
+class ReportSink(Protocol):
+    def submit(self, report: Report, *, timeout: float) -> Verdict:
+        """The verdict on `report`. Raises NotLeader (another replica leads), TimeoutError (no
+        verdict within `timeout` seconds), or another WorkerError (stopped, queue full)."""
+        ...
+
+
+class ReportMetrics:
+    """Report requests by outcome, and how long they took."""
+
+    VERDICTS = ("accepted", "pending", "heartbeat", "refused")
+    FAILURES = ("bad_request", "unauthorized", "forbidden", "unavailable", "error")
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.requests = Counter(
+            "addon_status_report_requests",
+            "Report API requests, by outcome (a verdict, or why the request failed).",
+            ["outcome"],
+            registry=registry,
+        )
+        self.duration = Histogram(
+            "addon_status_report_request_duration_seconds",
+            "Time from a report request's arrival to its answer.",
+            registry=registry,
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+        )
+        for outcome in self.VERDICTS + self.FAILURES:
+            self.requests.labels(outcome)
+
+    def observe(self, outcome: str, seconds: float) -> None:
+        self.requests.labels(outcome).inc()
+        self.duration.observe(seconds)
+
+
+_OUTCOME_OF_STATUS = {401: "unauthorized", 403: "forbidden", 500: "error", 503: "unavailable"}
+
+
+class _RefusalError(Exception):
+    """A request answered with an error body; raised by the checks, caught by the dispatcher."""
+
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        *,
+        field: str | None = None,
+        reason: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.field = field or None
+        self.reason = reason or ERROR_REASONS.get(code, ("Error", ""))[0]
+        self.headers = dict(headers or {})
+
+    @property
+    def body(self) -> dict[str, Any]:
+        fields = ("code", "reason", "field", "message")
+        return {"error": {name: getattr(self, name) for name in fields}}
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    code: int
+    payload: bytes  # JSON
+    outcome: str
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class _Service:
+    """What the handlers share: the collaborators and the limits."""
+
+    sink: ReportSink
+    authenticator: Authenticator
+    authorizer: Authorizer
+    config: Config
+    metrics: ReportMetrics
+    max_body: int
+    submit_timeout: float
+    spec: bytes
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive: a reporter's connection pool reuses sockets
+    server_version = "addon-status"
+    timeout = 10.0  # an idle keep-alive connection, or a slow body, holds a thread no longer
+    # Headers and body leave in two writes; with Nagle on, the body waits ~40 ms for the
+    # client's delayed ACK, which capped the API at ~21 reports per second.
+    disable_nagle_algorithm = True
+
+    _ROUTES: ClassVar[dict[str, str]] = {REPORTS_PATH: "POST", SPEC_PATH: "GET"}
+
+    def version_string(self) -> str:
+        return self.server_version  # no Python version in the Server header
+
+    @property
+    def service(self) -> _Service:
+        return cast(_HTTPServer, self.server).service
+
+    def do_GET(self) -> None:
+        self._dispatch()
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET  # noqa: N815
+
+    def _dispatch(self) -> None:
+        started = time.perf_counter()
+        self._body_read = False
+        path = urlsplit(self.path).path
+        try:
+            answer = self._route(path)
+        except _RefusalError as refusal:
+            outcome = _OUTCOME_OF_STATUS.get(refusal.code, "bad_request")
+            answer = _Answer(refusal.code, _encode(refusal.body), outcome, refusal.headers)
+            log.info(
+                "report API request refused",
+                extra={"path": path, "code": refusal.code, "field": refusal.field},
+            )
+        self._send_json(answer.code, answer.payload, answer.headers)
+        if path == REPORTS_PATH:
+            self.service.metrics.observe(answer.outcome, time.perf_counter() - started)
+
+    def _route(self, path: str) -> _Answer:
+        allowed = self._ROUTES.get(path)
+        if allowed is None:
+            raise _RefusalError(404, f"no such path {path!r}; reports go to POST {REPORTS_PATH}")
+        if self.command != allowed:
+            raise _RefusalError(
+                405, f"{path} takes {allowed}, not {self.command}", headers={"Allow": allowed}
+            )
+        if path == SPEC_PATH:
+            return _Answer(200, self.service.spec, "spec")
+        return self._submit_report()
+
+    def _submit_report(self) -> _Answer:
+        identity = self._authenticate()
+        raw = self._read_json()
+        try:
+            report = parse_report(raw, self.service.config)
+        except ReportError as error:
+            raise _RefusalError(422, error.problem, field=error.field) from error
+        try:
+            self.service.authorizer.authorize(identity, report)
+        except AuthorizationError as error:
+            raise _RefusalError(403, str(error), field=error.field) from error
+        verdict = self._judge(report)
+        about: dict[str, str | None] = {"identity": identity.username}
+        about |= {"collector": report.collector, "reason": report.reason.value}
+        log.info("report judged", extra=about | {"verdict": verdict.kind.value})
+        return _Answer(200, _encode(verdict.to_api()), verdict.kind.value)
+
+    def _authenticate(self) -> Identity:
+        header = self.headers.get("Authorization")
+        token = None
+        if header is not None:
+            scheme, _, credentials = header.strip().partition(" ")
+            token = credentials.strip() if scheme.lower() == "bearer" else None
+            if not token:
+                raise _RefusalError(
+                    401, "Authorization must be `Bearer <token>`", headers=_CHALLENGE
+                )
+        try:
+            return self.service.authenticator.authenticate(token)
+        except AuthenticationError as error:
+            headers = _INVALID_TOKEN if error.invalid_token else _CHALLENGE
+            raise _RefusalError(401, str(error), headers=headers) from None
+        except AuthUnavailableError as error:
+            raise _RefusalError(503, str(error), headers=_RETRY) from None
+
+    def _read_json(self) -> object:
+        media = (self.headers.get("Content-Type") or "").split(";")[0].strip().lower()
+        if media != "application/json":
+            raise _RefusalError(415, f"the body must be application/json, not {media or 'untyped'}")
+        if self.headers.get("Transfer-Encoding") is not None:
+            raise _RefusalError(411, "send the body with a Content-Length, not chunked")
+        length = _content_length(self.headers.get("Content-Length"))
+        if length > self.service.max_body:
+            raise _RefusalError(413, f"the body is {length} bytes; at most {self.service.max_body}")
+        body = self.rfile.read(length)
+        self._body_read = True
+        if len(body) < length:
+            raise _RefusalError(400, "the body ended before Content-Length bytes")
+        try:
+            return json.loads(body, parse_constant=_no_constant)
+        except (ValueError, RecursionError) as error:
+            raise _RefusalError(400, f"the body is not valid JSON: {error}") from error
+
+    def _judge(self, report: Report) -> Verdict:
+        try:
+            return self.service.sink.submit(report, timeout=self.service.submit_timeout)
+        except NotLeader as error:
+            message = str(error) or "not the leader"
+            raise _RefusalError(503, message, reason="NotLeader", headers=_ELSEWHERE) from error
+        except TimeoutError as error:
+            message = f"no verdict within {self.service.submit_timeout:g}s; retry"
+            raise _RefusalError(503, message, reason="Timeout", headers=_RETRY) from error
+        except WorkerError as error:
+            raise _RefusalError(503, str(error), headers=_RETRY) from error
+        except Exception as error:
+            log.exception("the report sink failed")
+            raise _RefusalError(500, "the controller failed to judge the report") from error
+
+    def _send_json(self, code: int, payload: bytes, headers: Mapping[str, str]) -> None:
+        # A body we did not read would be taken for the next request: close instead.
+        close = not self._body_read and self._announced_body()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Cache-Control", "no-store")
+        for name, value in headers.items():
+            self.send_header(name, value)
+        if headers.get("Connection") == "close":
+            self.close_connection = True
+        elif close:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
+    def _announced_body(self) -> bool:
+        headers = getattr(self, "headers", None)  # None: the request line itself was bad
+        if headers is None or headers.get("Transfer-Encoding") is not None:
+            return True
+        return (headers.get("Content-Length") or "0").strip() != "0"
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's own errors (bad request line, unknown method) in our JSON."""
+        self._body_read = False
+        refusal = _RefusalError(code, message or explain or "the request is malformed")
+        self._send_json(code, _encode(refusal.body), {})
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        """Silent: `_dispatch` logs what matters, and the request line may carry a query."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        log.warning("report API: " + format, *args)
+
+
+_CHALLENGE = {"WWW-Authenticate": 'Bearer realm="addon-status"'}
+_INVALID_TOKEN = {"WWW-Authenticate": 'Bearer realm="addon-status", error="invalid_token"'}
+_RETRY = {"Retry-After": "1"}
+# A follower closes the connection, so that the client's retry opens a new one, which the
+# Service may balance to the leader (both replicas are ready).
+_ELSEWHERE = {**_RETRY, "Connection": "close"}
+
+
+def _content_length(value: str | None) -> int:
+    if value is None:
+        raise _RefusalError(411, "a Content-Length is required")
+    text = value.strip()
+    if not text.isdigit():
+        raise _RefusalError(400, f"Content-Length {value!r} is not a byte count")
+    return int(text)
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _encode(body: Mapping[str, Any]) -> bytes:
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    """Tracks its connections, so that `stop` ends idle keep-alive threads instead of waiting."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        service: _Service,
+        *,
+        family: int,
+        tls: ServingCertificate | None,
+    ) -> None:
+        self.address_family = family
+        self.service = service
+        self.tls = tls
+        self._connections: dict[socket.socket, threading.Thread] = {}
+        self._lock = threading.Lock()
+        super().__init__(address, _Handler)
+
+    def server_bind(self) -> None:
+        # HTTPServer would resolve the host's FQDN here: a DNS lookup nobody needs.
+        TCPServer.server_bind(self)
+        self.server_name = str(self.server_address[0])
+        self.server_port = int(self.server_address[1])
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection that broke mid-request, or a bug: logged, not printed to stderr."""
+        log.warning("report API connection failed", exc_info=True)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        thread = threading.Thread(
+            target=self._serve_connection, args=(request, client_address), daemon=True
+        )
+        thread.name = "report-api-connection"
+        with self._lock:
+            self._connections[request] = thread
+        thread.start()
+
+    def _serve_connection(self, request: socket.socket, client_address: Any) -> None:
+        connection: socket.socket | None = request
+        try:
+            if self.tls is not None:
+                connection = self._handshake(request)
+            if connection is not None:
+                self.process_request_thread(connection, client_address)
+        finally:
+            with self._lock:
+                self._connections.pop(request, None)
+                if connection is not None:
+                    self._connections.pop(connection, None)
+
+    def _handshake(self, request: socket.socket) -> ssl.SSLSocket | None:
+        """TLS in the connection's own thread: a slow or silent client holds only its thread."""
+        assert self.tls is not None
+        try:
+            wrapped = self.tls.context().wrap_socket(
+                request, server_side=True, do_handshake_on_connect=False
+            )
+        except OSError:  # the client left already
+            self.shutdown_request(request)
+            return None
+        with self._lock:
+            self._connections[wrapped] = self._connections.pop(request, threading.current_thread())
+        wrapped.settimeout(_Handler.timeout)
+        try:
+            wrapped.do_handshake()
+        except (OSError, ssl.SSLError) as error:  # plain HTTP, an untrusting client, a timeout
+            log.info("report API TLS handshake failed", extra={"error": str(error)})
+            self.shutdown_request(wrapped)
+            with self._lock:
+                self._connections.pop(wrapped, None)
+            return None
+        return wrapped
+
+    def close_connections(self, timeout: float) -> None:
+        """Shut every connection's read side: idle ones end, busy ones finish their answer."""
+        with self._lock:
+            open_now = list(self._connections.items())
+        for connection, _ in open_now:
+            with contextlib.suppress(OSError):  # already closed by the client
+                # The socket's own shutdown: SSLSocket's would drop TLS for the answer in flight.
+                socket.socket.shutdown(connection, socket.SHUT_RD)
+        deadline = time.monotonic() + timeout
+        for _, thread in open_now:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class ReportServer:
+    """The report API on a background thread. `port=0` picks a free port (see `url`); with
+    `tls`, HTTPS."""
+
+    def __init__(
+        self,
+        sink: ReportSink,
+        *,
+        authenticator: Authenticator,
+        authorizer: Authorizer,
+        config: Config,
+        host: str,
+        port: int,
+        metrics: ReportMetrics,
+        max_body: int = 65536,
+        submit_timeout: float = 3.0,
+        tls: ServingCertificate | None = None,
+    ) -> None:
+        if authenticator.loopback_only and not _is_loopback(host):
+            raise ConfigError(
+                f"insecure mode serves only on a loopback address (127.0.0.1, ::1, localhost), "
+                f"not {host!r}: use a token authenticator to listen on {host!r}"
+            )
+        spec = _encode(openapi_document(config, max_body=max_body))
+        self._service = _Service(
+            sink, authenticator, authorizer, config, metrics, max_body, submit_timeout, spec
+        )
+        self._address = (host, port)
+        self._tls = tls
+        self._server: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self._server is not None:
+            raise RuntimeError("the report server is already running")
+        host = self._address[0]
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        try:
+            server = _HTTPServer(self._address, self._service, family=family, tls=self._tls)
+        except OSError as error:
+            raise ConfigError(f"cannot listen on {host}:{self._address[1]}: {error}") from error
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="report-api"
+        )
+        self._thread.start()
+        log.info("report API listening", extra={"url": self.url})
+
+    def stop(self, *, grace: float = 2.0) -> None:
+        """Stop accepting, let answers in flight finish (up to `grace`), close everything."""
+        server, thread = self._server, self._thread
+        if server is None or thread is None:
+            return
+        server.shutdown()
+        thread.join(grace)
+        server.close_connections(grace)
+        server.server_close()
+        self._server = self._thread = None
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("the report server is not running")
+        host = self._address[0]
+        shown = f"[{host}]" if ":" in host else host
+        scheme = "http" if self._tls is None else "https"
+        return f"{scheme}://{shown}:{self._server.server_port}"
+
+    def __enter__(self) -> ReportServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,202 @@
+"""`addon-status run`: the spoke side put together, and the command that runs a replica.
+
+`SpokeController` assembles the spoke's parts — the store on the spoke's API client, the
+reconcile worker, the watch, the Event recorder, the metrics and probe servers, and (plugged in
+from outside) the report API and the services that need the worker — starts them in dependency
+order and stops them in reverse. `controller.app.Replica` plugs the report API, hub
+replication and leader election into it; `controller.app.run_command` builds a `Replica` from
+flags and the environment and blocks until SIGTERM or SIGINT.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from kubernetes import client as kube_client
+from kubernetes import config as kube_config
+from prometheus_client import CollectorRegistry
+
+from controller.kube.addons import AddonStore, KubeAddonStore
+from controller.ops.metrics import ControllerMetrics, MetricsServer
+from controller.ops.probes import ProbeServer
+from controller.options import RunOptions
+from controller.spoke.events import EventRecorder
+from controller.spoke.watch import AddonWatch
+from controller.spoke.worker import Clock, Worker, utc_now
+from statemachines.config import Config
+from statemachines.errors import AddonStatusError
+
+__all__ = [
+    "ReportServerFactory",
+    "Service",
+    "ServiceFactory",
+    "SpokeController",
+    "spoke_client",
+]
+
+log = logging.getLogger(__name__)
+
+
+class Service(Protocol):
+    """Something with a background thread: the report API server, for one."""
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+
+# Builds the report API in front of the worker (its `submit` is the report sink). The report API
+# lives in `controller.reports.server` (`ReportServer(sink, ...)`); `run_command`'s caller passes a
+# factory built from the report API's own flags (address, authentication).
+ReportServerFactory = Callable[[Worker], Service]
+# Anything else that runs beside the worker and needs it: leader election (its callbacks call
+# `worker.set_leader`), hub replication (it subscribes to `worker.on_status_written`).
+ServiceFactory = Callable[[Worker], Service]
+
+
+def spoke_client(options: RunOptions) -> kube_client.ApiClient:
+    """The spoke's API client: from the kubeconfig, else the pod's service account.
+
+    Raises AddonStatusError with a message that names the file but never quotes it.
+    """
+    if options.kubeconfig is not None:
+        from controller.kube.kubeconfig import KubeconfigSource
+
+        return KubeconfigSource(options.kubeconfig).current()
+    configuration = kube_client.Configuration()
+    try:
+        kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    except kube_config.ConfigException as error:
+        raise AddonStatusError(f"in-cluster configuration: {error}") from None
+    return kube_client.ApiClient(configuration)
+
+
+class SpokeController:
+    """The running controller of one addon CR. `start()` raises (and leaves nothing running)
+    when the CR cannot be read; `stop()` is idempotent and joins every thread it started."""
+
+    def __init__(
+        self,
+        options: RunOptions,
+        *,
+        api_client: kube_client.ApiClient | None = None,
+        store: AddonStore | None = None,
+        clock: Clock = utc_now,
+        registry: CollectorRegistry | None = None,
+        report_server: ReportServerFactory | None = None,
+        services: Sequence[ServiceFactory] = (),
+        leader: bool = True,
+        lease_held: Callable[[], bool] | None = None,
+        config: Config | None = None,
+        watch_seconds: int = 300,
+        max_wait: float = 30.0,
+    ) -> None:
+        """`config` replaces the one the options describe (the demo plays a scenario's);
+        `lease_held` is leader election's `is_leader` (see `Worker`); `max_wait` is the longest
+        the worker sleeps without looking at `clock` (short for a clock faster than real time).
+        """
+        self._own_client: kube_client.ApiClient | None = None
+        if store is None:
+            if api_client is None:
+                api_client = self._own_client = spoke_client(options)
+            store = KubeAddonStore(
+                api_client,
+                options.ref,
+                request_timeout=options.request_timeout,
+                instance=os.environ.get("POD_NAME") or socket.gethostname(),
+            )
+        self.options = options
+        self.store = store
+        self.registry = registry or CollectorRegistry()
+        self.metrics = ControllerMetrics(self.registry)
+        self.recorder = EventRecorder(
+            self.store, on_result=lambda outcome: self.metrics.events.labels(outcome).inc()
+        )
+        self.worker = Worker(
+            self.store,
+            config or options.config(),
+            metrics=self.metrics,
+            clock=clock,
+            record_events=self.recorder.record,
+            leader=leader,
+            lease_held=lease_held,
+            max_wait=max_wait,
+        )
+        self.watch = AddonWatch(
+            self.store,
+            self.worker.observe,
+            watch_seconds=watch_seconds,
+            on_restart=lambda cause: self.metrics.watch_restarts.labels(cause).inc(),
+        )
+        self.metrics_server = MetricsServer(
+            self.registry, host=options.metrics_address.host, port=options.metrics_address.port
+        )
+        self.probes = ProbeServer(
+            host=options.probe_address.host,
+            port=options.probe_address.port,
+            liveness={"worker": lambda: self.worker.alive, "watch": lambda: self.watch.alive},
+            # A follower is ready too: it answers reports with 503 + Retry-After and closes the
+            # connection, so the retry may reach the leader. Readiness tied to leadership would
+            # block rolling updates and node drains (the follower could never become ready).
+            readiness={
+                "worker": lambda: self.worker.alive,
+                "addon": lambda: self.worker.present,
+            },
+        )
+        # --- the report API plugs in here (controller.reports.server.ReportServer) -------------
+        self.report_server: Service | None = report_server(self.worker) if report_server else None
+        self.services: list[Service] = [make(self.worker) for make in services]
+        self._stops: list[Callable[[], None]] = []
+
+    def start(self) -> None:
+        """Read the CR and start everything; on failure, stop what was started and raise."""
+        # Stopped in reverse: the worker stops before the recorder it hands Events to, and
+        # the watch before the worker it feeds.
+        steps: list[tuple[Callable[[], None], Callable[[], None]]] = [
+            (self.recorder.start, self.recorder.stop),
+            (self.worker.start, self.worker.stop),
+            (self.watch.start, self.watch.stop),
+            (self.metrics_server.start, self.metrics_server.stop),
+            (self.probes.start, self.probes.stop),
+        ]
+        steps += [(service.start, service.stop) for service in self.services]
+        if self.report_server is not None:
+            steps.append((self.report_server.start, self.report_server.stop))
+        try:
+            for start, stop in steps:
+                start()
+                self._stops.append(stop)
+        except BaseException:
+            self.stop()
+            raise
+        log.info(
+            "spoke controller started",
+            extra={
+                "addon": str(self.store.ref),
+                "metricsPort": self.metrics_server.port,
+                "probePort": self.probes.port,
+            },
+        )
+
+    def stop(self) -> None:
+        """Stop in reverse order of start: the report API first, the Event recorder last."""
+        while self._stops:
+            stop = self._stops.pop()
+            try:
+                stop()
+            except Exception:
+                log.exception("stopping a part of the controller failed")
+        if self._own_client is not None:
+            self._own_client.close()  # type: ignore[no-untyped-call]
+            self._own_client = None
+
+    def __enter__(self) -> SpokeController:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,134 @@
+"""Kubernetes Events on the addon CR: what changed, in words, for `kubectl describe`.
+
+Every move of a collector's machine (a report, a dampening window running out, staleness)
+becomes a `CollectorStateChanged` Event, and a change of the addon's standard condition that is
+True (or of its reason) an `AddonStatusChanged` one; the words come from the core's
+`Outcome.changes`. Events are best effort, as in client-go: they are sent from a thread of their
+own through a bounded queue, so a slow or failing Events API never delays a status write, and
+when the queue is full the newest Events are dropped (and counted).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Literal
+
+from controller.kube.addons import AddonStore, EventRecord, StoreError
+from statemachines.conditions import Condition
+from statemachines.core import Change, Outcome
+from statemachines.state import AddonState
+from statemachines.vocabulary import ConditionType, State
+
+__all__ = ["ADDON_CHANGED", "COLLECTOR_CHANGED", "EventRecorder", "records_for"]
+
+log = logging.getLogger(__name__)
+
+COLLECTOR_CHANGED = "CollectorStateChanged"
+ADDON_CHANGED = "AddonStatusChanged"
+_STALENESS = "staleness"
+
+
+def records_for(
+    outcome: Outcome, before: AddonState, now: datetime, *, uid: str | None
+) -> list[EventRecord]:
+    """The Events that `outcome` deserves: one per collector move, one if the addon moved."""
+    records = [_collector_record(change, uid) for change in outcome.changes]
+    old, new = _true_condition(before), _true_condition(outcome.state)
+    if new is not None and (old is None or (old.type, old.reason) != (new.type, new.reason)):
+        was = f"{old.type} ({old.reason})" if old else "no status"
+        records.append(
+            EventRecord(
+                reason=ADDON_CHANGED,
+                message=f"{was} -> {new.type} ({new.reason}): {new.message}",
+                type="Warning" if new.type == ConditionType.DEGRADED else "Normal",
+                at=now,
+                uid=uid,
+            )
+        )
+    return records
+
+
+def _collector_record(change: Change, uid: str | None) -> EventRecord:
+    degraded = change.after.split(" ", 1)[0] == State.DEGRADED.value
+    kind: Literal["Normal", "Warning"] = (
+        "Warning" if degraded or change.cause == _STALENESS else "Normal"
+    )
+    return EventRecord(
+        reason=COLLECTOR_CHANGED,
+        message=f"{change.collector}: {change.before} -> {change.after} (by {change.cause})",
+        type=kind,
+        at=change.at,
+        uid=uid,
+    )
+
+
+def _true_condition(state: AddonState) -> Condition | None:
+    standard = set(ConditionType)
+    return next((c for c in state.conditions if c.type in standard and c.status == "True"), None)
+
+
+_STOP = object()
+
+
+class EventRecorder:
+    """Sends EventRecords on its own thread; `record` never blocks the caller."""
+
+    def __init__(
+        self,
+        store: AddonStore,
+        *,
+        capacity: int = 256,
+        on_result: Callable[[str], None] | None = None,
+    ) -> None:
+        self._store = store
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=capacity)
+        self._on_result = on_result or (lambda outcome: None)
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
+        self._thread.start()
+
+    def record(self, records: Iterable[EventRecord]) -> None:
+        for record in records:
+            try:
+                self._queue.put_nowait(record)
+            except queue.Full:
+                self._on_result("dropped")
+                log.warning("event queue full; Event dropped", extra={"reason": record.reason})
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Send what is queued (each call has its request timeout), then end the thread."""
+        if self._thread is None:
+            return
+        try:
+            self._queue.put(_STOP, timeout=timeout)
+        except queue.Full:
+            log.warning("event queue still full at shutdown; pending Events are lost")
+        self._thread.join(timeout)
+        self._thread = None
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is _STOP:
+                return
+            assert isinstance(item, EventRecord)
+            try:
+                self._store.record_event(item)
+            except StoreError as error:
+                self._on_result("failed")
+                log.warning(
+                    "cannot record Event", extra={"reason": item.reason, "error": str(error)}
+                )
+            except Exception:
+                # A bug must not end the recorder: no probe watches it, and every later Event
+                # would pile up in its queue unsent.
+                self._on_result("failed")
+                log.exception("recording an Event failed", extra={"reason": item.reason})
+            else:
+                self._on_result("recorded")

@@ -1,0 +1,266 @@
+"""What each item of the reconcile worker means: the collectors' machines and the CR behind them.
+
+The `Reconciler` holds the machines (`AddonState`) and the worker's knowledge of the CR (read?
+present? leading? does the status lag?). It asks the core what a report, a watch event or the
+passing of time means (`apply`, `observe_generation`, `advance`), and makes the CR say it:
+metrics, Events, then one status write per change. It does no threading of its own: the worker
+calls it from its one thread, so nothing here needs a lock.
+
+Leadership has two sides. `lead()` is leader election's verdict as the worker's queue delivers
+it; `lease_held` is asked right before every write and before judging a report, because the
+verdict travels through the queue and may arrive late: a Lease whose renew deadline passed
+stops the writes at once, so two replicas never write the status at the same time. The status
+as this replica finds it on becoming leader (or at start, when it leads) goes to the status
+hooks like a written one, so that hub replication starts from the CR and not from nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from controller.kube.addons import (
+    AddonNotFoundError,
+    AddonStore,
+    EventRecord,
+    StoreError,
+    WatchEvent,
+)
+from controller.ops.backoff import Retry
+from controller.ops.metrics import ControllerMetrics
+from controller.spoke.events import records_for
+from controller.spoke.status_writer import SpokeStatus, owned_types
+from statemachines import (
+    AddonState,
+    Config,
+    Outcome,
+    Report,
+    StoredStateError,
+    advance,
+    apply,
+    next_wakeup,
+    observe_generation,
+    start,
+    to_status,
+)
+
+__all__ = ["Clock", "Reconciler"]
+
+log = logging.getLogger(__name__)
+
+Clock = Callable[[], datetime]
+_LEASE_POLL = 0.05  # seconds between looks at a lapsing Lease while a write waits for it
+
+
+class Reconciler:
+    """The machines of one addon CR and the status writes that follow them."""
+
+    def __init__(
+        self,
+        store: AddonStore,
+        config: Config,
+        *,
+        metrics: ControllerMetrics,
+        clock: Clock,
+        record_events: Callable[[list[EventRecord]], None],
+        leader: bool,
+        lease_held: Callable[[], bool] = lambda: True,
+        write_attempts: int = 5,
+    ) -> None:
+        self.config = config
+        self.status = SpokeStatus(
+            store, owned=owned_types(config.profile), metrics=metrics, attempts=write_attempts
+        )
+        self.leader = leader
+        self.synced = False  # the machines were rebuilt from a read of the CR while leading
+        self.present = False  # the CR exists, as far as the last read or event says
+        self._store = store
+        self._metrics = metrics
+        self._clock = clock
+        self._record_events = record_events
+        self._lease_held = lease_held
+        self._state: AddonState | None = None
+        self._uid: str | None = None
+        self._sync_retry = Retry()  # reading the CR on becoming leader
+
+    @property
+    def state(self) -> AddonState:
+        assert self._state is not None, "begin() first"
+        return self._state
+
+    @property
+    def leading(self) -> bool:
+        return self.leader and self.synced
+
+    @property
+    def accepting(self) -> bool:
+        """Leading, and the Lease still held right now: a report may be judged."""
+        return self.leading and self._lease_held()
+
+    def begin(self, obj: dict[str, Any]) -> None:
+        """The machines as the CR stores them. Raises StoredStateError if it cannot be read."""
+        self._rebuild(obj, strict=True)
+        self.synced = self.leader
+        if self.synced:
+            self._announce_read()
+
+    # ---- the items -------------------------------------------------------------------------
+
+    def judge(self, report: Report) -> Outcome:
+        """The core's outcome for `report`, counted but not adopted yet: the caller `settle`s it
+        and answers the verdict once the CR holds it. Only while `accepting`."""
+        assert self.leading, "a follower judges no report"
+        outcome = apply(self.state, report, self._clock(), config=self.config)
+        assert outcome.verdict is not None
+        self._metrics.count_verdict(report.reason.value, outcome.verdict)
+        return outcome
+
+    def observe(self, event: WatchEvent) -> None:
+        """A watch event: a deleted or new CR, a new spec generation, someone else's write."""
+        if event.type == "DELETED":
+            self.present = False
+            log.warning("the addon CR was deleted; status writes wait for it to come back")
+            return
+        obj = event.object
+        meta = obj.get("metadata") or {}
+        if self._uid and meta.get("uid") and meta.get("uid") != self._uid:
+            log.warning("the addon CR was created anew; its machines start over from it")
+            self._rebuild(obj, strict=False)
+        self.present = True
+        generation = int(meta.get("generation") or 0)
+        if generation > self.state.generation:
+            outcome = observe_generation(self.state, generation, self._clock(), config=self.config)
+            self.settle(outcome, cause="spec")
+        if self.status.seen(obj, to_status(self.state)) and self.leader:
+            self.status.dirty = True
+            self._flush()
+
+    def lead(self, leader: bool) -> None:
+        """Leader election's verdict, on the worker's thread."""
+        self.leader = leader
+        if not leader:
+            self.synced = False
+            self.status.dirty = False
+            log.info("leadership lost: no more status writes or reports")
+        elif not self.synced:
+            self._sync_retry.succeeded()
+            self._sync()
+
+    def catch_up(self) -> None:
+        """Rebuild after becoming leader, fire the timers due, retry a pending write."""
+        if self.leader and not self.synced and self._sync_retry.due:
+            self._sync()
+        wakeup = next_wakeup(self.state, self.config)
+        if wakeup is not None and wakeup <= self._clock():
+            self._metrics.reconciles.labels("timer").inc()
+            self.settle(advance(self.state, self._clock(), config=self.config), cause="timer")
+        if self.status.dirty and self.status.retry.due:
+            self._flush()
+
+    def wait_seconds(self, longest: float) -> float:
+        """How long the worker may wait for its next item: until the next timer or retry."""
+        waits = [longest]
+        wakeup = next_wakeup(self.state, self.config)
+        if wakeup is not None:
+            waits.append((wakeup - self._clock()).total_seconds())
+        if self.status.dirty and self._writing:
+            waits.append(self.status.retry.seconds_left())
+        elif self.status.dirty and self.leading and self.present:
+            waits.append(_LEASE_POLL)  # the Lease lapses: write once it is renewed, or step down
+        if self.leader and not self.synced:
+            waits.append(self._sync_retry.seconds_left())
+        return max(0.0, min(waits))
+
+    def settle(self, outcome: Outcome, *, cause: str) -> None:
+        """Adopt `outcome`: metrics, Events, and the status write if it changed anything."""
+        before = self.state
+        self._state = outcome.state
+        for change in outcome.changes:
+            log.info(
+                "collector moved",
+                extra={
+                    "collector": change.collector,
+                    "from": change.before,
+                    "to": change.after,
+                    "cause": change.cause,
+                },
+            )
+        self._metrics.count_moves(outcome.changes)
+        self._show()
+        if outcome.conditions is None or not self.leading:
+            return  # nothing to write, or not ours to write
+        log.debug("status changed", extra={"trigger": cause})
+        self._record_events(records_for(outcome, before, self._clock(), uid=self._uid))
+        self.status.dirty = True
+        if self.status.retry.due:
+            self._flush()
+
+    # ---- inside ----------------------------------------------------------------------------
+
+    @property
+    def _writing(self) -> bool:
+        return self.leading and self.present and self._lease_held()
+
+    def _flush(self) -> None:
+        if not self._writing:
+            return
+        try:
+            self.status.write(to_status(self.state))
+        except AddonNotFoundError:
+            self.present = False
+
+    def _sync(self) -> None:
+        """Rebuild the machines from a fresh read of the CR (on becoming leader)."""
+        try:
+            obj = self._store.get()
+        except StoreError as error:
+            self.present = not isinstance(error, AddonNotFoundError)
+            delay = self._sync_retry.failed()
+            log.warning(
+                "cannot read the addon CR; retrying",
+                extra={"error": str(error), "retryIn": round(delay, 3)},
+            )
+            return
+        self._sync_retry.succeeded()
+        self._rebuild(obj, strict=False)
+        self.synced = True
+        log.info("leading: machines rebuilt from the addon CR")
+        if self.status.dirty:
+            self._flush()
+        else:
+            self._announce_read()
+
+    def _announce_read(self) -> None:
+        """The CR already holds our status: hand it to the hooks as if we had just written it
+        (a write that is still due announces itself once it succeeds)."""
+        if self.status.dirty:
+            return
+        for hook in list(self.status.hooks):
+            try:
+                hook(copy.deepcopy(self.status.last))
+            except Exception:
+                log.exception("an on_status_written hook failed")
+
+    def _rebuild(self, obj: dict[str, Any], *, strict: bool) -> None:
+        meta = obj.get("metadata") or {}
+        generation = int(meta.get("generation") or 1)
+        try:
+            state = start(
+                self.config, self._clock(), status=obj.get("status"), generation=generation
+            )
+        except StoredStateError as error:
+            if strict:
+                raise
+            log.warning("the stored status cannot be read back; starting fresh: %s", error)
+            state = start(self.config, self._clock(), generation=generation)
+        self._state = state
+        self._uid = meta.get("uid")
+        self.present = True
+        self.status.adopt(obj, to_status(state))
+        self._show()
+
+    def _show(self) -> None:
+        self._metrics.show_states((c.name, c.state, c.stale) for c in self.state.collectors)

@@ -1,0 +1,232 @@
+"""Writing the addon CR's status: read, merge ours in, skip if unchanged, write with the read
+resourceVersion, and on 409 Conflict start over from a fresh read (a bounded number of times).
+`SpokeStatus` keeps the worker's side of it: whether the CR lags behind the machines, and when
+a failed write may be tried again.
+
+The controller owns the standard condition types, one condition type per collector of its
+profile, and `status.collectors`. Anything else on the status — a condition type of someone
+else's, a field of another controller — is kept as it is, in its place in the list: a read
+taken just before the write, and the resourceVersion precondition, make sure nothing another
+writer put there in the meantime is lost. A status that is already right costs one GET and no
+write at all.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from controller.kube.addons import (
+    AddonNotFoundError,
+    AddonStore,
+    ConflictError,
+    StoreError,
+    resource_version,
+)
+from controller.ops.backoff import Retry
+from controller.ops.metrics import ControllerMetrics
+from statemachines.vocabulary import ConditionType, Profile
+
+__all__ = [
+    "SpokeStatus",
+    "StatusHook",
+    "StatusWriter",
+    "WriteResult",
+    "merged_status",
+    "needs_write",
+    "owned_types",
+]
+
+StatusHook = Callable[[dict[str, Any]], None]
+
+log = logging.getLogger(__name__)
+
+COLLECTORS = "collectors"
+CONDITIONS = "conditions"
+
+
+def owned_types(profile: Profile) -> frozenset[str]:
+    """The condition types this controller writes; every other type belongs to someone else."""
+    return frozenset({*ConditionType, *(c.condition_type for c in profile.collectors)})
+
+
+def merged_status(
+    current: Mapping[str, Any], desired: Mapping[str, Any], *, owned: frozenset[str]
+) -> dict[str, Any]:
+    """`current` with our conditions in place of our types and `collectors` replaced.
+
+    A foreign condition keeps its position; ours take the position of the old condition of the
+    same type, new ones go to the end in the order of `desired`; one of ours that `desired` no
+    longer has (a collector that is not configured any more) is dropped.
+    """
+    desired = copy.deepcopy(desired)  # the result must not alias the caller's dicts
+    ours = {c["type"]: c for c in desired.get(CONDITIONS) or [] if c.get("type") in owned}
+    placed: set[str] = set()
+    conditions: list[Any] = []
+    for condition in current.get(CONDITIONS) or []:
+        type_ = condition.get("type") if isinstance(condition, Mapping) else None
+        if type_ not in owned:
+            conditions.append(condition)
+        elif type_ in ours and type_ not in placed:
+            conditions.append(ours[type_])
+            placed.add(type_)
+    conditions += [c for type_, c in ours.items() if type_ not in placed]
+    return {**current, CONDITIONS: conditions, COLLECTORS: list(desired.get(COLLECTORS) or [])}
+
+
+def needs_write(
+    obj: Mapping[str, Any], desired: Mapping[str, Any], *, owned: frozenset[str]
+) -> bool:
+    """Whether the CR as seen (say, in a watch event) lacks part of the desired status."""
+    current = obj.get("status") or {}
+    return merged_status(current, desired, owned=owned) != current
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """`obj` is the CR as stored after the call; `written` says whether a PUT changed it."""
+
+    obj: dict[str, Any]
+    written: bool
+
+
+class StatusWriter:
+    """The status writer of STYLE.md item 9, around the pure `merged_status`."""
+
+    def __init__(
+        self,
+        store: AddonStore,
+        *,
+        owned: frozenset[str],
+        attempts: int = 5,
+        on_conflict: Callable[[], None] | None = None,
+    ) -> None:
+        if attempts < 1:
+            raise ValueError("attempts must be at least 1")
+        self._store = store
+        self._owned = owned
+        self._attempts = attempts
+        self._on_conflict = on_conflict or (lambda: None)
+
+    def write(
+        self, desired: Mapping[str, Any], *, known: Mapping[str, Any] | None = None
+    ) -> WriteResult:
+        """Make the CR's status hold `desired` (conditions and collectors).
+
+        `known` is the CR as this controller last wrote or read it, when nobody else has
+        written it since as far as the caller knows: the first attempt then starts from it and
+        saves a read; a 409 says it was wrong, and every retry reads afresh.
+
+        Raises ConflictError when every attempt met a newer CR, AddonNotFoundError when the CR
+        is gone, StoreError when the API server fails otherwise; the caller retries later.
+        """
+        last: ConflictError | None = None
+        for attempt in range(1, self._attempts + 1):
+            obj = copy.deepcopy(dict(known)) if known is not None else self._store.get()
+            known = None
+            current = obj.get("status") or {}
+            status = merged_status(current, desired, owned=self._owned)
+            if status == current:
+                return WriteResult(obj, written=False)
+            try:
+                stored = self._store.replace_status({**obj, "status": status})
+            except ConflictError as error:
+                self._on_conflict()
+                log.info(
+                    "status write conflicted; reading again",
+                    extra={"attempt": attempt, "resourceVersion": resource_version(obj)},
+                )
+                last = error
+                continue
+            return WriteResult(stored, written=True)
+        assert last is not None
+        raise ConflictError(
+            f"status of {self._store.ref}: still conflicting after {self._attempts} attempts",
+            status=409,
+        ) from last
+
+
+class SpokeStatus:
+    """The worker's view of the CR's status, used from the worker's thread only.
+
+    It knows whether the CR lags behind the machines (`dirty`), the CR as we last wrote or read
+    it (so that a write in the steady state costs one PUT and no GET), the resourceVersions of
+    our own writes (so that their watch events cost nothing), and when a failed write may be
+    tried again. After every successful write, each of `hooks` gets the status written (the hub
+    replication subscribes there).
+    """
+
+    def __init__(
+        self,
+        store: AddonStore,
+        *,
+        owned: frozenset[str],
+        metrics: ControllerMetrics,
+        attempts: int = 5,
+    ) -> None:
+        self.hooks: list[StatusHook] = []
+        self.dirty = False
+        self.last: dict[str, Any] = {}  # the status as last read or written
+        self.retry = Retry()
+        self._owned = owned
+        self._metrics = metrics
+        self._writer = StatusWriter(
+            store, owned=owned, attempts=attempts, on_conflict=metrics.status_conflicts.inc
+        )
+        self._known: dict[str, Any] | None = None
+        self._echoes: deque[str] = deque(maxlen=64)
+
+    def adopt(self, obj: Mapping[str, Any], desired: Mapping[str, Any]) -> None:
+        """The CR as just read (at start, by a new leader, a new CR): is our part right?"""
+        self._known = copy.deepcopy(dict(obj))
+        self.last = copy.deepcopy(obj.get("status") or {})
+        self.dirty = needs_write(obj, desired, owned=self._owned)
+
+    def seen(self, obj: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
+        """A watch event: whether it is someone else's write that leaves our part wrong.
+
+        It may also be an event older than our last write; the writer's fresh read tells, and
+        writes only when something is really missing.
+        """
+        if resource_version(obj) in self._echoes:
+            return False
+        self._known = None  # someone else wrote the CR: the next write reads it first
+        return needs_write(obj, desired, owned=self._owned)
+
+    def write(self, desired: Mapping[str, Any]) -> None:
+        """Make the CR hold `desired`. A failure is logged and leaves `dirty` set for a retry
+        after backoff; AddonNotFoundError is raised (after that) for the caller to note."""
+        try:
+            result = self._writer.write(desired, known=self._known)
+        except StoreError as error:
+            self._known = None
+            self._metrics.status_failures.inc()
+            delay = self.retry.failed()
+            log.warning(
+                "cannot write the status; retrying",
+                extra={"error": str(error), "retryIn": round(delay, 3)},
+            )
+            if isinstance(error, AddonNotFoundError):
+                raise
+            return
+        self.dirty = False
+        self.retry.succeeded()
+        self._known = result.obj
+        self.last = copy.deepcopy(result.obj.get("status") or {})
+        if result.written:
+            self._announce(result.obj)
+
+    def _announce(self, obj: Mapping[str, Any]) -> None:
+        version = resource_version(obj)
+        self._echoes.append(version)
+        self._metrics.status_writes.inc()
+        log.info("status written", extra={"resourceVersion": version})
+        for hook in list(self.hooks):
+            try:
+                hook(copy.deepcopy(self.last))
+            except Exception:
+                log.exception("an on_status_written hook failed")

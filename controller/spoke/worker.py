@@ -1,0 +1,380 @@
+"""The single reconcile worker: the one thread that owns the collectors' state machines.
+
+Report handlers, watch events and timers only put items on its queue; the worker takes them one
+at a time and hands them to its `Reconciler` (what each item means). Because nothing else
+touches the machines, no lock guards them, and a report's answer is exactly the verdict the
+worker gave it.
+
+Accepted means persisted. Order of work for a report: judge it, record the Events, write the
+status if it changed, and only then answer the caller: a verdict that claims something about
+the addon (accepted, pending, heartbeat) is given once the addon CR holds the state it speaks
+of, so a reporter that got "accepted" knows its report survives a crash or a failover of this
+replica. A refusal changes nothing and is answered at once, as is a report whose state the CR
+already holds. While a write cannot succeed (the spoke's API server is down, the CR is gone),
+the answers wait in a list that every successful write resolves; a caller whose timeout runs
+out first gets `SubmitTimeoutError`, and one whose replica lost the leadership meanwhile gets
+`NotLeaderError` (the report API answers both with 503 and `Retry-After`). Its repeated report
+is judged again, so nothing is ever called accepted that is not on the CR. The state in memory
+stays the truth meanwhile, and a failed write is retried with backoff from the worker's own
+loop. Before every wait, the worker fires the timers that are due by the injected clock; it
+waits on its queue until the next one, so a dampening window ends on time even when nobody
+reports.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from copy import deepcopy
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from controller.kube.addons import AddonStore, EventRecord, WatchEvent
+from controller.ops.metrics import ControllerMetrics
+from controller.spoke.reconcile import Clock, Reconciler
+from controller.spoke.status_writer import StatusHook
+from statemachines import AddonState, Config, Report, Verdict, VerdictKind
+from statemachines.errors import AddonStatusError
+
+__all__ = [
+    "Clock",
+    "NotLeader",
+    "NotLeaderError",
+    "QueueFullError",
+    "SubmitTimeoutError",
+    "Worker",
+    "WorkerError",
+    "WorkerStoppedError",
+    "utc_now",
+]
+
+log = logging.getLogger(__name__)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class WorkerError(AddonStatusError):
+    """A report could not be judged; the report API answers it with a 503."""
+
+
+class NotLeaderError(WorkerError):
+    """This replica does not lead: it neither writes the status nor judges reports."""
+
+
+NotLeader = NotLeaderError  # the name the report API and the issue use
+
+
+class WorkerStoppedError(WorkerError):
+    """The worker is not running (not started yet, or shutting down)."""
+
+
+class QueueFullError(WorkerError):
+    """The worker's queue stayed full for the caller's whole timeout."""
+
+
+class SubmitTimeoutError(WorkerError, TimeoutError):
+    """No verdict within the caller's timeout: either the report was withdrawn before it was
+    judged, or its effect is not on the addon CR yet (the worker keeps writing it). Either way
+    the caller sends it again; the repeat is judged afresh."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Judge:
+    report: Report
+    answer: Future[Verdict]
+    deadline: float  # monotonic: the caller stops waiting then
+
+
+@dataclass(frozen=True, slots=True)
+class _Waiting:
+    """A verdict given, answered once the CR holds it (see the module docstring)."""
+
+    answer: Future[Verdict]
+    verdict: Verdict
+    deadline: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Observe:
+    event: WatchEvent
+
+
+@dataclass(frozen=True, slots=True)
+class _Tick:
+    done: Future[None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Lead:
+    leader: bool
+
+
+_STOP = object()
+_Item = _Judge | _Observe | _Tick | _Lead
+_TRIGGERS: dict[type, str] = {_Judge: "report", _Observe: "watch", _Tick: "tick", _Lead: "leader"}
+
+
+class Worker:
+    """One thread, one queue, the machines; see the module docstring for the order of work."""
+
+    def __init__(
+        self,
+        store: AddonStore,
+        config: Config,
+        *,
+        metrics: ControllerMetrics,
+        clock: Clock = utc_now,
+        record_events: Callable[[list[EventRecord]], None] | None = None,
+        leader: bool = True,
+        lease_held: Callable[[], bool] | None = None,
+        capacity: int = 1024,
+        max_wait: float = 30.0,
+        write_attempts: int = 5,
+    ) -> None:
+        """`lease_held` (leader election's `is_leader`) is asked before every write and report:
+        it turns False the moment the Lease may lapse, before the election's verdict arrives."""
+        self.config = config
+        self._lease_held = lease_held or (lambda: True)
+        self._reconciler = Reconciler(
+            store,
+            config,
+            metrics=metrics,
+            clock=clock,
+            record_events=record_events or (lambda records: None),
+            leader=leader,
+            lease_held=self._lease_held,
+            write_attempts=write_attempts,
+        )
+        # Callables receiving the full status after every successful write of the spoke CR.
+        self.on_status_written: list[StatusHook] = self._reconciler.status.hooks
+        self._store = store
+        self._metrics = metrics
+        self._queue: queue.Queue[object] = queue.Queue(maxsize=capacity)
+        self._max_wait = max_wait
+        self._thread: threading.Thread | None = None
+        self._waiting: list[_Waiting] = []  # the worker's thread only
+        self._running = False
+        self._leader = leader  # the caller's side of it, for a quick answer in submit()
+        metrics.leader.set(1 if leader else 0)
+        metrics.queue_depth.set_function(self._queue.qsize)
+
+    # ---- the caller's side (any thread) -------------------------------------------------
+
+    def start(self, cr: dict[str, Any] | None = None) -> None:
+        """Rebuild the machines from the CR (read now unless given) and start the thread.
+
+        Raises AddonNotFoundError or StoreError when the CR cannot be read, StoredStateError
+        when its status cannot be read back: the caller reports those and exits.
+        """
+        self._reconciler.begin(cr if cr is not None else self._store.get())
+        self._running = True
+        self._thread = threading.Thread(target=self._run, name="reconcile-worker", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Finish the item at hand, answer every queued report with WorkerStoppedError."""
+        if self._thread is None:
+            return
+        self._running = False
+        try:
+            self._queue.put(_STOP, timeout=timeout)
+        except queue.Full:
+            log.error("the worker's queue stayed full; stopping without draining it")
+        self._thread.join(timeout)
+        self._thread = None
+        self._drain()
+
+    def submit(self, report: Report, *, timeout: float) -> Verdict:
+        """The verdict the worker gives `report`, once the CR holds its effect; blocks the
+        caller until then.
+
+        Raises NotLeaderError, WorkerStoppedError, QueueFullError, SubmitTimeoutError. After
+        any of them the caller may send the report again (to the leader).
+        """
+        if not self._running:
+            raise WorkerStoppedError("the reconcile worker is not running")
+        if not (self._leader and self._lease_held()):
+            raise NotLeaderError("this replica is not the leader; send the report to the leader")
+        deadline = time.monotonic() + timeout
+        answer: Future[Verdict] = Future()
+        try:
+            self._queue.put(_Judge(report, answer, deadline), timeout=timeout)
+        except queue.Full as error:
+            raise QueueFullError(f"the worker's queue stayed full for {timeout:g}s") from error
+        try:
+            return answer.result(timeout=max(0.0, deadline - time.monotonic()))
+        except FutureTimeout as error:
+            if answer.cancel():
+                raise SubmitTimeoutError(
+                    f"no verdict within {timeout:g}s; the report was not judged"
+                ) from error
+            if answer.done():  # answered just now
+                return answer.result()
+            raise SubmitTimeoutError(
+                f"the report's effect was not on the addon CR within {timeout:g}s; send it again"
+            ) from error
+
+    def observe(self, event: WatchEvent) -> None:
+        """A watch event on the CR (from the watch thread)."""
+        self._put(_Observe(event))
+
+    def tick(self) -> Future[None]:
+        """Wake the worker: it fires the timers due by its clock and retries a pending write;
+        the future completes once it has (and once everything queued before was handled)."""
+        done: Future[None] = Future()
+        if not self._running:
+            done.set_exception(WorkerStoppedError("the reconcile worker is not running"))
+            return done
+        self._put(_Tick(done))
+        return done
+
+    def set_leader(self, leader: bool) -> None:
+        """Leader election's verdict: a follower neither writes nor judges reports; a new
+        leader first rebuilds its machines from the CR, where the old leader left them."""
+        self._leader = leader
+        self._metrics.leader.set(1 if leader else 0)
+        self._put(_Lead(leader))
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def present(self) -> bool:
+        """The CR was read and has not been deleted since."""
+        return self._reconciler.present
+
+    @property
+    def leading(self) -> bool:
+        """This replica leads, holds the Lease, and has rebuilt its machines from the CR since
+        it became leader."""
+        return self._leader and self._reconciler.leading and self._lease_held()
+
+    @property
+    def ready(self) -> bool:
+        """Worker running, the CR read and present, this replica leading."""
+        return self.alive and self.present and self.leading
+
+    @property
+    def state(self) -> AddonState:
+        """The machines as of the last item handled (an immutable value; safe to read)."""
+        return self._reconciler.state
+
+    @property
+    def last_status(self) -> dict[str, Any]:
+        """The status of the CR as last read or written by the worker (a copy)."""
+        return deepcopy(self._reconciler.status.last)
+
+    def _put(self, item: object) -> None:
+        while True:
+            try:
+                self._queue.put(item, timeout=0.5)
+                return
+            except queue.Full:
+                if not self._running:
+                    return
+
+    def _drain(self) -> None:
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            if isinstance(item, _Judge) and item.answer.set_running_or_notify_cancel():
+                item.answer.set_exception(WorkerStoppedError("the worker stopped"))
+            elif isinstance(item, _Tick):
+                item.done.set_exception(WorkerStoppedError("the worker stopped"))
+
+    # ---- the worker's side (its thread only) ---------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            try:
+                self._reconciler.catch_up()
+                self._answer_waiting()
+                item = self._queue.get(timeout=self._reconciler.wait_seconds(self._max_wait))
+                if item is _STOP:
+                    self._fail_waiting(WorkerStoppedError, "the worker stopped before the write")
+                    return
+                assert isinstance(item, _Judge | _Observe | _Tick | _Lead)
+                self._handle(item)
+            except queue.Empty:
+                continue
+            except Exception:
+                # A bug in one item must not kill the only worker.
+                log.exception("reconcile failed; the worker goes on")
+            finally:
+                self._answer_waiting()
+
+    def _handle(self, item: _Item) -> None:
+        trigger = _TRIGGERS[type(item)]
+        started = time.perf_counter()
+        self._metrics.reconciles.labels(trigger).inc()
+        try:
+            if isinstance(item, _Judge):
+                self._judge(item)
+            elif isinstance(item, _Observe):
+                self._reconciler.observe(item.event)
+            elif isinstance(item, _Lead):
+                self._reconciler.lead(item.leader)
+            else:
+                self._tick(item.done)
+        finally:
+            elapsed = time.perf_counter() - started
+            self._metrics.reconcile_duration.labels(trigger).observe(elapsed)
+
+    def _tick(self, done: Future[None]) -> None:
+        try:
+            self._reconciler.catch_up()
+        except Exception as error:
+            done.set_exception(error)
+            raise
+        done.set_result(None)
+
+    def _judge(self, item: _Judge) -> None:
+        if not item.answer.set_running_or_notify_cancel():
+            return  # the caller gave up before the worker got to it
+        if not self._reconciler.accepting:
+            item.answer.set_exception(NotLeaderError("this replica is not the leader"))
+            return
+        try:
+            outcome = self._reconciler.judge(item.report)
+            self._reconciler.settle(outcome, cause="report")
+        except Exception as error:
+            if not item.answer.done():
+                item.answer.set_exception(error)
+            raise
+        assert outcome.verdict is not None
+        if outcome.verdict.kind is VerdictKind.REFUSED:
+            item.answer.set_result(outcome.verdict)  # a refusal changed nothing
+            return
+        self._waiting.append(_Waiting(item.answer, outcome.verdict, item.deadline))
+
+    def _answer_waiting(self) -> None:
+        """Answer the verdicts whose effect the CR now holds; tell those whose replica lost
+        the leadership to send again; forget those whose callers stopped waiting."""
+        if not self._waiting:
+            return
+        if not self._reconciler.leading:
+            self._fail_waiting(NotLeaderError, "leadership moved before the status was written")
+            return
+        if not self._reconciler.status.dirty:
+            waiting, self._waiting = self._waiting, []
+            for entry in waiting:
+                entry.answer.set_result(entry.verdict)
+            return
+        now = time.monotonic()
+        self._waiting = [w for w in self._waiting if w.deadline > now]
+
+    def _fail_waiting(self, error: type[WorkerError], message: str) -> None:
+        waiting, self._waiting = self._waiting, []
+        for entry in waiting:
+            entry.answer.set_exception(error(f"{message}; send the report again"))

@@ -1,0 +1,385 @@
+"""The built-in types a controller touches — core/v1 Namespace and Event, coordination/v1
+Lease, authentication/v1 TokenReview — with their Go shapes and the create/update rules and
+validation kube-apiserver applies to each."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any, ClassVar, Final
+
+from kubesim.fields import FieldError
+from kubesim.meta import (
+    coerce_metadata,
+    dns1123_label,
+    dns1123_subdomain,
+    qualified_name_errors,
+)
+from kubesim.patch import MergeLists
+from kubesim.resources import COMMON_FIELD_LABELS, ResourceType, Strategy
+from kubesim.selectors import Getter
+from kubesim.typed import Field, ListOf, MapOf, Scalar, Struct, decode
+
+__all__ = ["NAMESPACE_LABEL", "TOKEN_REVIEWS", "builtin_types", "token_review_struct"]
+
+Obj = dict[str, Any]
+STRING, INT32, INT64, BOOL = Scalar("string"), Scalar("int32"), Scalar("int64"), Scalar("bool")
+TIME, MICRO_TIME = Scalar("Time"), Scalar("MicroTime")
+NAMESPACE_LABEL: Final = "kubernetes.io/metadata.name"
+
+OBJECT_REFERENCE = Struct(
+    "ObjectReference",
+    (
+        Field("kind", STRING),
+        Field("namespace", STRING),
+        Field("name", STRING),
+        Field("uid", STRING),
+        Field("apiVersion", STRING),
+        Field("resourceVersion", STRING),
+        Field("fieldPath", STRING),
+    ),
+)
+EVENT = Struct(
+    "Event",
+    (
+        Field("involvedObject", OBJECT_REFERENCE, omitempty=False),
+        Field("reason", STRING),
+        Field("message", STRING),
+        Field("source", Struct("EventSource", (Field("component", STRING), Field("host", STRING)))),
+        Field("firstTimestamp", TIME),
+        Field("lastTimestamp", TIME),
+        Field("count", INT32),
+        Field("type", STRING),
+        Field("eventTime", MICRO_TIME),
+        Field(
+            "series",
+            Struct(
+                "EventSeries",
+                (
+                    Field("count", INT32),
+                    Field("lastObservedTime", MICRO_TIME),
+                ),
+            ),
+            pointer=True,
+        ),
+        Field("action", STRING),
+        Field("related", OBJECT_REFERENCE, pointer=True),
+        Field("reportingComponent", STRING, omitempty=False),
+        Field("reportingInstance", STRING, omitempty=False),
+    ),
+)
+LEASE = Struct(
+    "Lease",
+    (
+        Field(
+            "spec",
+            Struct(
+                "LeaseSpec",
+                (
+                    Field("holderIdentity", STRING, pointer=True),
+                    Field("leaseDurationSeconds", INT32, pointer=True),
+                    Field("acquireTime", MICRO_TIME, pointer=True),
+                    Field("renewTime", MICRO_TIME, pointer=True),
+                    Field("leaseTransitions", INT32, pointer=True),
+                    Field("strategy", STRING, pointer=True),
+                    Field("preferredHolder", STRING, pointer=True),
+                ),
+            ),
+        ),
+    ),
+)
+NAMESPACE = Struct(
+    "Namespace",
+    (
+        Field("spec", Struct("NamespaceSpec", (Field("finalizers", ListOf(STRING)),))),
+        Field(
+            "status",
+            Struct(
+                "NamespaceStatus",
+                (
+                    Field("phase", STRING),
+                    Field(
+                        "conditions",
+                        ListOf(
+                            Struct(
+                                "NamespaceCondition",
+                                (
+                                    Field("type", STRING, omitempty=False),
+                                    Field("status", STRING, omitempty=False),
+                                    Field("lastTransitionTime", TIME),
+                                    Field("reason", STRING),
+                                    Field("message", STRING),
+                                ),
+                            )
+                        ),
+                    ),
+                ),
+            ),
+        ),
+    ),
+)
+TOKEN_REVIEW = Struct(
+    "TokenReview",
+    (
+        Field(
+            "spec",
+            Struct(
+                "TokenReviewSpec",
+                (
+                    Field("token", STRING),
+                    Field("audiences", ListOf(STRING)),
+                ),
+            ),
+        ),
+        Field(
+            "status",
+            Struct(
+                "TokenReviewStatus",
+                (
+                    Field("authenticated", BOOL),
+                    Field(
+                        "user",
+                        Struct(
+                            "UserInfo",
+                            (
+                                Field("username", STRING),
+                                Field("uid", STRING),
+                                Field("groups", ListOf(STRING)),
+                                Field("extra", MapOf(ListOf(STRING))),
+                            ),
+                        ),
+                    ),
+                    Field("audiences", ListOf(STRING)),
+                    Field("error", STRING),
+                ),
+            ),
+        ),
+    ),
+)
+
+
+def token_review_struct() -> Struct:
+    return TOKEN_REVIEW
+
+
+class TypedStrategy(Strategy):
+    """A built-in type: decoded into its Go struct (400 on a type error), no generation."""
+
+    def __init__(self, struct: Struct) -> None:
+        self.struct = struct
+
+    def decode(self, body: Obj, version: str) -> tuple[Obj, list[str]]:
+        metadata, dropped = coerce_metadata(body.get("metadata"))
+        rest = {k: v for k, v in body.items() if k not in ("apiVersion", "kind", "metadata")}
+        fields = decode(rest, self.struct, "", dropped)
+        return {
+            "kind": body.get("kind"),
+            "apiVersion": body.get("apiVersion"),
+            "metadata": metadata,
+            **fields,
+        }, dropped
+
+    def bookmark(self, api_version: str, kind: str, rv: int) -> Obj:
+        empty = decode({}, self.struct, "", [])
+        return {**super().bookmark(api_version, kind, rv), **empty}
+
+
+class LeaseStrategy(TypedStrategy):
+    def __init__(self) -> None:
+        super().__init__(LEASE)
+
+    def validate(self, obj: Obj, version: str) -> list[FieldError]:
+        spec = obj.get("spec") or {}
+        errors = []
+        duration = spec.get("leaseDurationSeconds")
+        if duration is not None and duration <= 0:
+            errors.append(
+                FieldError.invalid("spec.leaseDurationSeconds", duration, "must be greater than 0")
+            )
+        transitions = spec.get("leaseTransitions")
+        if transitions is not None and transitions < 0:
+            errors.append(
+                FieldError.invalid(
+                    "spec.leaseTransitions", transitions, "must be greater than or equal to 0"
+                )
+            )
+        strategy = spec.get("strategy")
+        if strategy is not None and strategy != "OldestEmulationVersion":
+            errors.append(
+                FieldError.not_supported("spec.strategy", strategy, ["OldestEmulationVersion"])
+            )
+        if spec.get("preferredHolder") and not strategy:
+            errors.append(
+                FieldError.forbidden(
+                    "spec.preferredHolder", "may only be specified if `strategy` is defined"
+                )
+            )
+        return errors
+
+
+def _event_field(*path: str) -> Getter:
+    def get(obj: Mapping[str, Any]) -> str:
+        node: Any = obj
+        for part in path:
+            node = (node or {}).get(part, "")
+        return str(node or "")
+
+    return get
+
+
+class EventStrategy(TypedStrategy):
+    """core/v1 Event: legacy validation only (what kube-apiserver applies to v1 requests)."""
+
+    allow_create_on_update = True
+    field_labels: ClassVar[Mapping[str, Getter]] = {
+        **COMMON_FIELD_LABELS,
+        **{
+            f"involvedObject.{k}": _event_field("involvedObject", k)
+            for k in (
+                "kind",
+                "namespace",
+                "name",
+                "uid",
+                "apiVersion",
+                "resourceVersion",
+                "fieldPath",
+            )
+        },
+        "reason": _event_field("reason"),
+        "reportingComponent": _event_field("reportingComponent"),
+        "source": _event_field("source", "component"),
+        "type": _event_field("type"),
+    }
+
+    def __init__(self) -> None:
+        super().__init__(EVENT)
+
+    def validate(self, obj: Obj, version: str) -> list[FieldError]:
+        errors: list[FieldError] = []
+        namespace = obj["metadata"].get("namespace", "")
+        involved = obj["involvedObject"].get("namespace", "")
+        mismatch = FieldError.invalid(
+            "involvedObject.namespace", involved, "does not match event.namespace"
+        )
+        if obj.get("eventTime") is None:
+            if (not involved and namespace not in ("", "default")) or (
+                involved and namespace != involved
+            ):
+                errors.append(mismatch)
+        else:
+            if not involved and namespace not in ("default", "kube-system"):
+                errors.append(mismatch)
+            component = obj.get("reportingComponent", "")
+            if not component:
+                errors.append(FieldError.required("reportingComponent"))
+            errors += [
+                FieldError.invalid("reportingComponent", component, msg)
+                for msg in qualified_name_errors(component)
+            ]
+            for name in ("reportingInstance", "action", "reason"):
+                value = obj.get(name, "")
+                if not value:
+                    errors.append(FieldError.required(name))
+                if len(value) > 128:
+                    errors.append(FieldError.invalid(name, "", "can have at most 128 characters"))
+            if len(obj.get("message", "")) > 1024:
+                errors.append(FieldError.invalid("message", "", "can have at most 1024 characters"))
+        errors += [
+            FieldError.invalid("namespace", namespace, msg) for msg in dns1123_subdomain(namespace)
+        ]
+        return errors
+
+
+class NamespaceStrategy(TypedStrategy):
+    """Namespaces: `kubernetes` finalizer and phase Active on create; status and finalizers are
+    not changed through the main resource; the name label always matches the name."""
+
+    merge_lists: ClassVar[MergeLists] = {**Strategy.merge_lists, ("status", "conditions"): "type"}
+    field_labels: ClassVar[Mapping[str, Getter]] = {
+        **COMMON_FIELD_LABELS,
+        "status.phase": _event_field("status", "phase"),
+    }
+
+    def __init__(self) -> None:
+        super().__init__(NAMESPACE)
+
+    def name_errors(self, name: str, prefix: bool) -> list[str]:
+        return dns1123_label(name, prefix)
+
+    def _label(self, obj: Obj) -> None:
+        meta = obj["metadata"]
+        if meta.get("name"):
+            meta["labels"] = {**(meta.get("labels") or {}), NAMESPACE_LABEL: meta["name"]}
+
+    def prepare_create(self, obj: Obj, version: str) -> None:
+        finalizers = obj["spec"].get("finalizers") or []
+        if "kubernetes" not in finalizers:
+            obj["spec"]["finalizers"] = [*finalizers, "kubernetes"]
+        obj["status"] = {"phase": "Active"}
+        self._label(obj)
+
+    def prepare_update(self, new: Obj, old: Obj, subresource: str, version: str) -> Obj:
+        new["spec"] = copy.deepcopy(old["spec"])
+        new["status"] = copy.deepcopy(old["status"])
+        self._label(new)
+        return new
+
+    def validate(self, obj: Obj, version: str) -> list[FieldError]:
+        return [
+            FieldError.invalid("spec.finalizers", finalizer, msg)
+            for finalizer in obj["spec"].get("finalizers") or []
+            for msg in qualified_name_errors(finalizer)
+        ]
+
+
+TOKEN_REVIEWS: Final = ("authentication.k8s.io", "tokenreviews")
+
+
+def builtin_types() -> list[ResourceType]:
+    return [
+        ResourceType(
+            "",
+            ("v1",),
+            "namespaces",
+            "namespace",
+            "Namespace",
+            "NamespaceList",
+            namespaced=False,
+            strategy=NamespaceStrategy(),
+            short_names=("ns",),
+            verbs=("create", "delete", "get", "list", "patch", "update", "watch"),
+        ),
+        ResourceType(
+            "",
+            ("v1",),
+            "events",
+            "event",
+            "Event",
+            "EventList",
+            namespaced=True,
+            strategy=EventStrategy(),
+            short_names=("ev",),
+        ),
+        ResourceType(
+            "coordination.k8s.io",
+            ("v1",),
+            "leases",
+            "lease",
+            "Lease",
+            "LeaseList",
+            namespaced=True,
+            strategy=LeaseStrategy(),
+        ),
+        ResourceType(
+            "authentication.k8s.io",
+            ("v1",),
+            "tokenreviews",
+            "tokenreview",
+            "TokenReview",
+            "TokenReviewList",
+            namespaced=False,
+            strategy=TypedStrategy(TOKEN_REVIEW),
+            verbs=("create",),
+            stored=False,
+        ),
+    ]

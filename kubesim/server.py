@@ -1,0 +1,401 @@
+"""The API server: its lifecycle (serving on a background thread; stop and start again on
+the same port with the data intact, as a test needs to simulate an outage), the controls a
+test uses, and the path of every request: authenticate, inject faults, dispatch to the
+registry or a watch stream, audit."""
+
+from __future__ import annotations
+
+import copy
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+from urllib.parse import parse_qs, urlsplit
+
+from kubesim.access import (
+    WRITE_VERBS,
+    AuditLog,
+    AuditRecord,
+    Authenticator,
+    UserInfo,
+)
+from kubesim.builtins import builtin_types
+from kubesim.codec import encode_json, format_time, now
+from kubesim.discovery import Discovery, version_info
+from kubesim.errors import (
+    APIError,
+    internal,
+    method_not_allowed,
+    not_acceptable,
+    path_not_found,
+    unauthorized,
+)
+from kubesim.faults import Faults
+from kubesim.reads import Result, Target
+from kubesim.registry import Registry
+from kubesim.resources import ResourceType, load_crds
+from kubesim.routing import RequestInfo, request_info
+from kubesim.store import Store
+from kubesim.transport import Handler, HTTPServer, accepts_json
+from kubesim.watch import serve_watch
+
+__all__ = ["DEFAULT_NAMESPACES", "APIServer"]
+
+_log = logging.getLogger(__name__)
+DEFAULT_NAMESPACES: Final = ("default", "kube-system", "kube-public", "kube-node-lease")
+_STOP_GRACE: Final = 2.0
+
+
+class APIServer:
+    """A strict Kubernetes API server for tests and the demo: the CRDs from `crd_paths`, the
+    built-in Namespace, Event, Lease and TokenReview, over real HTTP on `host:port`."""
+
+    def __init__(
+        self,
+        crd_paths: Sequence[Path],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        tokens: Mapping[str, UserInfo] | None = None,
+        watch_history: int = 1000,
+        namespaces: Sequence[str] = DEFAULT_NAMESPACES,
+        bookmark_interval: float = 60.0,
+    ) -> None:
+        self._types: list[ResourceType] = [*builtin_types(), *load_crds(crd_paths)]
+        self._store = Store(watch_history)
+        self._auth = Authenticator(tokens)
+        self._registry = Registry(self._store, self._types, self._auth)
+        self._audit = AuditLog()
+        self.faults = Faults()
+        self._host, self._port = host, port
+        self._bookmark_interval = bookmark_interval
+        self._lifecycle = threading.Lock()
+        self._httpd: HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._streams = 0
+        self._streams_done = threading.Condition()
+        namespaces_target = Target(self._type("", "v1", "namespaces"), "v1")
+        for name in namespaces:
+            self._registry.create(namespaces_target, {"metadata": {"name": name}}, {})
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        if self._port == 0:
+            raise RuntimeError("the port is chosen on start(); start the server first")
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"http://{host}:{self._port}"
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def running(self) -> bool:
+        return self._httpd is not None
+
+    def start(self) -> APIServer:
+        """Listen (on the same port as before after a stop) and serve in the background."""
+        with self._lifecycle:
+            if self._httpd is not None:
+                return self
+            httpd = HTTPServer((self._host, self._port), self._serve)
+            self._port = httpd.server_address[1]
+            self._discovery = Discovery(self._types, f"{self._host}:{self._port}")
+            thread = threading.Thread(
+                target=httpd.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name=f"apiserver:{self._port}",
+                daemon=True,
+            )
+            self._httpd, self._thread = httpd, thread
+            thread.start()
+            return self
+
+    def stop(self) -> None:
+        """Stop listening: open watches end cleanly, idle connections are cut; data stays."""
+        with self._lifecycle:
+            httpd, thread = self._httpd, self._thread
+            self._httpd = self._thread = None
+            if httpd is None:
+                return
+            httpd.shutdown()
+            self._store.end_watches("stopped")
+            with self._streams_done:
+                self._streams_done.wait_for(lambda: self._streams == 0, _STOP_GRACE)
+            httpd.cut_connections()
+            self._store.end_watches("stopped")  # any watch that slipped in meanwhile
+            httpd.server_close()
+            if thread is not None:
+                thread.join(_STOP_GRACE)
+
+    def __enter__(self) -> APIServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    # -- test controls --------------------------------------------------------------------------
+
+    def set_tokens(self, tokens: Mapping[str, UserInfo] | None) -> None:
+        self._auth.set_tokens(tokens)
+
+    @property
+    def audit(self) -> list[AuditRecord]:
+        return self._audit.records()
+
+    def clear_audit(self) -> None:
+        self._audit.clear()
+
+    def count_requests(
+        self,
+        *,
+        verbs: Iterable[str] = WRITE_VERBS,
+        resource: str | None = None,
+        subresource: str | None = None,
+        namespace: str | None = None,
+        name: str | None = None,
+        api_group: str | None = None,
+        user: str | None = None,
+        successful: bool = True,
+    ) -> int:
+        """How many audited requests match; by default the successful writes, so that
+        `count_requests(resource="observabilityaddons", subresource="status")` is the number
+        of status writes a controller made."""
+        return self._audit.count(
+            verbs=verbs,
+            resource=resource,
+            subresource=subresource,
+            namespace=namespace,
+            name=name,
+            api_group=api_group,
+            user=user,
+            successful=successful,
+        )
+
+    def drop_watches(self) -> int:
+        """Cut every open watch connection abruptly, as a network failure would."""
+        return self._store.end_watches("dropped")
+
+    def compact(self) -> None:
+        """Forget the watch history: resuming from any earlier resourceVersion gets 410."""
+        self._store.compact()
+
+    @property
+    def resource_version(self) -> str:
+        return str(self._store.resource_version)
+
+    def _type(self, group: str, version: str, plural: str) -> ResourceType:
+        for rt in self._types:
+            if rt.group == group and rt.plural == plural and version in rt.versions:
+                return rt
+        raise KeyError(f"{plural}.{group}/{version} is not served")
+
+    def get_object(
+        self, group: str, version: str, plural: str, namespace: str, name: str
+    ) -> dict[str, Any] | None:
+        rt = self._type(group, version, plural)
+        obj = self._store.get(rt.id, (namespace if rt.namespaced else "", name))
+        return None if obj is None else copy.deepcopy(self._registry.out(rt, version, obj))
+
+    def put_object(
+        self, group: str, version: str, plural: str, obj: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Write straight to storage, like another writer editing etcd: no validation, no
+        audit, no faults; server-owned metadata is kept or filled, a new resourceVersion is
+        assigned and watches see the change."""
+        rt = self._type(group, version, plural)
+        new = copy.deepcopy(dict(obj))
+        meta = new.setdefault("metadata", {})
+        key = (meta.get("namespace", "") if rt.namespaced else "", meta["name"])
+        with self._store.lock:
+            old_meta = (self._store.get(rt.id, key) or {}).get("metadata", {})
+            meta.setdefault("uid", old_meta.get("uid", str(uuid.uuid4())))
+            meta.setdefault(
+                "creationTimestamp", old_meta.get("creationTimestamp", format_time(now()))
+            )
+            if rt.strategy.sets_generation:
+                meta.setdefault("generation", old_meta.get("generation", 1))
+            meta.pop("resourceVersion", None)
+            new["apiVersion"] = rt.api_version(rt.storage_version)
+            new.setdefault("kind", rt.kind)
+            stored = self._store.commit(rt.id, key, new)
+        return copy.deepcopy(self._registry.out(rt, version, stored))
+
+    def delete_object(
+        self, group: str, version: str, plural: str, namespace: str, name: str
+    ) -> bool:
+        rt = self._type(group, version, plural)
+        key = (namespace if rt.namespaced else "", name)
+        with self._store.lock:
+            if self._store.get(rt.id, key) is None:
+                return False
+            self._store.commit(rt.id, key, None)
+            return True
+
+    # -- serving --------------------------------------------------------------------------------
+
+    def _serve(self, handler: Handler) -> None:
+        if handler.server is not self._httpd:  # a connection that outlived stop()
+            handler.close_connection = True
+            return
+        split = urlsplit(handler.path)
+        query = {k: v[0] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+        info = request_info(handler.command, split.path, query)
+        try:
+            body = handler.read_body()
+        except APIError as too_large:
+            self._answer(
+                handler, info, too_large.code, too_large.status(), headers=too_large.headers
+            )
+            return
+        user = self._auth.authenticate(handler.headers.get("Authorization"))
+        if user is None:
+            self._answer(handler, info, 401, unauthorized().status())
+            return
+        info = replace(info, user=user.username)
+        wait, fault = self.faults.take(info)
+        if wait:
+            time.sleep(wait)
+        if fault is not None:
+            self._answer(handler, info, fault.code, fault.status(), headers=fault.headers)
+            return
+        try:
+            if not accepts_json(handler.headers.get("Accept")):
+                raise not_acceptable()
+            if not info.is_resource:
+                self._answer(handler, info, 200, self._non_resource(info))
+            elif info.verb == "watch":
+                self._watch(handler, info, query)
+            else:
+                result = self._resource(handler, info, query, body)
+                self._answer(
+                    handler,
+                    info,
+                    result.code,
+                    result.body,
+                    sort_keys=result.sort_keys,
+                    warnings=result.warnings,
+                )
+        except APIError as error:
+            self._answer(handler, info, error.code, error.status(), headers=error.headers)
+        except Exception as exc:  # a bug here must still answer like kube-apiserver
+            _log.exception("apiserver: %s %s failed", handler.command, handler.path)
+            self._answer(handler, info, 500, internal(str(exc)).status())
+
+    def _non_resource(self, info: RequestInfo) -> dict[str, Any]:
+        if info.method not in ("GET", "HEAD"):
+            raise method_not_allowed()
+        parts = [p for p in info.path.split("/") if p]
+        discovery = self._discovery
+        fixed: dict[tuple[str, ...], Callable[[], dict[str, Any]]] = {
+            ("version",): version_info,
+            ("api",): discovery.api_versions,
+            ("apis",): discovery.group_list,
+        }
+        if tuple(parts) in fixed:
+            return fixed[tuple(parts)]()
+        if parts[:1] == ["api"] and len(parts) == 2:
+            return discovery.resource_list("", parts[1])
+        if parts[:1] == ["apis"] and len(parts) in (2, 3):
+            if len(parts) == 2:
+                return discovery.group(parts[1])
+            return discovery.resource_list(parts[1], parts[2])
+        raise path_not_found()
+
+    def _resource(
+        self, handler: Handler, info: RequestInfo, query: Mapping[str, str], body: bytes
+    ) -> Result:
+        registry = self._registry
+        target = registry.target(info)
+
+        def options() -> Any:
+            return handler.object_body(body) if body.strip() else None
+
+        verbs: dict[str, Callable[[], Result]] = {
+            "get": lambda: registry.get(target),
+            "list": lambda: registry.list_objects(target, query),
+            "create": lambda: registry.create(target, handler.object_body(body), query),
+            "update": lambda: registry.update(target, handler.object_body(body), query),
+            "patch": lambda: registry.patch(
+                target, body, handler.headers.get("Content-Type", ""), query
+            ),
+            "delete": lambda: registry.delete(target, options(), query),
+            "deletecollection": lambda: registry.delete_collection(target, query),
+        }
+        return verbs[info.verb]()
+
+    def _watch(self, handler: Handler, info: RequestInfo, query: Mapping[str, str]) -> None:
+        plan = self._registry.open_watch(self._registry.target(info), query)
+        handler.start_chunked()
+        self._record(info, 200)
+        with self._streams_done:
+            self._streams += 1
+        try:
+            how = serve_watch(
+                plan,
+                self._registry,
+                self._store,
+                handler.write_chunk,
+                bookmark_interval=self._bookmark_interval,
+            )
+            if how == "dropped":
+                handler.cut()
+            elif how in ("timeout", "stopped"):
+                handler.end_chunked(keep_alive=how == "timeout")
+            else:
+                handler.close_connection = True
+        except OSError:
+            handler.close_connection = True
+        except Exception:  # the headers are out: a Status can no longer be sent
+            _log.exception("apiserver: watch %s failed", handler.path)
+            handler.cut()
+        finally:
+            with self._streams_done:
+                self._streams -= 1
+                self._streams_done.notify_all()
+
+    def _answer(
+        self,
+        handler: Handler,
+        info: RequestInfo,
+        code: int,
+        body: dict[str, Any],
+        *,
+        headers: Mapping[str, str] | None = None,
+        sort_keys: bool = False,
+        warnings: Sequence[str] = (),
+    ) -> None:
+        name = info.name
+        if info.verb == "create" and 200 <= code < 300:
+            name = (body.get("metadata") or {}).get("name", "")
+        self._record(replace(info, name=name), code)
+        handler.send_json(
+            code, encode_json(body, sort_keys=sort_keys), headers=headers, warnings=warnings
+        )
+
+    def _record(self, info: RequestInfo, code: int) -> None:
+        self._audit.append(
+            AuditRecord(
+                user=info.user,
+                verb=info.verb,
+                api_group=info.api_group,
+                resource=info.resource,
+                subresource=info.subresource,
+                namespace=info.namespace,
+                name=info.name,
+                code=code,
+                path="" if info.is_resource else info.path,
+            )
+        )

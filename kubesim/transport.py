@@ -1,0 +1,182 @@
+"""HTTP/1.1 plumbing under the API server: a threading server that knows its connections (so
+stopping it really cuts them), request bodies within kube-apiserver's size limit, JSON
+answers, and chunked streams for watches."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import threading
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Final
+
+import yaml
+
+from kubesim.codec import decode_json
+from kubesim.errors import APIError, bad_request, unsupported_media_type
+from kubesim.fields import go_quote
+
+__all__ = ["MAX_BODY", "HTTPServer", "Handler", "accepts_json"]
+
+_log = logging.getLogger(__name__)
+MAX_BODY: Final = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes
+
+
+class _YAMLBody(yaml.SafeLoader):
+    """YAML bodies as kube-apiserver reads them (YAML to JSON): timestamps stay strings."""
+
+
+_YAMLBody.yaml_implicit_resolvers = {
+    first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+class HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True  # a restart binds the same port while old sockets linger
+
+    def __init__(self, address: tuple[str, int], serve: Callable[[Handler], None]) -> None:
+        self.serve = serve
+        self._connections: set[socket.socket] = set()
+        self._connections_lock = threading.Lock()
+        super().__init__(address, Handler)
+
+    def get_request(self) -> tuple[socket.socket, Any]:
+        connection, address = super().get_request()
+        # headers and body go out in separate writes: without this, Nagle's algorithm and the
+        # client's delayed ACK add 40 ms to every answer
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return connection, address
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._connections_lock:
+            self._connections.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._connections_lock:
+            self._connections.discard(request)
+        super().shutdown_request(request)
+
+    def cut_connections(self) -> None:
+        """Idle keep-alive connections would otherwise outlive the server."""
+        with self._connections_lock:
+            connections = list(self._connections)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: HTTPServer
+
+    def do_GET(self) -> None:
+        self.server.serve(self)
+
+    def do_POST(self) -> None:
+        self.server.serve(self)
+
+    def do_PUT(self) -> None:
+        self.server.serve(self)
+
+    def do_PATCH(self) -> None:
+        self.server.serve(self)
+
+    def do_DELETE(self) -> None:
+        self.server.serve(self)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        _log.debug("%s %s", self.address_string(), format % args)
+
+    def read_body(self) -> bytes:
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            chunks: list[bytes] = []
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    self.rfile.readline()
+                    return b"".join(chunks)
+                chunks.append(self.rfile.read(size))
+                self.rfile.readline()
+        length = int(self.headers.get("Content-Length") or 0)
+        if length > MAX_BODY:
+            self.close_connection = True
+            raise APIError(
+                413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}"
+            )
+        return self.rfile.read(length) if length else b""
+
+    def object_body(self, body: bytes) -> Any:
+        """The request's object, from JSON or YAML (the media types kube-apiserver decodes
+        besides protobuf)."""
+        media = self.headers.get("Content-Type", "application/json").split(";")[0]
+        media = media.strip().lower()
+        try:
+            if media in ("application/json", ""):
+                return decode_json(body or b"null")
+            if media == "application/yaml":
+                return yaml.load(body, Loader=_YAMLBody)
+        except (ValueError, yaml.YAMLError) as exc:
+            raise bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+        raise unsupported_media_type(
+            ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]
+        )
+
+    def _common_headers(self, code: int) -> None:
+        self.send_response(code)
+        self.send_header("Audit-Id", str(uuid.uuid4()))
+        self.send_header("Cache-Control", "no-cache, private")
+        self.send_header("Content-Type", "application/json")
+
+    def send_json(
+        self,
+        code: int,
+        data: bytes,
+        *,
+        headers: Mapping[str, str] | None = None,
+        warnings: Sequence[str] = (),
+    ) -> None:
+        try:
+            self._common_headers(code)
+            for warning in warnings:
+                self.send_header("Warning", f"299 - {go_quote(warning)}")
+            for key, value in (headers or {}).items():
+                self.send_header(key, value)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:
+            self.close_connection = True
+
+    def start_chunked(self) -> None:
+        self._common_headers(200)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def write_chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def end_chunked(self, *, keep_alive: bool) -> None:
+        self.wfile.write(b"0\r\n\r\n")
+        self.close_connection = not keep_alive
+
+    def cut(self) -> None:
+        """End the connection without ending the stream: what the client sees of a network
+        failure."""
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
+
+
+def accepts_json(accept: str | None) -> bool:
+    if not accept:
+        return True
+    return any(
+        part.split(";")[0].strip() in ("application/json", "*/*", "application/*")
+        for part in accept.split(",")
+    )

@@ -1,0 +1,127 @@
+"""Bearer-token authentication (401 as kube-apiserver answers it, tokens rotated at runtime)
+and the audit log, whose verbs and resources are what an RBAC Role must grant."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client, watch
+
+from kubesim import APIServer, AuditRecord, UserInfo
+from tests.kubesim.conftest import (
+    CRD,
+    GROUP,
+    NAME,
+    NAMESPACE,
+    PLURAL,
+    VERSION,
+    addon,
+    condition,
+    make_client,
+    status_of,
+)
+
+pytestmark = pytest.mark.integration
+CONTROLLER = UserInfo(
+    "system:serviceaccount:obs:addon-status", uid="sa-1", groups=("system:serviceaccounts",)
+)
+
+
+@pytest.fixture
+def secured() -> Iterator[APIServer]:
+    with APIServer([CRD], tokens={"controller-token": CONTROLLER}) as server:
+        yield server
+
+
+@pytest.mark.parametrize("token", ["wrong-token", None])
+def test_a_request_without_a_known_token_is_401(secured: APIServer, token: str | None) -> None:
+    with make_client(secured, token) as api, pytest.raises(client.ApiException) as caught:
+        client.CoreV1Api(api).list_namespace()
+    assert status_of(caught.value) == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": "Unauthorized",
+        "reason": "Unauthorized",
+        "code": 401,
+    }
+
+
+def test_a_rotated_token_stops_working_and_the_new_one_works(secured: APIServer) -> None:
+    with make_client(secured, "controller-token") as api:
+        client.CoreV1Api(api).list_namespace()
+        secured.set_tokens({"rotated-token": CONTROLLER})
+        with pytest.raises(client.ApiException) as caught:
+            client.CoreV1Api(api).list_namespace()
+        assert caught.value.status == 401
+    with make_client(secured, "rotated-token") as api:
+        assert client.CoreV1Api(api).list_namespace().items
+
+
+def test_without_a_token_table_callers_are_anonymous(
+    server: APIServer, core: client.CoreV1Api
+) -> None:
+    core.list_namespace()
+    assert server.audit[-1].user == "system:anonymous"
+
+
+def test_the_audit_log_names_each_call_as_rbac_does(secured: APIServer) -> None:
+    with make_client(secured, "controller-token") as api:
+        client.CoreV1Api(api).create_namespace(
+            client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE))
+        )
+        custom = client.CustomObjectsApi(api)
+        secured.clear_audit()
+        created = custom.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, addon())
+        custom.list_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL)
+        watcher = watch.Watch()
+        for _ in watcher.stream(
+            custom.list_namespaced_custom_object,
+            GROUP,
+            VERSION,
+            NAMESPACE,
+            PLURAL,
+            timeout_seconds=5,
+        ):
+            watcher.stop()
+        custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, NAMESPACE, PLURAL, NAME, {"status": {"conditions": [condition()]}}
+        )
+        current = custom.get_namespaced_custom_object_status(
+            GROUP, VERSION, NAMESPACE, PLURAL, NAME
+        )
+        custom.replace_namespaced_custom_object(
+            GROUP, VERSION, NAMESPACE, PLURAL, NAME, {**current, "spec": {"interval": 60}}
+        )
+        custom.delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, NAME)
+        with pytest.raises(client.ApiException):
+            custom.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, NAME)
+    user = CONTROLLER.username
+
+    def record(verb: str, sub: str = "", name: str = NAME, code: int = 200) -> AuditRecord:
+        return AuditRecord(user, verb, GROUP, PLURAL, sub, NAMESPACE, name, code)
+
+    assert secured.audit == [
+        record("create", code=201),
+        record("list", name=""),
+        record("watch", name=""),
+        record("patch", "status"),
+        record("get", "status"),
+        record("update"),
+        record("delete"),
+        record("get", code=404),
+    ]
+    assert created["metadata"]["name"] == NAME
+    assert secured.count_requests(resource=PLURAL) == 4
+    assert secured.count_requests(resource=PLURAL, subresource="status") == 1
+    assert secured.count_requests(verbs={"get"}, successful=False) == 2
+
+
+def test_discovery_and_version_are_audited_as_non_resource_urls(
+    server: APIServer, api: client.ApiClient
+) -> None:
+    client.VersionApi(api).get_code()
+    [entry] = server.audit
+    assert (entry.verb, entry.path, entry.resource, entry.code) == ("get", "/version/", "", 200)

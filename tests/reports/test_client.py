@@ -1,0 +1,214 @@
+"""The Python client against the real server: verdicts come back as dicts, a 4xx raises
+ReportRejected with the field, a 503 (failover) or a refused connection is retried honouring
+Retry-After, and no call outlives its deadline, whatever the server does."""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from controller.reports.client import ReportClient, ReportRejected, ReportUnavailable
+from controller.reports.server import ReportServer
+from controller.spoke.worker import NotLeader
+from statemachines.reports import Report, Verdict
+from tests.reports.conftest import TOKENS, CoreSink, ServerFactory, free_port
+
+MC = "metrics-collector"
+
+
+class FailoverSink(CoreSink):
+    """Not the leader for the first `lost` attempts: the Lease moves to this replica."""
+
+    lost = 1
+
+    def submit(self, report: Report, *, timeout: float) -> Verdict:
+        if self.attempts < self.lost:
+            self.attempts += 1
+            raise NotLeader("the Lease is held by the other replica")
+        return super().submit(report, timeout=timeout)
+
+
+@pytest.fixture
+def silent_port() -> Iterator[int]:
+    """A port that accepts connections (the kernel's backlog) but never answers."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+        yield listener.getsockname()[1]
+
+
+def test_report_returns_the_verdict(server: ReportServer) -> None:
+    with ReportClient(server.url, token=TOKENS["operator"]) as client:
+        verdict = client.report(reason="UpdateSuccessful", message="deployed")
+        assert verdict["verdict"] == "accepted"
+        assert verdict["collector"] is None
+        blocked = client.report(MC, reason="UpdateFailure", observed_generation=2)
+    with ReportClient(server.url, token=TOKENS["mc"]) as client:
+        refused = client.report(MC, reason="ForwardSuccessful", observed_generation=2)
+    assert (blocked["verdict"], blocked["state"]) == ("accepted", "Degraded")
+    assert (refused["verdict"], refused["reason"]) == ("refused", "UpdateFailure")
+    assert refused["rule"]
+
+
+@pytest.mark.parametrize(
+    ("token", "collector", "reason", "status", "field"),
+    [
+        pytest.param("operator", "nope", "UpdateFailure", 422, "collector", id="unknown-collector"),
+        pytest.param("operator", None, "Nope", 422, "reason", id="unknown-reason"),
+        pytest.param(
+            "mc", MC, "UpdateFailure", 403, "reason", id="collector-sends-operator-reason"
+        ),
+        pytest.param(None, None, "UpdateFailure", 401, None, id="no-token"),
+    ],
+)
+def test_a_4xx_raises_report_rejected_with_the_field(
+    server: ReportServer,
+    sink: CoreSink,
+    *,
+    token: str | None,
+    collector: str | None,
+    reason: str,
+    status: int,
+    field: str | None,
+) -> None:
+    client = ReportClient(server.url, token=TOKENS[token] if token else None, retries=3)
+    with client, pytest.raises(ReportRejected) as caught:
+        client.report(collector, reason=reason)
+    assert (caught.value.status, caught.value.field) == (status, field)
+    assert caught.value.message
+    assert sink.attempts == 0, "a 4xx is never retried, and never reaches the sink"
+
+
+def test_a_503_is_retried_after_retry_after(
+    make_server: ServerFactory, config: Any, clock: Any
+) -> None:
+    sink = FailoverSink(config, clock)
+    server = make_server(sink=sink)
+    started = time.monotonic()
+    with ReportClient(server.url, token=TOKENS["operator"], backoff=0.0) as client:
+        verdict = client.report(reason="UpdateSuccessful")
+    assert verdict["verdict"] == "accepted"
+    assert sink.attempts == 2
+    assert time.monotonic() - started >= 0.9, "Retry-After: 1 was honoured"
+
+
+class _RetryLogged(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = threading.Event()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "Retrying" in record.getMessage():
+            self.seen.set()
+
+
+def test_a_refused_connection_is_retried_until_the_server_is_up(
+    make_server: ServerFactory, sink: CoreSink
+) -> None:
+    port = free_port()
+    retrying = _RetryLogged()
+    urllib3_log = logging.getLogger("urllib3.connectionpool")
+    urllib3_log.addHandler(retrying)
+    result: dict[str, Any] = {}
+
+    def report() -> None:
+        url = f"http://127.0.0.1:{port}"
+        with ReportClient(url, token=TOKENS["operator"], retries=8, backoff=0.05) as client:
+            try:
+                result["verdict"] = client.report(reason="UpdateSuccessful")
+            except Exception as error:
+                result["error"] = error
+
+    worker = threading.Thread(target=report, name="test-client")
+    worker.start()
+    try:
+        assert retrying.seen.wait(5), "the first attempt was refused and retried"
+        make_server(port=port)
+    finally:
+        worker.join(10)
+        urllib3_log.removeHandler(retrying)
+    assert not worker.is_alive()
+    assert result.get("verdict", result)["verdict"] == "accepted"
+    assert len(sink.judged) == 1
+
+
+def test_the_deadline_beats_retry_after(server: ReportServer, sink: CoreSink) -> None:
+    """Retry-After: 1 but 0.5 s left: give up now rather than sleep past the deadline."""
+    sink.leader = False
+    started = time.monotonic()
+    with (
+        ReportClient(server.url, token=TOKENS["operator"], retries=10, deadline=0.5) as client,
+        pytest.raises(ReportUnavailable, match="deadline"),
+    ):
+        client.report(reason="UpdateSuccessful")
+    assert time.monotonic() - started < 0.5
+    assert sink.attempts == 1
+
+
+def test_a_silent_server_costs_no_more_than_the_deadline(silent_port: int) -> None:
+    url = f"http://127.0.0.1:{silent_port}"
+    started = time.monotonic()
+    with (
+        ReportClient(url, timeout=0.2, retries=20, backoff=0.01, deadline=0.6) as client,
+        pytest.raises(ReportUnavailable),
+    ):
+        client.report(reason="UpdateSuccessful")
+    # Each attempt is bounded by the timeout, and no attempt starts after the deadline.
+    assert time.monotonic() - started < 0.6 + 0.2 + 0.5
+
+
+def test_nobody_listening_gives_up_within_the_deadline() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    with (
+        ReportClient(url, retries=1000, backoff=0.01, deadline=0.5) as client,
+        pytest.raises(ReportUnavailable),
+    ):
+        client.report(reason="UpdateSuccessful")
+    assert time.monotonic() - started < 0.5 + 0.5
+
+
+def test_retries_run_out_before_the_deadline() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    with (
+        ReportClient(url, retries=2, backoff=0.0) as client,
+        pytest.raises(ReportUnavailable) as caught,
+    ):
+        client.report(reason="UpdateSuccessful")
+    assert "Connection refused" in str(caught.value) or "NewConnectionError" in str(caught.value)
+
+
+def test_a_token_callable_is_read_for_every_call(server: ReportServer) -> None:
+    tokens = iter([TOKENS["operator"], "expired-token"])
+    with ReportClient(server.url, token=lambda: next(tokens)) as client:
+        assert client.report(reason="UpdateSuccessful")["verdict"] == "accepted"
+        with pytest.raises(ReportRejected) as caught:
+            client.report(reason="UpdateSuccessful")
+    assert caught.value.status == 401
+
+
+def test_the_client_never_shows_its_token(server: ReportServer) -> None:
+    client = ReportClient(server.url, token=TOKENS["operator"])
+    assert TOKENS["operator"] not in repr(client)
+
+
+def test_a_token_a_header_cannot_carry_is_never_quoted() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    with (
+        ReportClient(url, token="first-line\nsecond-line", retries=0, deadline=1) as client,
+        pytest.raises(ValueError, match="bearer token") as caught,
+    ):
+        client.report(reason="UpdateSuccessful")
+    assert "line" not in str(caught.value)
+
+
+@pytest.mark.parametrize("url", ["127.0.0.1:8080", "ftp://host/", "http://"])
+def test_a_url_that_is_not_http_is_refused(url: str) -> None:
+    with pytest.raises(ValueError, match="http"):
+        ReportClient(url)

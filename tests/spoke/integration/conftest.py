@@ -1,0 +1,152 @@
+"""The spoke controller against the embedded API server, through the real `kubernetes` client
+over real HTTP: one server and one addon CR per test, a controller factory that stops what it
+started, and readers of the CR, its Events and the server's audit log."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+from prometheus_client import CollectorRegistry
+
+from controller.kube.addons import GROUP, PLURAL, VERSION, AddonStore
+from controller.options import Address, RunOptions
+from controller.spoke.controller import SpokeController
+from kubesim import APIServer
+from tests.spoke.fakes import NAME, NAMESPACE, FakeClock
+
+CRD = Path(__file__).resolve().parents[3] / "manifests" / "base" / "crd.yaml"
+LOOPBACK = Address(host="127.0.0.1", port=0)
+# Staleness is covered by the unit tests; here it would only fire during long clock moves.
+OPTIONS = RunOptions(
+    metrics_address=LOOPBACK,
+    probe_address=LOOPBACK,
+    request_timeout=5.0,
+    stale_after=timedelta(hours=6),
+)
+
+SpokeFactory = Callable[..., SpokeController]
+
+
+@pytest.fixture
+def server() -> Iterator[APIServer]:
+    with APIServer([CRD], watch_history=200) as srv:
+        yield srv
+
+
+def api_client(server: APIServer, token: str | None = None) -> client.ApiClient:
+    configuration = client.Configuration(host=server.url)
+    if token is not None:
+        configuration.api_key = {"BearerToken": token}
+        configuration.api_key_prefix = {"BearerToken": "Bearer"}
+    return client.ApiClient(configuration)
+
+
+@pytest.fixture
+def api(server: APIServer) -> Iterator[client.ApiClient]:
+    with api_client(server) as c:
+        yield c
+
+
+class Addon:
+    """The addon CR as another actor sees it: read it, edit its spec or status, its Events."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self.objects = client.CustomObjectsApi(api)
+        self.core = client.CoreV1Api(api)
+
+    def create(self) -> dict[str, Any]:
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "ObservabilityAddon",
+            "metadata": {"name": NAME},
+            "spec": {"enableMetrics": True},
+        }
+        return _dict(
+            self.objects.create_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, body)
+        )
+
+    def get(self) -> dict[str, Any]:
+        return _dict(
+            self.objects.get_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, NAME)
+        )
+
+    @property
+    def status(self) -> dict[str, Any]:
+        return dict(self.get().get("status") or {})
+
+    def change_spec(self, **spec: Any) -> int:
+        """Patch the spec; the new generation."""
+        obj = _dict(
+            self.objects.patch_namespaced_custom_object(
+                GROUP, VERSION, NAMESPACE, PLURAL, NAME, {"spec": spec}
+            )
+        )
+        return int(obj["metadata"]["generation"])
+
+    def add_foreign_condition(self, type_: str) -> None:
+        """Another controller adds a condition of its own (read, append, PUT with the read
+        resourceVersion, as a well-behaved writer does)."""
+        obj = self.get()
+        status = obj.setdefault("status", {})
+        status.setdefault("conditions", []).append(
+            {
+                "type": type_,
+                "status": "True",
+                "reason": "Checked",
+                "message": "someone else's condition",
+                "lastTransitionTime": "2025-01-01T00:00:00Z",
+            }
+        )
+        self.objects.replace_namespaced_custom_object_status(
+            GROUP, VERSION, NAMESPACE, PLURAL, NAME, obj
+        )
+
+    def events(self) -> list[client.CoreV1Event]:
+        items: list[client.CoreV1Event] = self.core.list_namespaced_event(NAMESPACE).items
+        return items
+
+
+def _dict(value: object) -> dict[str, Any]:
+    assert isinstance(value, dict), value
+    return value
+
+
+@pytest.fixture
+def addon(api: client.ApiClient) -> Addon:
+    core = client.CoreV1Api(api)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
+    a = Addon(api)
+    a.create()
+    return a
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def spoke(api: client.ApiClient, addon: Addon, clock: FakeClock) -> Iterator[SpokeFactory]:
+    """Build and start a controller on the test's CR; every one is stopped at the end."""
+    started: list[SpokeController] = []
+
+    def make(*, store: AddonStore | None = None, **kwargs: Any) -> SpokeController:
+        kwargs.setdefault("registry", CollectorRegistry())
+        controller = SpokeController(OPTIONS, api_client=api, store=store, clock=clock, **kwargs)
+        controller.start()
+        started.append(controller)
+        return controller
+
+    yield make
+    for controller in started:
+        controller.stop()
+
+
+def status_puts(server: APIServer) -> int:
+    """Successful PUTs on the addon's status subresource, from the server's audit log."""
+    return server.count_requests(verbs=("update",), resource=PLURAL, subresource="status")

@@ -1,0 +1,82 @@
+"""Structured logs: one JSON object per line with time, level, logger, message and the record's
+fields; secrets never reach the output, whether as a field, inside a field, or in the text."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from controller.ops.logs import REDACTED, configure_logging, redact
+
+TOKEN = "eyJhbGciOiJSUzI1NiJ9.c2VjcmV0.c2ln"
+
+
+@pytest.fixture
+def output() -> Iterator[io.StringIO]:
+    stream = io.StringIO()
+    handler = configure_logging("debug", stream=stream)
+    yield stream
+    logging.getLogger().removeHandler(handler)
+
+
+def lines(stream: io.StringIO) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stream.getvalue().splitlines()]
+
+
+def test_one_object_per_line_with_the_fields(output: io.StringIO) -> None:
+    logging.getLogger("controller.spoke.worker").info(
+        "status written", extra={"resourceVersion": "12", "attempt": 2}
+    )
+    (line,) = lines(output)
+    assert {k: line[k] for k in ("level", "logger", "message", "resourceVersion", "attempt")} == {
+        "level": "info",
+        "logger": "controller.spoke.worker",
+        "message": "status written",
+        "resourceVersion": "12",
+        "attempt": 2,
+    }
+    assert line["time"].endswith("+00:00")
+
+
+@pytest.mark.parametrize(
+    ("message", "extra"),
+    [
+        pytest.param("calling %s", {"token": TOKEN}, id="a-field-named-token"),
+        pytest.param("headers", {"headers": {"Authorization": f"Bearer {TOKEN}"}}, id="nested"),
+        pytest.param(f"got Authorization: Bearer {TOKEN}", {}, id="bearer-in-text"),
+        pytest.param(f"url?token={TOKEN}&x=1", {}, id="token-in-a-query"),
+        pytest.param("login", {"password": TOKEN}, id="a-password-field"),
+    ],
+)
+def test_secrets_are_redacted(output: io.StringIO, message: str, extra: dict[str, Any]) -> None:
+    args = ("server",) if "%s" in message else ()
+    logging.getLogger("controller.kube.addons").warning(message, *args, extra=extra)
+    text = output.getvalue()
+    assert TOKEN not in text
+    assert REDACTED in text
+
+
+def test_an_exception_is_one_field_and_redacted_too(output: io.StringIO) -> None:
+    try:
+        raise RuntimeError(f"401 for Bearer {TOKEN}")
+    except RuntimeError:
+        logging.getLogger("controller").exception("call failed")
+    (line,) = lines(output)
+    assert "RuntimeError" in line["error"] and TOKEN not in line["error"]
+
+
+def test_chatty_libraries_stay_quiet_at_debug(output: io.StringIO) -> None:
+    logging.getLogger("urllib3.connectionpool").debug("GET /apis/... Authorization: x")
+    assert output.getvalue() == ""
+
+
+def test_redact_leaves_ordinary_values_alone() -> None:
+    assert redact({"collector": "metrics-collector", "n": 3}) == {
+        "collector": "metrics-collector",
+        "n": 3,
+    }

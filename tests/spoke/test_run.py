@@ -1,0 +1,122 @@
+"""The assembled spoke controller on the in-memory store: it starts, follows the CR through
+its own watch, serves metrics and probes on their own ports, and stops every thread it
+started; a missing CR stops the start and leaves nothing running."""
+
+from __future__ import annotations
+
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from controller.kube.addons import AddonNotFoundError
+from controller.options import Address, RunOptions
+from controller.spoke.controller import SpokeController
+from controller.spoke.worker import Worker
+from statemachines.vocabulary import Reason
+from tests.spoke.fakes import FakeAddonStore, FakeClock
+from tests.spoke.support import MC, WAIT, report, settle
+
+LOOPBACK = Address(host="127.0.0.1", port=0)
+OPTIONS = RunOptions(metrics_address=LOOPBACK, probe_address=LOOPBACK)
+
+
+@pytest.fixture
+def controller(store: FakeAddonStore, clock: FakeClock) -> Iterator[SpokeController]:
+    before = set(threading.enumerate())
+    spoke = SpokeController(OPTIONS, store=store, clock=clock)
+    spoke.start()
+    yield spoke
+    spoke.stop()
+    deadline = time.monotonic() + WAIT
+    while set(threading.enumerate()) - before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert not {t.name for t in set(threading.enumerate()) - before}
+
+
+def fetch(port: int, path: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=WAIT) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read().decode()
+
+
+def test_reports_reach_the_cr_and_the_metrics(
+    controller: SpokeController, store: FakeAddonStore
+) -> None:
+    worker = controller.worker
+    worker.submit(report(Reason.UPDATE_SUCCESSFUL, None), timeout=WAIT)
+    worker.submit(report(Reason.FORWARD_SUCCESSFUL, MC), timeout=WAIT)
+    settle(worker)
+    assert store.status["collectors"][0]["state"] == "Available"
+    code, text = fetch(controller.metrics_server.port, "/metrics")
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+    assert code == 200
+    assert (
+        samples[("addon_status_collector_state", (("collector", MC), ("state", "Available")))] == 1
+    )
+    assert samples[("addon_status_status_writes_total", ())] == 3
+
+
+def test_the_watch_brings_spec_changes_to_the_worker(
+    controller: SpokeController, store: FakeAddonStore
+) -> None:
+    settle(controller.worker)
+    store.change_spec({"interval": 30})
+    deadline = time.monotonic() + WAIT
+    while store.status["conditions"][0]["observedGeneration"] != 2:
+        assert time.monotonic() < deadline, "the generation was not followed"
+        time.sleep(0.01)
+
+
+def test_probes_answer_on_their_own_port(controller: SpokeController) -> None:
+    port = controller.probes.port
+    assert port != controller.metrics_server.port
+    assert fetch(port, "/healthz") == (200, "ok")
+    assert fetch(port, "/readyz") == (200, "ok")
+    controller.worker.set_leader(False)  # a follower stays ready: reports retry to the leader
+    settle(controller.worker)
+    assert fetch(port, "/readyz") == (200, "ok")
+
+
+def test_a_missing_cr_stops_the_start_and_leaves_nothing_running(clock: FakeClock) -> None:
+    before = set(threading.enumerate())
+    spoke = SpokeController(OPTIONS, store=FakeAddonStore(obj=None), clock=clock)
+    with pytest.raises(AddonNotFoundError):
+        spoke.start()
+    assert set(threading.enumerate()) - before == set()
+
+
+def test_services_run_beside_the_worker_and_stop_before_it(
+    store: FakeAddonStore, clock: FakeClock
+) -> None:
+    seen: list[str] = []
+
+    class Elector:
+        def __init__(self, worker: Worker) -> None:
+            self.worker = worker
+
+        def start(self) -> None:
+            seen.append(f"start, worker alive: {self.worker.alive}")
+            self.worker.set_leader(False)
+
+        def stop(self) -> None:
+            seen.append(f"stop, worker alive: {self.worker.alive}")
+
+    spoke = SpokeController(OPTIONS, store=store, clock=clock, services=[Elector], leader=True)
+    spoke.start()
+    try:
+        settle(spoke.worker)
+        assert not spoke.worker.leading
+    finally:
+        spoke.stop()
+    assert seen == ["start, worker alive: True", "stop, worker alive: True"]

@@ -1,0 +1,569 @@
+"""The reconcile worker against the in-memory store: one write per visible change and none for
+heartbeats or refusals, timers that fire on the injected clock, a restart that resumes an open
+window, the CR's generation followed, other writers' changes survived, leadership honoured
+(the election's verdict and a lapsing Lease), a caller's report either judged or withdrawn,
+never applied behind its back, and accepted only once the CR holds it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from controller.kube.addons import AddonNotFoundError, EventRecord, StoreError, WatchEvent
+from controller.ops.metrics import ControllerMetrics
+from controller.spoke.worker import (
+    NotLeaderError,
+    QueueFullError,
+    SubmitTimeoutError,
+    Worker,
+    WorkerStoppedError,
+)
+from statemachines import Config, Settings, StoredStateError, VerdictKind
+from statemachines.vocabulary import Reason
+from tests.spoke.conftest import WorkerFactory
+from tests.spoke.fakes import T0, FakeAddonStore, FakeClock, addon_object
+from tests.spoke.support import (
+    MC,
+    UWL,
+    WAIT,
+    collector,
+    condition,
+    report,
+    settle,
+    true_type,
+)
+
+R = Reason
+
+
+def boot(worker: Worker) -> None:
+    """The seed's boot sequence: deployed, then both collectors forward."""
+    for r in (
+        report(R.UPDATE_SUCCESSFUL, None, message="deployed"),
+        report(R.FORWARD_SUCCESSFUL, MC, message="sent"),
+        report(R.FORWARD_SUCCESSFUL, UWL, message="sent"),
+    ):
+        assert worker.submit(r, timeout=WAIT).kind is VerdictKind.ACCEPTED
+    settle(worker)
+
+
+def wait_for(predicate: Any, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def hold_writes(store: FakeAddonStore) -> tuple[threading.Event, threading.Event]:
+    """(entered, release): the next status PUTs block inside the store until `release`."""
+    entered, release = threading.Event(), threading.Event()
+
+    def hold(_: FakeAddonStore) -> None:
+        entered.set()
+        release.wait(WAIT)
+
+    store.before_replace = hold
+    return entered, release
+
+
+def submit_in_background(worker: Worker, r: Any) -> tuple[threading.Thread, list[VerdictKind]]:
+    answers: list[VerdictKind] = []
+    caller = threading.Thread(
+        target=lambda: answers.append(worker.submit(r, timeout=WAIT).kind), daemon=True
+    )
+    caller.start()
+    return caller, answers
+
+
+def test_start_writes_the_initial_status_once(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    worker = make_worker()
+    settle(worker)
+    settle(worker)
+    assert len(store.puts) == 1
+    assert true_type(store.status) == "Progressing"
+    assert condition(store.status, "MetricsCollectorStatus")["reason"] == "NoReportYet"
+
+
+def test_a_status_already_right_is_not_written_again(
+    make_worker: WorkerFactory, store: FakeAddonStore, clock: FakeClock
+) -> None:
+    settle(make_worker())
+    settle(make_worker())  # a second start on the same CR
+    assert len(store.puts) == 1
+
+
+def test_one_write_per_visible_change_none_for_heartbeats_and_refusals(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    worker = make_worker()
+    settle(worker)
+    boot(worker)
+    assert len(store.puts) == 1 + 3
+    assert true_type(store.status) == "Available"
+
+    heartbeat = worker.submit(report(R.FORWARD_SUCCESSFUL, MC, message="sent"), timeout=WAIT)
+    refused = worker.submit(report(R.NOT_SUPPORTED, None), timeout=WAIT)
+    settle(worker)
+    assert (heartbeat.kind, refused.kind) == (VerdictKind.HEARTBEAT, VerdictKind.REFUSED)
+    assert len(store.puts) == 4
+
+
+def test_update_failure_blocks_available(make_worker: WorkerFactory, store: FakeAddonStore) -> None:
+    worker = make_worker()
+    boot(worker)
+    worker.submit(report(R.UPDATE_FAILURE, None, message="rollout failed"), timeout=WAIT)
+    verdict = worker.submit(report(R.FORWARD_SUCCESSFUL, MC, message="sent"), timeout=WAIT)
+    settle(worker)
+    assert verdict.kind is VerdictKind.REFUSED and verdict.rule
+    assert true_type(store.status) == "Degraded"
+    assert condition(store.status, "Degraded")["reason"] == "UpdateFailure"
+
+
+def test_dampening_window_fires_at_its_deadline_without_a_report(
+    make_worker: WorkerFactory, store: FakeAddonStore, clock: FakeClock
+) -> None:
+    worker = make_worker()
+    boot(worker)
+    clock.move(minutes=1)
+    pending = worker.submit(report(R.FORWARD_FAILURE, MC, message="503"), timeout=WAIT)
+    assert pending.kind is VerdictKind.PENDING
+    assert pending.deadline == T0 + timedelta(minutes=11)
+    clock.move(minutes=9, seconds=59)
+    settle(worker)
+    assert true_type(store.status) == "Available"
+    clock.move(seconds=1)
+    settle(worker)
+    assert true_type(store.status) == "Degraded"
+    mc = condition(store.status, "MetricsCollectorStatus")
+    assert (mc["reason"], mc["lastTransitionTime"]) == ("ForwardFailure", "2025-01-01T12:11:00Z")
+
+
+def test_a_flap_shorter_than_the_window_is_absorbed(
+    make_worker: WorkerFactory, store: FakeAddonStore, clock: FakeClock
+) -> None:
+    worker = make_worker()
+    boot(worker)
+    available_since = condition(store.status, "Available")["lastTransitionTime"]
+    clock.move(minutes=1)
+    worker.submit(report(R.FORWARD_FAILURE, MC, message="503"), timeout=WAIT)
+    clock.move(minutes=2)
+    worker.submit(report(R.FORWARD_SUCCESSFUL, MC, message="sent"), timeout=WAIT)
+    clock.move(minutes=10)
+    settle(worker)
+    assert true_type(store.status) == "Available"
+    assert condition(store.status, "Available")["lastTransitionTime"] == available_since
+    assert "pendingSince" not in collector(store.status, MC)
+
+
+def test_the_worker_wakes_itself_when_a_window_ends(store: FakeAddonStore) -> None:
+    """No tick, a real clock, a short window: the worker's wait on its queue ends on time."""
+    config = Config.create(settings=Settings.model_validate({"degradeAfter": "200ms"}))
+    worker = Worker(store, config, metrics=ControllerMetrics(CollectorRegistry()))
+    worker.start()
+    try:
+        boot(worker)
+        worker.submit(report(R.FORWARD_FAILURE, MC, message="503"), timeout=WAIT)
+        wait_for(lambda: true_type(store.status) == "Degraded", "the window to fire")
+    finally:
+        worker.stop(WAIT)
+
+
+def test_a_restart_inside_the_window_fires_it_on_time(
+    make_worker: WorkerFactory, store: FakeAddonStore, clock: FakeClock
+) -> None:
+    first = make_worker()
+    boot(first)
+    clock.move(minutes=1)
+    first.submit(report(R.FORWARD_FAILURE, MC, message="503"), timeout=WAIT)
+    settle(first)
+    first.stop(WAIT)
+    assert collector(store.status, MC)["pendingSince"].startswith("2025-01-01T12:01:00")
+
+    clock.move(minutes=5)
+    second = make_worker()
+    settle(second)
+    assert true_type(store.status) == "Available"
+    clock.move(minutes=5)
+    settle(second)
+    assert true_type(store.status) == "Degraded"
+    mc = condition(store.status, "MetricsCollectorStatus")
+    assert (mc["lastTransitionTime"], mc["message"]) == ("2025-01-01T12:11:00Z", "503")
+
+
+def test_a_collector_nobody_hears_of_goes_stale(
+    make_worker: WorkerFactory, store: FakeAddonStore, clock: FakeClock
+) -> None:
+    worker = make_worker()
+    boot(worker)
+    clock.move(minutes=15)
+    settle(worker)
+    assert condition(store.status, "MetricsCollectorStatus")["status"] == "Unknown"
+    assert condition(store.status, "Degraded")["reason"] == "ReportsStale"
+
+
+def test_the_conditions_follow_the_crs_generation(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    worker = make_worker()
+    boot(worker)
+    writes = len(store.puts)
+    worker.observe(WatchEvent("MODIFIED", store.change_spec({"interval": 60})))
+    settle(worker)
+    assert len(store.puts) == writes + 1
+    assert {c["observedGeneration"] for c in store.status["conditions"]} == {2}
+
+
+def test_a_report_of_an_outdated_generation_is_refused(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    worker = make_worker()
+    boot(worker)
+    worker.submit(report(R.UPDATE_SUCCESSFUL, None, generation=3), timeout=WAIT)
+    settle(worker)
+    writes = len(store.puts)
+    verdict = worker.submit(report(R.UPDATE_FAILURE, None, generation=2), timeout=WAIT)
+    settle(worker)
+    assert (verdict.kind, verdict.rule) == (VerdictKind.REFUSED, "OutdatedGeneration")
+    assert len(store.puts) == writes
+
+
+def test_another_writers_change_to_our_status_is_repaired_theirs_kept(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    worker = make_worker()
+    boot(worker)
+    foreign = {
+        "type": "ExternalCheck",
+        "status": "True",
+        "reason": "Fine",
+        "message": "",
+        "lastTransitionTime": "2025-01-01T00:00:00Z",
+    }
+
+    def clobber(status: dict[str, Any]) -> None:
+        status["conditions"] = [foreign, *status["conditions"][1:]]  # Available dropped
+
+    worker.observe(WatchEvent("MODIFIED", store.change_status(clobber)))
+    settle(worker)
+    assert true_type(store.status) == "Available"
+    assert store.status["conditions"][0] == foreign
+
+
+def test_the_echo_of_our_own_write_costs_no_call(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    worker = make_worker()
+    boot(worker)
+    reads, writes = store.gets, len(store.puts)
+    worker.observe(WatchEvent("MODIFIED", store.get()))
+    settle(worker)
+    assert (store.gets, len(store.puts)) == (reads + 1, writes)  # the test's own get only
+
+
+def test_an_event_older_than_our_write_costs_a_read_not_a_write(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    worker = make_worker()
+    settle(worker)
+    old = store.get()
+    boot(worker)
+    writes = len(store.puts)
+    old["metadata"]["resourceVersion"] = "1"  # as delivered late by a watch
+    worker.observe(WatchEvent("MODIFIED", old))
+    settle(worker)
+    assert len(store.puts) == writes
+
+
+def test_a_conflict_is_retried_on_a_fresh_read_and_loses_nothing(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    worker = make_worker()
+    boot(worker)
+    raced = threading.Event()
+
+    def racing_writer(s: FakeAddonStore) -> None:
+        if not raced.is_set():
+            raced.set()
+            s.change_status(lambda st: st["conditions"].append({"type": "Foreign", "x": 1}))
+
+    store.before_replace = racing_writer
+    worker.submit(report(R.UPDATE_FAILURE, None, message="broken"), timeout=WAIT)
+    settle(worker)
+    assert store.conflicts == 1
+    assert true_type(store.status) == "Degraded"
+    assert {"type": "Foreign", "x": 1} in store.status["conditions"]
+
+
+def test_accepted_means_persisted_a_failed_write_is_retried_before_the_answer(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    worker = make_worker()
+    boot(worker)
+    store.faults["replace_status"] = [StoreError("503 unavailable", status=503)]
+    verdict = worker.submit(report(R.UPDATE_FAILURE, None), timeout=WAIT)
+    assert verdict.kind is VerdictKind.ACCEPTED
+    assert true_type(store.status) == "Degraded"  # already on the CR when the answer came
+
+
+def test_a_verdict_waits_for_the_write_that_carries_it(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    worker = make_worker()
+    boot(worker)
+    entered, release = hold_writes(store)
+    caller, answers = submit_in_background(worker, report(R.UPDATE_FAILURE, None))
+    try:
+        assert entered.wait(WAIT)
+        time.sleep(0.05)  # room for a wrong early answer to show
+        assert answers == []
+    finally:
+        release.set()
+        caller.join(WAIT)
+    assert answers == [VerdictKind.ACCEPTED]
+    assert true_type(store.status) == "Degraded"
+
+
+def test_a_report_that_cannot_be_persisted_times_out_and_its_repeat_is_judged_again(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    worker = make_worker()
+    boot(worker)
+    store.faults["replace_status"] = [StoreError("503", status=503) for _ in range(1000)]
+    with pytest.raises(SubmitTimeoutError, match="not on the addon CR"):
+        worker.submit(report(R.UPDATE_FAILURE, None, message="broken"), timeout=0.3)
+    assert true_type(store.status) == "Available"  # nothing was called accepted
+    store.faults["replace_status"] = []
+    repeat = worker.submit(report(R.UPDATE_FAILURE, None, message="broken"), timeout=WAIT)
+    assert repeat.kind in (VerdictKind.ACCEPTED, VerdictKind.HEARTBEAT)
+    assert true_type(store.status) == "Degraded"
+
+
+def test_leadership_lost_before_the_write_answers_not_leader(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    worker = make_worker()
+    boot(worker)
+    store.faults["replace_status"] = [StoreError("503", status=503) for _ in range(1000)]
+    errors: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            worker.submit(report(R.UPDATE_FAILURE, None), timeout=WAIT)
+        except NotLeaderError as error:
+            errors.append(error)
+
+    caller = threading.Thread(target=send)
+    caller.start()
+    wait_for(lambda: worker.state.collectors[0].reason is R.UPDATE_FAILURE, "the judgement")
+    worker.set_leader(False)
+    caller.join(WAIT)
+    assert len(errors) == 1 and "send the report again" in str(errors[0])
+    assert true_type(store.status) == "Available"
+
+
+def test_a_lapsed_lease_stops_writes_and_reports_until_it_is_renewed(
+    make_worker: WorkerFactory, store: FakeAddonStore, clock: FakeClock
+) -> None:
+    held = threading.Event()
+    held.set()
+    worker = make_worker(lease_held=held.is_set)
+    boot(worker)
+    clock.move(minutes=1)
+    worker.submit(report(R.FORWARD_FAILURE, MC, message="503"), timeout=WAIT)
+    held.clear()  # the renew deadline passed; the election has not said so yet
+    assert not worker.leading
+    with pytest.raises(NotLeaderError):
+        worker.submit(report(R.UPDATE_SUCCESSFUL, None), timeout=WAIT)
+    writes = len(store.puts)
+    clock.move(minutes=10)
+    settle(worker)  # the window ends, but the write waits for the Lease
+    assert len(store.puts) == writes and true_type(store.status) == "Available"
+    held.set()
+    wait_for(lambda: true_type(store.status) == "Degraded", "the write after the renewal")
+
+
+def test_a_bug_in_one_item_does_not_kill_the_worker(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    worker = make_worker()
+    boot(worker)
+    store.faults["get"] = [RuntimeError("a bug")]
+    worker.submit(report(R.UPDATE_FAILURE, None), timeout=WAIT)
+    wait_for(lambda: true_type(store.status) == "Degraded", "the write after the bug")
+    assert worker.alive
+
+
+def test_a_follower_neither_judges_nor_writes(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    worker = make_worker(leader=False)
+    settle(worker)
+    with pytest.raises(NotLeaderError):
+        worker.submit(report(R.UPDATE_SUCCESSFUL, None), timeout=WAIT)
+    assert store.puts == []
+    assert not worker.ready
+
+
+def test_a_new_leader_resumes_from_the_cr(
+    make_worker: WorkerFactory, store: FakeAddonStore, config: Config, clock: FakeClock
+) -> None:
+    old = make_worker()
+    boot(old)
+    follower = make_worker(leader=False)
+    old.submit(report(R.UPDATE_FAILURE, None, message="broken"), timeout=WAIT)
+    settle(old)
+    old.set_leader(False)
+    follower.set_leader(True)
+    settle(follower)
+    assert follower.ready
+    verdict = follower.submit(report(R.FORWARD_SUCCESSFUL, MC), timeout=WAIT)
+    assert verdict.kind is VerdictKind.REFUSED  # the old leader's UpdateFailure holds
+    with pytest.raises(NotLeaderError):
+        old.submit(report(R.UPDATE_SUCCESSFUL, None), timeout=WAIT)
+
+
+def test_a_report_not_judged_in_time_is_withdrawn(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    worker = make_worker()
+    boot(worker)
+    entered, release = hold_writes(store)
+    first, answers = submit_in_background(worker, report(R.UPDATE_FAILURE, None))
+    assert entered.wait(WAIT)  # the worker now hangs in PUT
+    try:
+        with pytest.raises(SubmitTimeoutError, match="not judged"):
+            worker.submit(report(R.UPDATE_SUCCESSFUL, None), timeout=0.05)
+    finally:
+        release.set()
+    first.join(WAIT)
+    settle(worker)
+    assert answers == [VerdictKind.ACCEPTED]
+    assert true_type(store.status) == "Degraded"  # the withdrawn UpdateSuccessful never ran
+
+
+def test_a_full_queue_turns_reports_away(make_worker: WorkerFactory, store: FakeAddonStore) -> None:
+    worker = make_worker(capacity=1)
+    boot(worker)
+    entered, release = hold_writes(store)
+    first, _ = submit_in_background(worker, report(R.UPDATE_FAILURE, None))
+    assert entered.wait(WAIT)
+    filler = worker.tick()  # occupies the one place in the queue
+    try:
+        with pytest.raises(QueueFullError):
+            worker.submit(report(R.UPDATE_SUCCESSFUL, None), timeout=0.05)
+    finally:
+        release.set()
+    filler.result(WAIT)
+    first.join(WAIT)
+
+
+def test_a_stopped_worker_takes_no_reports(make_worker: WorkerFactory) -> None:
+    worker = make_worker()
+    worker.stop(WAIT)
+    with pytest.raises(WorkerStoppedError):
+        worker.submit(report(R.UPDATE_SUCCESSFUL, None), timeout=WAIT)
+    with pytest.raises(WorkerStoppedError):
+        worker.tick().result(WAIT)
+    assert not worker.alive
+
+
+def test_hooks_see_every_written_status_and_a_failing_hook_is_contained(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    worker = make_worker()
+    seen: list[dict[str, Any]] = []
+
+    def broken(status: dict[str, Any]) -> None:
+        raise RuntimeError("hook bug")
+
+    settle(worker)  # the initial write
+    worker.on_status_written += [broken, seen.append]
+    boot(worker)
+    assert len(seen) == 3 and len(store.puts) == 4
+    assert seen[-1] == store.status
+
+
+def test_events_name_each_move_and_the_addons_change(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    recorded: list[EventRecord] = []
+    worker = make_worker(record_events=recorded.extend)
+    boot(worker)
+    reasons = [r.reason for r in recorded]
+    assert reasons.count("CollectorStateChanged") == 4  # two by the operator, one each
+    assert reasons[-1] == "AddonStatusChanged"
+    assert recorded[-1].message.startswith("Progressing (UpdateSuccessful) -> Available")
+    assert all(r.uid == "uid-1" for r in recorded)
+    before = len(recorded)
+    worker.submit(report(R.FORWARD_SUCCESSFUL, MC, message="sent"), timeout=WAIT)
+    settle(worker)
+    assert len(recorded) == before  # a heartbeat is no news
+
+
+def test_the_deleted_cr_is_written_again_once_it_is_back(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    worker = make_worker()
+    boot(worker)
+    kept = store.get()
+    store.delete()
+    worker.observe(WatchEvent("DELETED", {}))
+    with pytest.raises(SubmitTimeoutError):  # not on a CR, so not accepted
+        worker.submit(report(R.UPDATE_FAILURE, None), timeout=0.2)
+    settle(worker)
+    assert not worker.ready
+    store.obj = kept
+    worker.observe(WatchEvent("ADDED", store.get()))
+    settle(worker)
+    assert true_type(store.status) == "Degraded" and worker.ready
+
+
+def test_a_cr_created_anew_starts_its_machines_over(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    worker = make_worker()
+    boot(worker)
+    fresh = addon_object()
+    fresh["metadata"]["uid"] = "uid-2"
+    store.obj = fresh
+    worker.observe(WatchEvent("ADDED", store.get()))
+    settle(worker)
+    assert true_type(store.status) == "Progressing"
+    assert collector(store.status, MC)["state"] == "Progressing"
+
+
+def test_start_fails_clearly_without_the_cr_or_with_an_unreadable_status(config: Config) -> None:
+    metrics = ControllerMetrics(CollectorRegistry())
+    with pytest.raises(AddonNotFoundError):
+        Worker(FakeAddonStore(obj=None), config, metrics=metrics).start()
+    broken = FakeAddonStore(obj=addon_object(status={"collectors": [{"name": MC}]}))
+    with pytest.raises(StoredStateError, match=r"status\.collectors\[0\]"):
+        Worker(broken, config, metrics=ControllerMetrics(CollectorRegistry())).start()
+
+
+def test_metrics_show_states_moves_refusals_and_writes(make_worker: WorkerFactory) -> None:
+    registry = CollectorRegistry()
+    worker = make_worker(metrics=ControllerMetrics(registry))
+    boot(worker)
+    worker.submit(report(R.NOT_SUPPORTED, None), timeout=WAIT)
+    settle(worker)
+
+    def value(name: str, **labels: str) -> float | None:
+        return registry.get_sample_value(name, labels)
+
+    assert value("addon_status_collector_state", collector=MC, state="Available") == 1
+    assert value("addon_status_collector_state", collector=MC, state="Progressing") == 0
+    moved = {"collector": MC, "from": "Progressing", "to": "Available", "cause": "report"}
+    assert value("addon_status_collector_transitions_total", **moved) == 1
+    refused = {"collector": "all", "reason": "NotSupported", "rule": "NoTransition"}
+    assert value("addon_status_reports_refused_total", **refused) == 1
+    assert value("addon_status_status_writes_total") == 4
+    assert value("addon_status_reconcile_duration_seconds_count", trigger="report") == 4
+    assert value("addon_status_queue_depth") == 0
