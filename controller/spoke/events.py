@@ -17,7 +17,8 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Literal
 
-from controller.kube.addons import AddonStore, EventRecord, StoreError
+from controller.kube.addons import AddonStore, EventRecord
+from controller.kube.api import KubeError
 from statemachines.conditions import Condition
 from statemachines.core import Change, Outcome
 from statemachines.state import AddonState
@@ -120,7 +121,7 @@ class EventRecorder:
             assert isinstance(item, EventRecord)
             try:
                 self._store.record_event(item)
-            except StoreError as error:
+            except KubeError as error:
                 self._on_result("failed")
                 log.warning(
                     "cannot record Event", extra={"reason": item.reason, "error": str(error)}

@@ -12,14 +12,8 @@ import logging
 import threading
 from collections.abc import Callable
 
-from controller.kube.addons import (
-    AddonStore,
-    GoneError,
-    StoreError,
-    WatchEvent,
-    WatchStream,
-    resource_version,
-)
+from controller.kube.addons import AddonStore
+from controller.kube.api import GoneError, KubeError, WatchEvent, WatchStream, resource_version
 from controller.ops.backoff import Backoff
 
 __all__ = ["AddonWatch"]
@@ -89,7 +83,7 @@ class AddonWatch:
                 log.info("watch history expired (410 Gone); listing the CR again")
                 version = None
                 self._on_restart("gone")
-            except StoreError as error:
+            except KubeError as error:
                 if self._stopping.is_set():
                     return
                 log.warning("watch interrupted, resuming", extra={"error": str(error)})
