@@ -81,6 +81,7 @@ class FakeKube:
     calls: builtins.list[Call] = field(default_factory=list)
     written: builtins.list[dict[str, Any]] = field(default_factory=list)  # statuses stored by PUTs
     conflicts: int = 0
+    faults: dict[str, builtins.list[Exception]] = field(default_factory=dict)  # per operation
 
     def __post_init__(self) -> None:
         self.gate.set()
@@ -90,7 +91,6 @@ class FakeKube:
         self._history: builtins.list[tuple[int, Key, WatchEvent]] = []
         self._horizon = 0  # versions at or below this one are compacted away
         self._streams: builtins.list[_Stream] = []
-        self._faults: builtins.list[tuple[str, KubeError | Exception]] = []
 
     # ---- Kube --------------------------------------------------------------------------------
 
@@ -196,7 +196,7 @@ class FakeKube:
             status = error or None
             error = error_for(f"injected {error}", status=status, retry_after=retry_after)
         with self._changed:
-            self._faults += [(op, error)] * times
+            self.faults.setdefault(op, []).extend([error] * times)
 
     def put(self, resource: Resource, obj: Mapping[str, Any]) -> dict[str, Any]:
         """Store `obj` as given (status included): an object someone else created."""
@@ -279,8 +279,8 @@ class FakeKube:
         if self.delay:
             time.sleep(self.delay)
         with self._changed:
-            fault = next((i for i, (o, _) in enumerate(self._faults) if o == op), None)
-            error = self._faults.pop(fault)[1] if fault is not None else None
+            pending = self.faults.get(op)
+            error = pending.pop(0) if pending else None
         if error is not None:
             raise error
         hook = self.before.get(op)

@@ -10,9 +10,10 @@ not know). Every call carries `request_timeout`: a hung API server must never ha
 from __future__ import annotations
 
 import builtins
+import contextlib
 import json
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Final
@@ -186,16 +187,19 @@ class OfficialKube:
 
 
 class _Watch:
-    """One watch request, read line by line; `close()` ends the iteration at the next line
-    (the server's `timeoutSeconds` bounds the wait for it)."""
+    """One watch request, read line by line; `close()` from another thread shuts the
+    connection down, so a quiet watch ends at once."""
 
-    def __init__(self, open_response: Any, what: str) -> None:
+    def __init__(self, open_response: Callable[[], Any], what: str) -> None:
         self._open = open_response
         self._what = what
         self._closed = threading.Event()
+        self._response: Any = None
 
     def __iter__(self) -> Iterator[WatchEvent]:
-        response = self._open()
+        response = self._response = self._open()
+        if self._closed.is_set():
+            self._shut()
         try:
             for line in _lines(response, self._what):
                 if self._closed.is_set():
@@ -203,11 +207,22 @@ class _Watch:
                 event = _event_from(line, self._what)
                 if event is not None:
                     yield event
+        except KubeError:
+            if not self._closed.is_set():
+                raise
         finally:
+            response.close()
             response.release_conn()
 
     def close(self) -> None:
         self._closed.set()
+        self._shut()
+
+    def _shut(self) -> None:
+        response = self._response
+        if response is not None:
+            with contextlib.suppress(OSError):
+                response.shutdown()
 
 
 def _lines(response: Any, what: str) -> Iterator[bytes]:

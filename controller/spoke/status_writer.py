@@ -175,9 +175,9 @@ class SpokeStatus:
         """A watch event: False for the echo of our own write, True for someone else's.
 
         A watch delivers events in the server's order, so someone else's write that comes
-        before the echo of our last write is older than that write and changes nothing we
-        know; one that comes after it is the newest CR, and the next write starts from it.
-        A `SYNC` (a fresh list) is newer than every write whose echo it skipped.
+        before the echo of our last write may be older than that write, so the next write
+        reads the CR first; one that comes after it is the newest CR, and the next write
+        starts from it (a spec change then costs no read and no 409).
         """
         version = resource_version(event.object)
         if version in self._unechoed:
@@ -185,17 +185,14 @@ class SpokeStatus:
                 pass
         if version in self._echoes:
             return False
-        if event.type == "SYNC":
-            self._unechoed.clear()
-        if not self._unechoed:
-            self._known = copy.deepcopy(event.object)
+        # Older than our last write, or newer with our echo lost: only a read tells.
+        self._known = copy.deepcopy(event.object) if not self._unechoed else None
         return True
 
     def lags(self, obj: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
-        """Whether the CR lacks part of `desired`, by the newest CR seen (`obj` when the last
-        write failed and nothing newer is known)."""
-        return needs_write(self._known if self._known is not None else obj, desired,
-                           owned=self._owned)
+        """Whether the CR as an event shows it lacks part of `desired`. It may be older than
+        our last write; then the write finds nothing to do and costs no PUT."""
+        return needs_write(obj, desired, owned=self._owned)
 
     def write(self, desired: Mapping[str, Any]) -> None:
         """Make the CR hold `desired`. A failure is logged and leaves `dirty` set for a retry

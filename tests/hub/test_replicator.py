@@ -15,11 +15,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from controller.kube.hub_objects import ErrorKind
 from prometheus_client import CollectorRegistry
 
 from controller.hub.metrics import ReplicationMetrics
 from controller.hub.replicator import HubReplicator
-from controller.kube.hub_objects import ErrorKind
 from controller.ops.leader import SystemClock
 from tests.hub.fakes import NAME, NAMESPACE, FakeHub, FakeSource, eventually
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from controller.kube.hub_objects import ErrorKind, error_kind, parse_retry_after
 
 from controller.hub.replicator import (
     RETRY_AFTER_CEILING,
@@ -21,7 +22,6 @@ from controller.hub.replicator import (
     in_sync,
     projection,
 )
-from controller.kube.hub_objects import ErrorKind, error_kind, parse_retry_after
 from controller.ops.leader import (
     LeaseRecord,
     lease_expired,

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.kube.addons import StoreError, WatchEvent
+from controller.kube.api import KubeError, WatchEvent
 from controller.ops.backoff import Backoff
 from controller.spoke.watch import AddonWatch
 from tests.spoke.fakes import FakeAddonStore, addon_object
@@ -104,7 +104,7 @@ def test_a_quiet_cr_older_than_the_compacted_history_is_followed(
 
 
 def test_errors_are_retried_with_backoff(store: FakeAddonStore) -> None:
-    store.faults["watch"] = [StoreError("500"), StoreError("500")]
+    store.faults["watch"] = [KubeError("500"), KubeError("500")]
     f = Follower(store)
     f.watch.start()
     try:

@@ -16,15 +16,9 @@ import pytest
 from kubernetes import client
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.kube.addons import (
-    GROUP,
-    PLURAL,
-    VERSION,
-    AddonNotFoundError,
-    AddonRef,
-    KubeAddonStore,
-)
-from controller.spoke.controller import SpokeController
+from controller.kube.addons import GROUP, PLURAL, VERSION, AddonRef, AddonStore
+from controller.kube.api import NotFoundError
+from controller.kube.official import OfficialKube
 from controller.spoke.status_writer import owned_types
 from controller.spoke.worker import Worker
 from kubesim import APIServer, RequestInfo
@@ -32,7 +26,17 @@ from statemachines import VerdictKind
 from statemachines.vocabulary import SEED, Reason
 from tests.spoke.fakes import NAME, NAMESPACE, FakeClock
 from tests.spoke.integration.conftest import OPTIONS, Addon, SpokeFactory, status_puts
-from tests.spoke.support import MC, UWL, WAIT, collector, condition, report, settle, true_type
+from tests.spoke.support import (
+    MC,
+    UWL,
+    WAIT,
+    collector,
+    condition,
+    report,
+    settle,
+    spoke_controller,
+    true_type,
+)
 
 pytestmark = pytest.mark.integration
 R = Reason
@@ -144,12 +148,12 @@ def test_a_restart_inside_a_dampening_window_fires_it_on_time(
     )
 
 
-class RacedStore(KubeAddonStore):
+class RacedStore(AddonStore):
     """The real store, except that once, between the writer's read and its PUT, someone
     else writes the CR."""
 
     def __init__(self, api: client.ApiClient, race: Callable[[], None]) -> None:
-        super().__init__(api, AddonRef(NAMESPACE, NAME), request_timeout=5.0)
+        super().__init__(OfficialKube(api, request_timeout=5.0), AddonRef(NAMESPACE, NAME))
         self._race: Callable[[], None] | None = race
 
     def replace_status(self, obj: dict[str, Any]) -> dict[str, Any]:
@@ -310,7 +314,7 @@ def test_start_without_the_cr_fails_and_leaves_nothing(
     api: client.ApiClient, addon: Addon, clock: FakeClock
 ) -> None:
     addon.objects.delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, NAME)
-    controller = SpokeController(OPTIONS, api_client=api, clock=clock)
-    with pytest.raises(AddonNotFoundError):
+    controller = spoke_controller(OPTIONS, api_client=api, clock=clock)
+    with pytest.raises(NotFoundError):
         controller.start()
     assert not controller.worker.alive and not controller.watch.alive
