@@ -218,7 +218,7 @@ class LeaderElector:
         """The election loop; returns after `stop()`."""
         try:
             while not self._stop.is_set():
-                self._round()
+                self.run_round()
                 self._stop.wait(self._retry_period)
         finally:
             self._set_leading(False)
@@ -242,7 +242,9 @@ class LeaderElector:
 
     # --- one round
 
-    def _round(self) -> None:
+    def run_round(self) -> None:
+        """One round: acquire or renew, then lead or step down (the loop's body; tests call
+        it with a clock they move)."""
         started = self._clock.monotonic()
         try:
             held = self._acquire_or_renew()

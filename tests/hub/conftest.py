@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from controller.kube.hub_objects import GROUP, KIND, PLURAL, VERSION
+from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 

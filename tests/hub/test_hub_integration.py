@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from controller.kube.hub_objects import GROUP, PLURAL, VERSION
+from controller.kube.addons import GROUP, PLURAL, VERSION
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
@@ -30,8 +30,8 @@ from tests.hub.conftest import (
     TOKENS,
     api_client,
 )
-from tests.hub.fakes import eventually
 from tests.hub.mount import SecretMount
+from tests.support import eventually
 
 pytestmark = pytest.mark.integration
 Factory = Callable[..., HubReplicator]

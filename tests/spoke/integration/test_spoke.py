@@ -6,7 +6,6 @@ generation moves, Events on the CR, metrics and probes on their own ports."""
 
 from __future__ import annotations
 
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -37,6 +36,7 @@ from tests.spoke.support import (
     spoke_controller,
     true_type,
 )
+from tests.support import eventually
 
 pytestmark = pytest.mark.integration
 R = Reason
@@ -50,13 +50,6 @@ def boot(worker: Worker) -> None:
     ):
         assert worker.submit(r, timeout=WAIT).kind is VerdictKind.ACCEPTED
     settle(worker)
-
-
-def eventually(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def generations(addon: Addon) -> set[int]:

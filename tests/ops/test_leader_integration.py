@@ -17,10 +17,11 @@ import pytest
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
+from controller.kube.official import OfficialKube
 from controller.ops.leader import LeaderElector, LeaderMetrics, SystemClock
 from kubesim import APIServer, RequestInfo, UserInfo
 from tests.hub.conftest import ADMIN, TOKENS, api_client
-from tests.hub.fakes import eventually
+from tests.support import eventually
 
 pytestmark = pytest.mark.integration
 LEASE = "addon-status"
@@ -47,7 +48,7 @@ def elector(lease_server: APIServer) -> Iterator[Callable[..., LeaderElector]]:
             "clock": SystemClock(), "on_started_leading": lambda: None,
             "on_stopped_leading": lambda: None, **FAST, **options,
         }
-        made = LeaderElector(api, **settings)
+        made = LeaderElector(OfficialKube(api, request_timeout=0.3), **settings)
         if start:
             made.start()
         started.append((made, api))
@@ -175,17 +176,19 @@ def test_callbacks_and_metrics_follow_leadership(
     leader = elector("a", metrics=LeaderMetrics(registry),
                      on_started_leading=lambda: events.append("started"),
                      on_stopped_leading=lambda: events.append("stopped"))
+    assert registry.get_sample_value("addon_status_lease_renew_age_seconds") == float("inf")
     eventually(lambda: leader.is_leader, what="a to lead")
-    assert registry.get_sample_value("addon_status_leader") == 1
+    assert registry.get_sample_value("addon_status_leader_transitions_total") == 1
     leader.stop()
     assert events == ["started", "stopped"]
-    assert registry.get_sample_value("addon_status_leader") == 0
     assert registry.get_sample_value("addon_status_leader_transitions_total") == 2
+    age = registry.get_sample_value("addon_status_lease_renew_age_seconds")
+    assert age is not None and 0 <= age < float("inf")
 
 
 def test_inconsistent_durations_are_refused(lease_server: APIServer) -> None:
     with api_client(lease_server) as api, pytest.raises(ValueError, match="lease_duration"):
-        LeaderElector(api, namespace=NAMESPACE, name=LEASE, identity="a", clock=SystemClock(),
+        LeaderElector(OfficialKube(api), namespace=NAMESPACE, name=LEASE, identity="a", clock=SystemClock(),
                       lease_duration=1.0, renew_deadline=2.0, retry_period=0.2,
                       on_started_leading=lambda: None, on_stopped_leading=lambda: None)
 
