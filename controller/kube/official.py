@@ -142,7 +142,10 @@ class OfficialKube:
             response.read()
             data = self._api.response_deserialize(response, _OBJECT).data
         except (ApiException, HTTPError, OSError) as error:
-            raise _translated(error, what, quote_server=quote_server) from error
+            translated = _translated(error, what, quote_server=quote_server)
+            if not quote_server:  # the client's exception holds the body: not even as a cause
+                raise translated from None
+            raise translated from error
         if not isinstance(data, dict):
             raise KubeError(f"{what}: the API server answered {type(data).__name__}, not an object")
         return data
