@@ -26,7 +26,6 @@ from typing import Any, Literal
 from controller.kube.api import (
     ConflictError,
     GoneError,
-    KubeError,
     NotFoundError,
     Resource,
     UnavailableError,

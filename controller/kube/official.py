@@ -214,6 +214,7 @@ class _Watch:
             if not self._closed.is_set():
                 raise
         finally:
+            self._response = None
             response.close()
             response.release_conn()
 
@@ -224,7 +225,8 @@ class _Watch:
     def _shut(self) -> None:
         response = self._response
         if response is not None:
-            with contextlib.suppress(OSError):
+            # ValueError: the response was released in between (the stream already ended).
+            with contextlib.suppress(OSError, ValueError):
                 response.shutdown()
 
 

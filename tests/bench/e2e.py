@@ -51,8 +51,8 @@ from prometheus_client import CollectorRegistry  # noqa: E402
 from controller.app import Replica  # noqa: E402
 from controller.kube.addons import GROUP, PLURAL, VERSION, AddonRef, AddonStore  # noqa: E402
 from controller.kube.api import WatchEvent  # noqa: E402
-from controller.kube.official import OfficialKube  # noqa: E402
 from controller.kube.kubeconfig import kubeconfig_yaml  # noqa: E402
+from controller.kube.official import OfficialKube  # noqa: E402
 from controller.options import Address, RunOptions  # noqa: E402
 from controller.reports.client import ReportClient  # noqa: E402
 from controller.spoke.watch import AddonWatch  # noqa: E402

@@ -43,11 +43,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from controller.kube.addons import GROUP, KIND, PLURAL, VERSION  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
 
 from controller.hub.metrics import ReplicationMetrics  # noqa: E402
 from controller.hub.replicator import CopyMode, HubReplicator  # noqa: E402
+from controller.kube.addons import GROUP, KIND, PLURAL, VERSION  # noqa: E402
 from controller.kube.kubeconfig import KubeconfigSource, kubeconfig_yaml  # noqa: E402
 from controller.ops.leader import SystemClock  # noqa: E402
 from kubesim import DEFAULT_NAMESPACES, APIServer  # noqa: E402

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
 from controller.hub.metrics import ReplicationMetrics
 from controller.hub.replicator import HubReplicator
+from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
 from controller.kube.kubeconfig import KubeconfigSource, kubeconfig_yaml
 from controller.ops.leader import SystemClock
 from kubesim import APIServer, UserInfo

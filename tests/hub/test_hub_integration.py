@@ -14,11 +14,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from controller.kube.addons import GROUP, PLURAL, VERSION
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
 from controller.hub.replicator import HubReplicator
+from controller.kube.addons import GROUP, PLURAL, VERSION
 from controller.kube.kubeconfig import kubeconfig_yaml
 from kubesim import APIServer, RequestInfo, UserInfo
 from tests.hub.conftest import (
