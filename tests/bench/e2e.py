@@ -16,10 +16,11 @@ newer write covered counts as written then); spoke status writes per visible sta
 (goal: exactly 1; and 0 for heartbeats and refusals); hub writes per visible state change
 (goal: no more than the spoke's); status write conflicts (409) per visible change, over the
 reports and then over `--spec-changes` edits of the CR's spec (goal 0: nobody else writes the
-status, so every conflict would be one the controller caused itself). A shadow copy of the core, fed the same reports at the same
-times, says which reports change the status; the written statuses must be exactly the
-shadow's, in order. The fake clock moves 10 ms per report, so dampening windows open (and are
-written once) but never run out during a run: every write belongs to one report.
+status, so every conflict would be one the controller caused itself). A shadow copy of the
+core, fed the same reports at the same times, says which reports change the status; the
+written statuses must be exactly the shadow's, in order. The fake clock moves 10 ms per
+report, so dampening windows open (and are written once) but never run out during a run:
+every write belongs to one report.
 
     .venv/bin/python tests/bench/e2e.py [--reports 1000] [--runs 3] [--spec-changes 20]
 """
@@ -325,7 +326,8 @@ def one_run(reports: list[Report], spec_changes: int) -> Run:
         hub_current = _key((hub.get("status") or {}).get("conditions")) == final
         hub_times = stack.hub_view.reached(trace.copied_keys)
         conflicts = conflicts_on(stack.spoke_server)
-        run = measure(trace, writes, hub_times, puts=(spoke_puts, hub_puts), hub_current=hub_current)
+        counts = (spoke_puts, hub_puts)
+        run = measure(trace, writes, hub_times, puts=counts, hub_current=hub_current)
         spec_conflicts = edit_spec(stack, writes, spec_changes)
     run.figures["status write conflicts per visible change (goal 0)"] = conflicts / max(
         len(trace.changed), 1

@@ -188,7 +188,8 @@ def test_callbacks_and_metrics_follow_leadership(
 
 def test_inconsistent_durations_are_refused(lease_server: APIServer) -> None:
     with api_client(lease_server) as api, pytest.raises(ValueError, match="lease_duration"):
-        LeaderElector(OfficialKube(api), namespace=NAMESPACE, name=LEASE, identity="a", clock=SystemClock(),
+        LeaderElector(OfficialKube(api), namespace=NAMESPACE, name=LEASE, identity="a",
+                      clock=SystemClock(),
                       lease_duration=1.0, renew_deadline=2.0, retry_period=0.2,
                       on_started_leading=lambda: None, on_stopped_leading=lambda: None)
 
