@@ -30,7 +30,7 @@ from tests.hub.conftest import (
     TOKENS,
     api_client,
 )
-from tests.hub.mount import SecretMount
+from tests.kube.mount import SecretMount
 from tests.support import eventually
 
 pytestmark = pytest.mark.integration
