@@ -169,7 +169,7 @@ class Worker:
     def start(self, cr: dict[str, Any] | None = None) -> None:
         """Rebuild the machines from the CR (read now unless given) and start the thread.
 
-        Raises AddonNotFoundError or StoreError when the CR cannot be read, StoredStateError
+        Raises NotFoundError or another KubeError when the CR cannot be read, StoredStateError
         when its status cannot be read back: the caller reports those and exits.
         """
         self._reconciler.begin(cr if cr is not None else self._store.get())
