@@ -1,12 +1,14 @@
 """Leader election on a real Lease through the real client: two replicas are never both
 leaders (sampled over many renew cycles while renewals are slowed past the deadline and
 leaders are killed); a released Lease is taken over at once; a killed leader's Lease only
-after it expired; a stopping leader steps down before it releases; the metrics follow.
+after it expired; a stopping leader steps down before it releases; the metrics follow; an API
+server that stops answering makes the leader step down, say so once, and show the Lease's age.
 Short durations (lease 1 s, renew deadline 0.6 s, retry 0.2 s) keep this fast.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -214,3 +216,22 @@ def test_an_unexpected_error_in_a_round_does_not_end_the_election(
     leader = elector("a", clock=clock)
     eventually(lambda: clock.failed, what="the failing round")
     eventually(lambda: leader.is_leader, what="a to lead after the failed round")
+
+
+def test_an_outage_past_the_renew_deadline_is_logged_once_and_the_age_shows_it(
+    lease_server: APIServer, elector: Callable[..., LeaderElector],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = CollectorRegistry()
+    leader = elector("a", metrics=LeaderMetrics(registry))
+    eventually(lambda: leader.is_leader, what="a to lead")
+    age = "addon_status_lease_renew_age_seconds"
+    with caplog.at_level(logging.INFO, logger="controller.ops.leader"):
+        lease_server.faults.fail_next(10_000, 503, match=lambda info: info.resource == "leases")
+        eventually(lambda: not leader.is_leader, what="a to step down")
+        eventually(lambda: "stopped leading" in caplog.text, what="the step-down")
+        assert (registry.get_sample_value(age) or 0.0) >= FAST["renew_deadline"]
+        lease_server.faults.reset()
+        eventually(lambda: leader.is_leader, what="a to lead again once the server answers")
+    deadline = [r for r in caplog.records if "renew deadline" in r.getMessage()]
+    assert len(deadline) == 1 and deadline[0].levelno == logging.WARNING
