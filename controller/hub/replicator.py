@@ -132,7 +132,8 @@ class HubReplicator:
     `publish` is safe from any thread and never waits on the hub. One thread (`start`/`stop`)
     does all hub I/O, so hub writes are strictly in publication order. The hub CR is never
     created unless `create_missing`: a missing copy usually means the hub has not registered
-    the cluster yet, which is the hub's decision.
+    the cluster yet, which is the hub's decision. `kube` makes the seam to the hub from the
+    client source's current client (tests hand in a `FakeKube` as the client itself).
     """
 
     def __init__(
