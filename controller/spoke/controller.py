@@ -25,6 +25,7 @@ from controller.spoke.worker import Clock, Worker, utc_now
 from statemachines.config import Config
 
 __all__ = [
+    "Endpoint",
     "ReportServerFactory",
     "Service",
     "ServiceFactory",
@@ -52,9 +53,8 @@ class Service(Protocol):
     def stop(self) -> None: ...
 
 
-# Builds the report API in front of the worker (its `submit` is the report sink). The report API
-# lives in `controller.reports.server` (`ReportServer(sink, ...)`); `run_command`'s caller passes a
-# factory built from the report API's own flags (address, authentication).
+# Builds the report API in front of the worker (its `submit` is the report sink); the spoke side
+# does not know the report API (`controller.app.Replica` passes a factory built from its flags).
 ReportServerFactory = Callable[[Worker], Service]
 # Anything else that runs beside the worker and needs it: leader election (its callbacks call
 # `worker.set_leader`), hub replication (it subscribes to `worker.on_status_written`).
