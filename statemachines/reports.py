@@ -8,12 +8,14 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from statemachines.conditions import cut_message, format_time
+from statemachines.conditions import cut_message, format_precise
 from statemachines.config import Config
 from statemachines.errors import ReportError
-from statemachines.vocabulary import Actor, Reason, State
+from statemachines.vocabulary import Actor, Reason, Rule, State
 
-__all__ = ["Report", "Verdict", "VerdictKind", "parse_report"]
+__all__ = ["GENERATION_LIMIT", "Report", "Verdict", "VerdictKind", "parse_report"]
+
+GENERATION_LIMIT = 2**63  # observedGeneration is an int64 on the CR: 0 <= n < 2^63
 
 _FIELDS = ("collector", "reason", "message", "observedGeneration")
 
@@ -46,8 +48,8 @@ class Verdict:
     state: State  # the collector's state after the report
     reason: Reason | None  # the collector's reason after the report
     detail: str
-    rule: str | None = None  # the rule that refused it
-    deadline: datetime | None = None  # when a pending window ends
+    rule: Rule | None = None  # the rule that refused it
+    deadline: datetime | None = None  # when a pending window ends, exactly
 
     def to_api(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -58,9 +60,10 @@ class Verdict:
             "detail": self.detail,
         }
         if self.rule:
-            out["rule"] = self.rule
+            out["rule"] = self.rule.value
         if self.deadline:
-            out["deadline"] = format_time(self.deadline)
+            # The instant the CR stores (pendingSince + window), microseconds kept.
+            out["deadline"] = format_precise(self.deadline)
         return out
 
 
@@ -94,7 +97,9 @@ def parse_report(raw: object, config: Config) -> Report:
         raise ReportError("message", "must be a string")
     generation = raw.get("observedGeneration")
     if generation is not None and (
-        not isinstance(generation, int) or isinstance(generation, bool) or generation < 0
+        not isinstance(generation, int)
+        or isinstance(generation, bool)
+        or not 0 <= generation < GENERATION_LIMIT
     ):
-        raise ReportError("observedGeneration", "must be a non-negative integer")
+        raise ReportError("observedGeneration", "must be an integer 0 <= n < 2^63")
     return Report(reason, collector, None if message is None else cut_message(message), generation)

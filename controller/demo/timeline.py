@@ -7,7 +7,8 @@ from datetime import timedelta
 from typing import Any
 
 from statemachines.reports import Verdict, VerdictKind
-from statemachines.scenario import EPOCH, Run, TimelineRow
+from statemachines.scenario import EPOCH
+from statemachines.simulation import Run, TimelineRow
 from statemachines.settings import format_duration
 from statemachines.vocabulary import ConditionType
 
