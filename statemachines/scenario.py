@@ -181,8 +181,9 @@ def load(text: str, *, source: str = "<scenario>") -> Scenario:
 
 
 def _invalid(error: ValidationError) -> ScenarioError:
-    """The first problem pydantic found, as `path: problem`."""
-    detail = error.errors()[0]
+    """The first problem pydantic found, as `path: problem`; an unknown key first, since a
+    misspelt key also leaves the right one missing."""
+    detail = min(error.errors(), key=lambda e: e["type"] != "extra_forbidden")
     where = ""
     for part in detail["loc"]:
         where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))

@@ -138,7 +138,7 @@ def test_json_format_is_machine_readable(run_cli: Simulate) -> None:
         ),
         pytest.param(
             "steps:\n - at: 0s\n   note: nothing",
-            "steps[0]: a step needs a `report`, an `expect` or both",
+            "steps[0]: a step needs a `report`, a `generation`, an `expect` or more",
             id="empty-step",
         ),
     ],

@@ -16,7 +16,7 @@ from statemachines.config import Config
 from statemachines.errors import ReportError
 from statemachines.machines import COLLECTOR_ROWS, OPERATOR_ROWS
 from statemachines.reports import VerdictKind, parse_report
-from statemachines.state import to_status
+from statemachines.stored import to_status
 from statemachines.vocabulary import SEED, Actor, ConditionType, Reason, State
 from tests.core.conftest import MC, MIN, T0, UWL, Run, Target, expect, reach
 
@@ -210,6 +210,10 @@ def test_report_without_collector_is_one_step_for_every_collector(
                      "observedGeneration", id="generation-boolean"),
         pytest.param({"collector": MC, "reason": "UpdateFailure", "observedGeneration": "3"},
                      "observedGeneration", id="generation-string"),
+        pytest.param({"collector": MC, "reason": "UpdateFailure", "observedGeneration": 2**63},
+                     "observedGeneration", id="generation-beyond-int64"),
+        pytest.param({"collector": MC, "reason": "UpdateFailure", "observedGeneration": 10**21},
+                     "observedGeneration", id="generation-far-beyond-int64"),
         pytest.param({"collector": MC, "reason": "UpdateFailure", "severity": "high"},
                      "severity", id="unknown-field"),
         pytest.param(["UpdateFailure"], "", id="not-an-object"),
