@@ -105,4 +105,3 @@ def find_condition(conditions: tuple[Condition, ...], type_: str) -> Condition |
 def transition_time(old: Condition | None, status: str, now: datetime) -> datetime:
     """The `meta.SetStatusCondition` rule: the time moves only when the status changes."""
     return old.last_transition_time if old is not None and old.status == status else now
-

@@ -161,7 +161,10 @@ def _fire_due(
             return state, changes
         (at, cause), index = min(due)
         c = state.collectors[index]
-        new = dampening.close(c, at) if cause is Cause.DAMPENING_WINDOW else staleness.go_stale(c, at)
+        if cause is Cause.DAMPENING_WINDOW:
+            new = dampening.close(c, at)
+        else:
+            new = staleness.go_stale(c, at)
         changes = (*changes, _change(at, cause, c, new))
         state = write_conditions(state.with_collector(new), config, at)
 

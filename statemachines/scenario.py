@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from typing import Annotated, Any, Literal
 
 import yaml
@@ -236,14 +237,16 @@ def _expectation_names(expect: Expectation, where: str, config: Config) -> None:
         for name in given:
             if name not in known:
                 expected = ", ".join(sorted(known))
-                raise ScenarioError(f"{where}.{table}.{name}", f"unknown; expected one of {expected}")
+                problem = f"unknown; expected one of {expected}"
+                raise ScenarioError(f"{where}.{table}.{name}", problem)
 
 
 def _in_order(steps: tuple[Step, ...], generation: int) -> None:
     """`at` never decreases, and neither does the CR's generation."""
-    for previous, step in zip(steps, steps[1:], strict=False):
+    for previous, step in pairwise(steps):
         if step.at < previous.at:
-            raise ScenarioError(f"steps[{step.index}].at", "goes back in time; `at` never decreases")
+            problem = "goes back in time; `at` never decreases"
+            raise ScenarioError(f"steps[{step.index}].at", problem)
     for step in steps:
         if step.generation is not None:
             if step.generation < generation:

@@ -81,7 +81,8 @@ def run(scenario: Scenario) -> Run:
             state = ticked.state
             written = store.take(ticked)
             for change in ticked.changes:
-                rows.append(_row(change.at - EPOCH, None, _timer_event(change), None, state, written))
+                event = _timer_event(change)
+                rows.append(_row(change.at - EPOCH, None, event, state, written=written))
         written, events = False, []
         if step.generation is not None:
             moved = observe_generation(state, step.generation, now, config=config)
@@ -97,7 +98,10 @@ def run(scenario: Scenario) -> Run:
         event = "; ".join(events) or "expect"
         if step.note:
             event = f"{event}  # {step.note}"
-        rows.append(_row(step.at, step.index, event, verdict, state, written, failures))
+        row = _row(
+            step.at, step.index, event, state, written=written, verdict=verdict, failures=failures
+        )
+        rows.append(row)
     return Run(scenario, tuple(rows), store.status, store.writes)
 
 
@@ -105,9 +109,10 @@ def _row(
     at: timedelta,
     step: int | None,
     event: str,
-    verdict: Verdict | None,
     state: AddonState,
+    *,
     written: bool,
+    verdict: Verdict | None = None,
     failures: tuple[str, ...] = (),
 ) -> TimelineRow:
     true = next(c for c in state.conditions if c.type in set(ConditionType) and c.status == "True")
@@ -172,9 +177,7 @@ def _check(
     return tuple(failures)
 
 
-def _compare(
-    what: str, expected: Mapping[str, Any], actual: Mapping[str, Any] | None
-) -> list[str]:
+def _compare(what: str, expected: Mapping[str, Any], actual: Mapping[str, Any] | None) -> list[str]:
     actual = actual or {}
     wrong = []
     for key, value in expected.items():

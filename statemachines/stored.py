@@ -112,4 +112,3 @@ def _collector_from_api(where: str, raw: dict[str, Any], now: datetime) -> Colle
         stale=bool(raw.get("stale", False)),
         heard_at=now,
     )
-

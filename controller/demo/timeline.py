@@ -8,8 +8,8 @@ from typing import Any
 
 from statemachines.reports import Verdict, VerdictKind
 from statemachines.scenario import EPOCH
-from statemachines.simulation import Run, TimelineRow
 from statemachines.settings import format_duration
+from statemachines.simulation import Run, TimelineRow
 from statemachines.vocabulary import ConditionType
 
 __all__ = ["as_json", "as_table"]
