@@ -34,7 +34,7 @@ class VerdictKind(StrEnum):
     ACCEPTED = "accepted"  # the collector moved (state or reason changed)
     PENDING = "pending"  # a dampening window is open; the move happens at its deadline
     HEARTBEAT = "heartbeat"  # the current reason again: nothing moves
-    REFUSED = "refused"  # the machine has no transition for it: nothing changes
+    REFUSED = "refused"  # a rule (`Rule`) refuses it: nothing changes
 
 
 # Which verdict a report to every collector gets when no collector refuses it.
