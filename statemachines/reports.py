@@ -16,6 +16,7 @@ from statemachines.vocabulary import Actor, Reason, Rule, State
 __all__ = ["GENERATION_LIMIT", "Report", "Verdict", "VerdictKind", "parse_report"]
 
 GENERATION_LIMIT = 2**63  # observedGeneration is an int64 on the CR: 0 <= n < 2^63
+_GENERATION_RANGE = "must be an integer 0 <= n < 2^63"
 
 _FIELDS = ("collector", "reason", "message", "observedGeneration")
 
@@ -28,6 +29,11 @@ class Report:
     collector: str | None = None
     message: str | None = None  # None: the report has no message (a heartbeat keeps the old one)
     observed_generation: int | None = None
+
+    def __post_init__(self) -> None:
+        generation = self.observed_generation
+        if generation is not None and not 0 <= generation < GENERATION_LIMIT:
+            raise ReportError("observedGeneration", _GENERATION_RANGE)
 
 
 class VerdictKind(StrEnum):
@@ -96,10 +102,6 @@ def parse_report(raw: object, config: Config) -> Report:
     if "message" in raw and not isinstance(message, str):
         raise ReportError("message", "must be a string")
     generation = raw.get("observedGeneration")
-    if generation is not None and (
-        not isinstance(generation, int)
-        or isinstance(generation, bool)
-        or not 0 <= generation < GENERATION_LIMIT
-    ):
-        raise ReportError("observedGeneration", "must be an integer 0 <= n < 2^63")
+    if generation is not None and (not isinstance(generation, int) or isinstance(generation, bool)):
+        raise ReportError("observedGeneration", _GENERATION_RANGE)
     return Report(reason, collector, None if message is None else cut_message(message), generation)

@@ -22,7 +22,7 @@ from statemachines.state import AddonState
 from statemachines.stored import to_status
 from statemachines.vocabulary import ConditionType
 
-__all__ = ["Run", "TimelineRow", "run"]
+__all__ = ["Run", "TimelineRow", "check", "run"]
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def run(scenario: Scenario) -> Run:
             state, written = outcome.state, store.take(outcome) or written
             events.append(_report_event(step.report))
         verdict = outcome.verdict if outcome else None
-        failures = _check(step, verdict, store.status, config)
+        failures = check(step, store.status, config, verdict=verdict.to_api() if verdict else None)
         event = "; ".join(events) or "expect"
         if step.note:
             event = f"{event}  # {step.note}"
@@ -140,22 +140,32 @@ def _report_event(report: Report) -> str:
     return text
 
 
-def _check(
-    step: Step, verdict: Verdict | None, status: Mapping[str, Any], config: Config
+def check(
+    step: Step,
+    status: Mapping[str, Any],
+    config: Config,
+    *,
+    verdict: Mapping[str, Any] | None,
 ) -> tuple[str, ...]:
+    """What of `step.expect` does not hold: `status` is the CR's status as stored, `verdict` the
+    answer to the step's report as the report API sends it (`Verdict.to_api()`). The same check
+    serves `simulate` and a scenario played end to end against a real CR."""
     expect = step.expect
     if expect is None:
         return ()
     where = f"steps[{step.index}] (at {format_duration(step.at)})"
     failures: list[str] = []
-    if expect.verdict is not None and verdict is not None and verdict.kind is not expect.verdict:
-        failures.append(
-            f"{where}: expected verdict {expect.verdict.value}, got {verdict.kind.value}"
-            f" ({verdict.detail})"
-        )
-    if expect.rule is not None and verdict is not None and verdict.rule is not expect.rule:
-        failures.append(f"{where}: expected rule {expect.rule.value}, got {verdict.rule}")
-    conditions = {c["type"]: c for c in status["conditions"]}
+    if verdict is not None:
+        if expect.verdict is not None and verdict.get("verdict") != expect.verdict.value:
+            failures.append(
+                f"{where}: expected verdict {expect.verdict.value}, got {verdict.get('verdict')}"
+                f" ({verdict.get('detail')})"
+            )
+        if expect.rule is not None and verdict.get("rule") != expect.rule.value:
+            failures.append(
+                f"{where}: expected rule {expect.rule.value}, got {verdict.get('rule')}"
+            )
+    conditions = {c["type"]: c for c in status.get("conditions") or []}
     if expect.addon is not None:
         true = [t for t in ConditionType if conditions.get(t, {}).get("status") == "True"]
         if true != [expect.addon]:
@@ -163,7 +173,7 @@ def _check(
             failures.append(f"{where}: expected addon {expect.addon.value}, got {got}")
     for type_, wanted in expect.conditions.items():
         failures += _compare(f"{where}: condition {type_}", wanted.fields(), conditions.get(type_))
-    collectors = {c["name"]: c for c in status["collectors"]}
+    collectors = {c["name"]: c for c in status.get("collectors") or []}
     spec_types = {c.name: c.condition_type for c in config.collectors}
     for name, fields in expect.collectors.items():
         stored = collectors.get(name, {})
