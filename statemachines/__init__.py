@@ -10,7 +10,7 @@ from statemachines.errors import (
     ScenarioError,
     StoredStateError,
 )
-from statemachines.generation import from_the_future
+from statemachines.generations import from_the_future
 from statemachines.outcome import Cause, Change, Outcome, Position
 from statemachines.reports import Report, Verdict, VerdictKind, parse_report
 from statemachines.settings import Settings

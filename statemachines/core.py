@@ -4,7 +4,7 @@
 lets time pass, `start` rebuilds the state from the CR. Each first fires every timer due by
 `now`, each at its own due time, so a report that races its timer is judged against the right
 state. The rules themselves live in their own modules (`machines`, `dampening`, `staleness`,
-`generation`, `aggregate`, `writing`); this one only orders them. The shell never decides status.
+`generations`, `aggregate`, `writing`); this one only orders them. The shell never decides status.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from statemachines import dampening, generation, staleness
+from statemachines import dampening, generations, staleness
 from statemachines.config import Config
 from statemachines.machines import fire
 from statemachines.outcome import Cause, Change, Outcome, Position
@@ -39,7 +39,7 @@ def apply(state: AddonState, report: Report, now: datetime, *, config: Config) -
             report,
             now,
             settings=config.settings[n],
-            current=state.generation,
+            cr_generation=state.generation,
         )
         for n in names
     ]
@@ -80,7 +80,7 @@ def observe_generation(
 ) -> Outcome:
     """The CR's `metadata.generation` as the shell read it; the conditions follow it. It never
     goes back (an older read is a stale one). The shell calls this before judging a report that
-    is `generation.from_the_future`, after reading the CR again."""
+    is `generations.from_the_future`, after reading the CR again."""
     after = replace(state, generation=max(state.generation, generation))
     return _outcome(state, write_conditions(after, config, now), None, (), config)
 
@@ -105,13 +105,13 @@ def _outcome(
 
 
 def _judge(
-    c: CollectorState, report: Report, now: datetime, *, settings: Settings, current: int
+    c: CollectorState, report: Report, now: datetime, *, settings: Settings, cr_generation: int
 ) -> tuple[CollectorState, Verdict, Change | None]:
     """One collector's answer to one report: generation, heartbeat, machine, dampening."""
-    refusal = generation.refusal(c, report.observed_generation, current)
+    refusal = generations.refusal(c, report.observed_generation, cr_generation)
     if refusal is not None:
         return c, _verdict(VerdictKind.REFUSED, c, refusal[1], rule=refusal[0]), None
-    taken = generation.take(c, report.observed_generation)
+    taken = generations.take(c, report.observed_generation)
     if c.reason is report.reason:
         message = c.message if report.message is None else report.message
         new = replace(dampening.cancel(taken), message=message)
