@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from prometheus_client.parser import text_string_to_metric_families
 
 from controller.kube.addons import (
     GROUP,
@@ -31,7 +30,7 @@ from kubesim import APIServer, RequestInfo
 from statemachines import VerdictKind
 from statemachines.vocabulary import SEED, Reason
 from tests.spoke.fakes import NAME, NAMESPACE, FakeClock
-from tests.spoke.integration.conftest import OPTIONS, Addon, SpokeFactory, status_puts
+from tests.spoke.integration.conftest import OPTIONS, Addon, SpokeFactory, scrape, status_puts
 from tests.spoke.support import MC, UWL, WAIT, collector, condition, report, settle, true_type
 
 pytestmark = pytest.mark.integration
@@ -247,16 +246,6 @@ def test_changes_are_recorded_as_events_on_the_cr(addon: Addon, spoke: SpokeFact
     changed = next(e for e in addon.events() if e.reason == "AddonStatusChanged")
     assert str(changed.message).startswith("Progressing (UpdateSuccessful) -> Available")
     assert changed.involved_object.kind == "ObservabilityAddon"
-
-
-def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=WAIT) as answer:
-        text = answer.read().decode()
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
 
 
 def test_metrics_are_exposed_on_their_own_port(server: APIServer, spoke: SpokeFactory) -> None:
