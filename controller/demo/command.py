@@ -17,9 +17,10 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from controller.demo.scenario_file import EPOCH, read
 from controller.demo.scenario_run import Player, Result, SteppedClock, System
@@ -33,7 +34,10 @@ from statemachines.errors import AddonStatusError, ScenarioError
 from statemachines.scenario import Scenario
 from statemachines.settings import format_duration
 
-__all__ = ["add_demo_parser", "run_demo"]
+if TYPE_CHECKING:  # the controller is imported when the demo starts: `--help` stays light
+    from controller.app import Replica
+
+__all__ = ["Demo", "add_demo_parser", "run_demo", "running"]
 
 ADDON, SPOKE_NAMESPACE, CLUSTER = DEFAULT_NAME, DEFAULT_NAMESPACE, "cluster1"
 HUB_TOKEN = "demo-hub-token"  # a demo credential for the embedded hub; never a real one
@@ -133,16 +137,21 @@ def _stopper(stop: threading.Event) -> Callable[[int, FrameType | None], None]:
     return handle
 
 
-def _demo(
-    scenario: Scenario, *, scale: float | None, duration: float | None, stop: threading.Event
-) -> Result:
+@dataclass(frozen=True)
+class Demo:
+    """The running demo: both API servers, the controller, and the system the player drives."""
+
+    spoke: APIServer
+    hub: APIServer
+    controller: Replica
+    system: System
+
+
+@contextmanager
+def running(scenario: Scenario, clock: SteppedClock) -> Iterator[Demo]:
+    """The servers and the controller for `scenario`'s configuration, on `clock`."""
     from controller.app import demo_controller
 
-    clock = SteppedClock(EPOCH)
-    if duration is not None:
-        timer = threading.Timer(duration, stop.set)
-        timer.daemon = True
-        timer.start()
     with ExitStack() as stack:
         spoke, hub = stack.enter_context(api_servers())
         temporary = tempfile.TemporaryDirectory(prefix="addon-status-demo-")
@@ -156,9 +165,6 @@ def _demo(
                 clock=clock,
             )
         )
-        _banner(
-            scenario, spoke, hub, urls=(controller.report_url, controller.metrics_url), scale=scale
-        )
         client = stack.enter_context(ReportClient(controller.report_url, deadline=10.0))
         system = System(
             worker=controller.worker,
@@ -167,13 +173,27 @@ def _demo(
             hub_status=lambda: _status(hub, CLUSTER),
             hub_copy=controller.options.hub_copy,
         )
+        yield Demo(spoke, hub, controller, system)
+
+
+def _demo(
+    scenario: Scenario, *, scale: float | None, duration: float | None, stop: threading.Event
+) -> Result:
+    clock = SteppedClock(EPOCH)
+    if duration is not None:
+        timer = threading.Timer(duration, stop.set)
+        timer.daemon = True
+        timer.start()
+    with running(scenario, clock) as demo:
+        urls = (demo.controller.report_url, demo.controller.metrics_url)
+        _banner(scenario, demo.spoke, demo.hub, urls=urls, scale=scale)
         view = View(clock, EPOCH, sys.stdout)
-        player = Player(scenario, system, clock=clock, view=view, scale=scale, stop=stop)
+        player = Player(scenario, demo.system, clock=clock, view=view, scale=scale, stop=stop)
         result = player.run()
         if duration is not None:
             stop.wait()
-        spoke_writes = spoke.count_requests(resource=PLURAL, subresource="status")
-        hub_writes = hub.count_requests(resource=PLURAL, subresource="status")
+        spoke_writes = demo.spoke.count_requests(resource=PLURAL, subresource="status")
+        hub_writes = demo.hub.count_requests(resource=PLURAL, subresource="status")
     held = "every expectation held" if result.ok else f"{len(result.failures)} FAILED"
     unplayed = result.steps - result.played
     stopped = f"; stopped before the last {unplayed} step(s)" if unplayed else ""

@@ -112,6 +112,10 @@ class Player:
     def run(self) -> Result:
         steps = plays(self._scenario)
         result = Result(len(steps))
+        self._settle()
+        status = self._system.spoke_status()  # as the controller wrote it on starting
+        self._view.status("spoke", status)
+        result.failures += self._hub_follows(status, "at the start")
         for play in steps:
             if not self._advance_to(play, result):
                 break
@@ -119,7 +123,7 @@ class Player:
             self._settle()
             status = self._system.spoke_status()
             self._view.status("spoke", status)
-            failures = list(play.check(self._scenario.config, answer, status)) if play.checks else []
+            failures = list(play.check(self._scenario.config, answer, status))
             failures += self._hub_follows(status, play.where)
             if play.report is None:
                 self._view.line("expect", "FAILED" if failures else "held")
