@@ -20,7 +20,7 @@ from statemachines.reports import Verdict, VerdictKind
 from statemachines.scenario import EPOCH, Scenario, Step, load
 from statemachines.scenario import _check as check_expectations  # simulate's checker
 from statemachines.settings import format_duration
-from statemachines.vocabulary import Reason, State
+from statemachines.vocabulary import State
 
 __all__ = ["EPOCH", "Play", "plays", "read"]
 
@@ -49,7 +49,7 @@ class Play:
     ) -> tuple[str, ...]:
         """What of this step's `expect` does not hold for the report API's `answer` to its
         report and the CR's `status`; each failure names the step, what was expected and found."""
-        return check_expectations(self._step, _verdict(answer), status, config)
+        return check_expectations(self._step, _verdict(answer, config), status, config)
 
 
 def read(path: Path) -> Scenario:
@@ -75,7 +75,7 @@ def _report_fields(step: Step) -> dict[str, Any] | None:
     }
 
 
-def _verdict(answer: Mapping[str, Any] | None) -> Verdict | None:
+def _verdict(answer: Mapping[str, Any] | None, config: Config) -> Verdict | None:
     """The report API's JSON answer as the core's `Verdict` (what the checker compares)."""
     if answer is None:
         return None
@@ -86,7 +86,7 @@ def _verdict(answer: Mapping[str, Any] | None) -> Verdict | None:
         VerdictKind(answer["verdict"]),
         answer.get("collector"),
         State(answer["state"]),
-        Reason(reason) if reason else None,
+        config.profile.parse_reason(reason) if reason else None,
         str(answer.get("detail", "")),
         answer.get("rule"),
         when,
