@@ -108,21 +108,20 @@ class Player:
         self._scale = scale
         self._stop = stop
         self._patience = patience
+        self._spoke: Mapping[str, Any] = {}  # the spoke CR's status as last looked at
 
     def run(self) -> Result:
         steps = plays(self._scenario)
         result = Result(len(steps))
         self._settle()
-        status = self._system.spoke_status()  # as the controller wrote it on starting
-        self._view.status("spoke", status)
+        status = self._look()  # as the controller wrote it on starting
         result.failures += self._hub_follows(status, "at the start")
         for play in steps:
             if not self._advance_to(play, result):
                 break
             answer = self._send(play, result)
             self._settle()
-            status = self._system.spoke_status()
-            self._view.status("spoke", status)
+            status = self._look()
             failures = list(play.check(self._scenario.config, answer, status))
             failures += self._hub_follows(status, play.where)
             if play.report is None:
@@ -145,12 +144,19 @@ class Player:
                 return False
             self._clock.move_to(moment)
             self._settle()
-            status = self._system.spoke_status()
-            if self._view.status("spoke", status):  # a timer fired
+            before = self._spoke
+            status = self._look()
+            if status != before:  # a timer fired: the hub copy follows it too
                 when = format_duration(moment - EPOCH)
                 result.failures += self._hub_follows(status, f"{play.where}, timers due at {when}")
             if moment == target:
                 return True
+
+    def _look(self) -> Mapping[str, Any]:
+        """The spoke CR's status as stored, printed if it changed."""
+        self._spoke = self._system.spoke_status()
+        self._view.status("spoke", self._spoke)
+        return self._spoke
 
     def _wait_until(self, moment: datetime) -> bool:
         if self._scale is None:

@@ -51,12 +51,10 @@ class View:
     def line(self, kind: str, text: str) -> None:
         print(f"[{stamp(self._now() - self._start)}] {kind:<7} {text}", file=self._out, flush=True)
 
-    def status(self, where: str, status: Mapping[str, Any]) -> bool:
-        """Print the CR's status at `where` if it changed since it was last printed (True)."""
+    def status(self, where: str, status: Mapping[str, Any]) -> None:
+        """Print the CR's status at `where` if it changed since it was last printed."""
         detail = collectors_summary(status) if where == "spoke" else ""
         text = f"{addon_summary(status):<32} {detail}".rstrip()
-        if self.latest.get(where) == text:
-            return False
-        self.latest[where] = text
-        self.line(where, text)
-        return True
+        if self.latest.get(where) != text:
+            self.latest[where] = text
+            self.line(where, text)
