@@ -22,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from controller.demo.scenario_file import EPOCH, read
+from controller.demo.scenario_file import EPOCH, read, start_generation
 from controller.demo.scenario_run import Player, Result, SteppedClock, System
 from controller.demo.view import View
 from controller.kube.addons import GROUP, PLURAL, VERSION
@@ -154,6 +154,8 @@ def running(scenario: Scenario, clock: SteppedClock) -> Iterator[Demo]:
 
     with ExitStack() as stack:
         spoke, hub = stack.enter_context(api_servers())
+        if start_generation(scenario) != 1:
+            _change_generation(spoke, start_generation(scenario))
         temporary = tempfile.TemporaryDirectory(prefix="addon-status-demo-")
         workdir = Path(stack.enter_context(temporary))
         controller = stack.enter_context(
@@ -172,6 +174,7 @@ def running(scenario: Scenario, clock: SteppedClock) -> Iterator[Demo]:
             spoke_status=lambda: _status(spoke, SPOKE_NAMESPACE),
             hub_status=lambda: _status(hub, CLUSTER),
             hub_copy=controller.options.hub_copy,
+            change_generation=lambda generation: _change_generation(spoke, generation),
         )
         yield Demo(spoke, hub, controller, system)
 
@@ -210,6 +213,16 @@ def _status(server: APIServer, namespace: str) -> dict[str, Any]:
     obj = server.get_object(GROUP, VERSION, PLURAL, namespace, ADDON) or {}
     status: dict[str, Any] = obj.get("status") or {}
     return status
+
+
+def _change_generation(server: APIServer, generation: int) -> None:
+    """The spoke CR as the API server stores it once its spec changed up to `generation` (which
+    the server owns: the demo writes it straight to storage; the watch delivers it)."""
+    obj = server.get_object(GROUP, VERSION, PLURAL, SPOKE_NAMESPACE, ADDON)
+    if obj is None:
+        raise AddonStatusError(f"the addon CR {SPOKE_NAMESPACE}/{ADDON} is gone")
+    obj["metadata"]["generation"] = generation
+    server.put_object(GROUP, VERSION, PLURAL, obj)
 
 
 def _banner(

@@ -10,27 +10,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from statemachines.conditions import parse_time
 from statemachines.config import Config
-from statemachines.reports import Verdict, VerdictKind
 from statemachines.scenario import EPOCH, Scenario, Step, load
-from statemachines.scenario import _check as check_expectations  # simulate's checker
 from statemachines.settings import format_duration
-from statemachines.vocabulary import State
+from statemachines.simulation import check
 
-__all__ = ["EPOCH", "Play", "plays", "read"]
+__all__ = ["EPOCH", "Play", "plays", "read", "start_generation"]
 
 
 @dataclass(frozen=True)
 class Play:
-    """One step: when it happens, the report it sends (the report API's fields), what it checks."""
+    """One step: when it happens, the CR's generation it sets, the report it sends (the report
+    API's fields), what it checks."""
 
     index: int
     at: timedelta
+    generation: int | None  # the CR's metadata.generation from this step on (its spec changed)
     report: Mapping[str, Any] | None  # collector, reason, message, observed_generation
     note: str
     _step: Step
@@ -49,7 +48,7 @@ class Play:
     ) -> tuple[str, ...]:
         """What of this step's `expect` does not hold for the report API's `answer` to its
         report and the CR's `status`; each failure names the step, what was expected and found."""
-        return check_expectations(self._step, _verdict(answer, config), status, config)
+        return check(self._step, status, config, verdict=answer)
 
 
 def read(path: Path) -> Scenario:
@@ -57,9 +56,15 @@ def read(path: Path) -> Scenario:
     return load(path.read_text(encoding="utf-8"), source=path.name)
 
 
+def start_generation(scenario: Scenario) -> int:
+    """The CR's metadata.generation when the scenario starts."""
+    return scenario.generation
+
+
 def plays(scenario: Scenario) -> list[Play]:
     return [
-        Play(step.index, step.at, _report_fields(step), step.note, step) for step in scenario.steps
+        Play(step.index, step.at, step.generation, _report_fields(step), step.note, step)
+        for step in scenario.steps
     ]
 
 
@@ -73,21 +78,3 @@ def _report_fields(step: Step) -> dict[str, Any] | None:
         "message": report.message,
         "observed_generation": report.observed_generation,
     }
-
-
-def _verdict(answer: Mapping[str, Any] | None, config: Config) -> Verdict | None:
-    """The report API's JSON answer as the core's `Verdict` (what the checker compares)."""
-    if answer is None:
-        return None
-    reason = answer.get("reason")
-    deadline = answer.get("deadline")
-    when: datetime | None = parse_time(deadline) if deadline else None
-    return Verdict(
-        VerdictKind(answer["verdict"]),
-        answer.get("collector"),
-        State(answer["state"]),
-        config.profile.parse_reason(reason) if reason else None,
-        str(answer.get("detail", "")),
-        answer.get("rule"),
-        when,
-    )

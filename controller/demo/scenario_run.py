@@ -7,8 +7,10 @@ transition time. For each step, in the order of the rules (DESIGN.md, "Scenario"
 
 1. the timers due at or before its `at` fire first, each at its own due time: the player moves
    the clock to the worker's next wake-up and has the worker fire it, until none is left;
-2. the clock stands at `at`, and the step's report goes over HTTP; the report API's answer is
-   the step's verdict (an answer other than a refusal comes once the CR holds its effect);
+2. the clock stands at `at`; the step's generation (if any) is written to the spoke CR, and the
+   player waits until the worker has seen it through its watch; then the step's report goes
+   over HTTP, and the report API's answer is the step's verdict (an answer other than a refusal
+   comes once the CR holds its effect);
 3. `expect` is checked against the spoke CR's status as the API server stores it, by the
    checker `simulate` uses, and the hub copy must follow: equal to the spoke's status as the
    replication mode copies it, within `patience` seconds.
@@ -69,6 +71,7 @@ class System:
     spoke_status: Callable[[], Mapping[str, Any]]  # the spoke CR's status as stored
     hub_status: Callable[[], Mapping[str, Any]]  # the hub copy's status as stored
     hub_copy: CopyMode
+    change_generation: Callable[[int], None]  # the spoke CR's spec changed: its generation
 
 
 @dataclass
@@ -119,6 +122,8 @@ class Player:
         for play in steps:
             if not self._advance_to(play, result):
                 break
+            if play.generation is not None:
+                self._change_generation(play.generation)
             answer = self._send(play, result)
             self._settle()
             status = self._look()
@@ -151,6 +156,18 @@ class Player:
                 result.failures += self._hub_follows(status, f"{play.where}, timers due at {when}")
             if moment == target:
                 return True
+
+    def _change_generation(self, generation: int) -> None:
+        """The CR's spec changed: go on once the worker has seen it through its watch."""
+        self._system.change_generation(generation)
+        self._view.line("spec", f"the CR's spec changed: metadata.generation {generation}")
+        deadline = time.monotonic() + self._patience
+        while self._system.worker.state.generation < generation:
+            if time.monotonic() >= deadline:
+                raise PlayError(f"the worker did not see generation {generation} in time")
+            time.sleep(0.005)
+        self._settle()
+        self._look()
 
     def _look(self) -> Mapping[str, Any]:
         """The spoke CR's status as stored, printed if it changed."""
