@@ -22,7 +22,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from controller.demo.scenario_file import EPOCH, read, start_generation
+from controller.demo.scenario_file import EPOCH, Scenario, read, start_generation
 from controller.demo.scenario_run import Player, Result, SteppedClock, System
 from controller.demo.view import View
 from controller.kube.addons import GROUP, PLURAL, VERSION
@@ -31,7 +31,6 @@ from controller.options import DEFAULT_NAME, DEFAULT_NAMESPACE
 from controller.reports.client import ReportClient
 from kubesim import APIServer, UserInfo
 from statemachines.errors import AddonStatusError, ScenarioError
-from statemachines.scenario import Scenario
 from statemachines.settings import format_duration
 
 if TYPE_CHECKING:  # the controller is imported when the demo starts: `--help` stays light

@@ -19,7 +19,7 @@ from statemachines.scenario import EPOCH, Scenario, Step, load
 from statemachines.settings import format_duration
 from statemachines.simulation import check
 
-__all__ = ["EPOCH", "Play", "plays", "read", "start_generation"]
+__all__ = ["EPOCH", "Play", "Scenario", "plays", "read", "start_generation"]
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from controller.demo.scenario_file import EPOCH, Play, plays
+from controller.demo.scenario_file import EPOCH, Play, Scenario, plays
 from controller.demo.view import View, addon_summary, stamp
 from controller.hub.replicator import CopyMode, projection
 from controller.reports.client import ReportRejected, ReportUnavailable
@@ -37,7 +37,6 @@ from controller.spoke.worker import Worker
 from statemachines import next_wakeup
 from statemachines.conditions import parse_time
 from statemachines.errors import AddonStatusError
-from statemachines.scenario import Scenario
 from statemachines.settings import format_duration
 
 __all__ = ["PlayError", "Player", "Result", "SteppedClock", "System"]
