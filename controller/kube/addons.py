@@ -53,13 +53,19 @@ class AddonRef:
 
 @dataclass(frozen=True, slots=True)
 class EventRecord:
-    """One Kubernetes Event to record on the addon CR (`uid` of the CR it is about)."""
+    """One Kubernetes Event to record on the addon CR (`uid` of the CR it is about).
+
+    `at` is the Event's last occurrence; a repeated one (see `controller.spoke.event_series`)
+    carries its `count`, its `first_at` and the `name` of the Event that holds the series."""
 
     reason: str
     message: str
     type: Literal["Normal", "Warning"]
     at: datetime
     uid: str | None = None
+    name: str | None = None
+    count: int = 1
+    first_at: datetime | None = None
 
 
 class AddonStore:
@@ -112,13 +118,13 @@ class AddonStore:
             self.ref.name,
         )
 
-    def record_event(self, record: EventRecord) -> None:
-        """Create a core v1 Event whose involvedObject is the CR."""
-        at = record.at.astimezone(UTC).replace(microsecond=0)
+    def record_event(self, record: EventRecord) -> str:
+        """Create a core v1 Event whose involvedObject is the CR, named `record.name` (else a
+        fresh name); the name it got."""
+        at = _seconds(record.at)
         # client-go names Events `<object>.<hex nanoseconds>`; the counter keeps two Events of
         # one second apart.
-        name = f"{self.ref.name}.{int(at.timestamp() * 1e9) + next(self._names):x}"
-        stamp = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        name = record.name or f"{self.ref.name}.{int(at.timestamp() * 1e9) + next(self._names):x}"
         body = {
             "apiVersion": "v1",
             "kind": "Event",
@@ -133,14 +139,25 @@ class AddonStore:
             "reason": record.reason,
             "message": record.message,
             "type": record.type,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "count": 1,
+            "firstTimestamp": _stamp(record.first_at or record.at),
+            "lastTimestamp": _stamp(at),
+            "count": record.count,
             "source": {"component": COMPONENT},
             "reportingComponent": COMPONENT,
             "reportingInstance": self._instance or COMPONENT,
         }
         self.kube.create(EVENT, self.ref.namespace, body)
+        return name
+
+    def count_event(self, record: EventRecord) -> None:
+        """Patch the Event `record.name` with the record's count, last time and message (the
+        strategic merge patch client-go's recorder sends for a repeat); NotFoundError when the
+        Event is gone."""
+        if record.name is None:
+            raise ValueError("count_event needs the name of the Event that holds the series")
+        patch = {"count": record.count, "lastTimestamp": _stamp(record.at),
+                 "message": record.message}
+        self.kube.patch(EVENT, self.ref.namespace, record.name, patch)
 
     @property
     def _selector(self) -> str:
@@ -161,6 +178,15 @@ class _OnlyThisCR:
 
     def close(self) -> None:
         self._stream.close()
+
+
+def _seconds(at: datetime) -> datetime:
+    """An Event's timestamps are whole seconds (metav1.Time), in UTC."""
+    return at.astimezone(UTC).replace(microsecond=0)
+
+
+def _stamp(at: datetime) -> str:
+    return _seconds(at).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _name_of(obj: object) -> object:

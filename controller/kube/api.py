@@ -2,8 +2,9 @@
 errors.
 
 Every part of the controller reaches an API server through `Kube`: the addon CR on the spoke
-(`controller.kube.addons`), its copy on the hub (`controller.hub.replicator`), the Lease of
-leader election (`controller.ops.leader`) and TokenReview (`controller.reports.auth`).
+and its Events (`controller.kube.addons`), its copy on the hub (`controller.hub.replicator`),
+the Lease of leader election (`controller.ops.leader`) and TokenReview
+(`controller.reports.auth`).
 `controller.kube.official.OfficialKube` implements it on the official client (production and
 integration tests against a real HTTP server); `controller.kube.fake.FakeKube` in memory (unit
 tests), as httpx tests inject a `MockTransport`.
@@ -239,6 +240,12 @@ class Kube(Protocol):
         self, resource: Resource, namespace: str, name: str, body: Mapping[str, Any]
     ) -> dict[str, Any]:
         """PUT on the status subresource: the server keeps the spec as stored."""
+        ...
+
+    def patch(
+        self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """A strategic merge patch (what client-go's Event recorder sends for a repeat)."""
         ...
 
     def review_token(self, token: str, audiences: builtins.list[str]) -> dict[str, Any]:

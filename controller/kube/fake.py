@@ -36,7 +36,9 @@ from controller.kube.api import (
 __all__ = ["Call", "FakeKube"]
 
 Key = tuple[Resource, str, str]
-Op = Literal["get", "list", "watch", "create", "replace", "replace_status", "review_token"]
+Op = Literal[
+    "get", "list", "watch", "create", "replace", "replace_status", "patch", "review_token"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +177,16 @@ class FakeKube:
             status = {k: v for k, v in (body.get("status") or {}).items() if k not in self.prune}
             stored["status"] = copy.deepcopy(status)
             self.written.append(copy.deepcopy(status))
+            return self._bump(key, "MODIFIED")
+
+    def patch(
+        self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """A merge of `patch`'s top-level fields (all a strategic merge patch of scalars does)."""
+        self._enter("patch", resource, name)
+        with self._changed:
+            key = (resource, namespace, name)
+            self._stored(key).update(copy.deepcopy(dict(patch)))
             return self._bump(key, "MODIFIED")
 
     def review_token(self, token: str, audiences: builtins.list[str]) -> dict[str, Any]:

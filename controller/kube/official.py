@@ -114,6 +114,18 @@ class OfficialKube:
         path = resource.path(namespace, name, "status")
         return self._call("PUT", path, body=body, what=what)
 
+    def patch(
+        self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        what = f"patch {resource.kind} {namespace}/{name}"
+        return self._call(
+            "PATCH",
+            resource.path(namespace, name),
+            body=patch,
+            what=what,
+            content_type="application/strategic-merge-patch+json",
+        )
+
     def review_token(self, token: str, audiences: builtins.list[str]) -> dict[str, Any]:
         spec: dict[str, Any] = {"token": token}
         if audiences:
@@ -136,9 +148,12 @@ class OfficialKube:
         body: Mapping[str, Any] | None = None,
         query: builtins.list[tuple[str, str]] | None = None,
         quote_server: bool = True,
+        content_type: str = "application/json",
     ) -> dict[str, Any]:
         try:
-            response = self._send(method, path, body, query or [], self._timeout)
+            response = self._send(
+                method, path, body, query or [], self._timeout, content_type=content_type
+            )
             response.read()
             data = self._api.response_deserialize(response, _OBJECT).data
         except (ApiException, HTTPError, OSError) as error:
@@ -174,10 +189,12 @@ class OfficialKube:
         body: Mapping[str, Any] | None,
         query: builtins.list[tuple[str, str]],
         timeout: RequestTimeout,
+        *,
+        content_type: str = "application/json",
     ) -> Any:
         headers = {"Accept": "application/json"}
         if body is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = content_type
         verb, url, headers, payload, form = self._api.param_serialize(
             method=method,
             resource_path=path,

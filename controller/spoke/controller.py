@@ -16,6 +16,7 @@ from typing import Protocol
 from prometheus_client import CollectorRegistry
 
 from controller.kube.addons import AddonStore
+from controller.ops.backoff import Backoff
 from controller.ops.metrics import ControllerMetrics, MetricsServer
 from controller.ops.probes import ProbeServer
 from controller.ops.role import Role
@@ -78,14 +79,16 @@ class SpokeController:
         services: Sequence[ServiceFactory] = (),
         role: Role | None = None,
         watch_seconds: int = 300,
+        watch_backoff: Backoff | None = None,
         max_wait: float = 30.0,
     ) -> None:
         """`role` says whether this replica may write (default: the only replica);
         `max_wait` is the longest the worker sleeps without looking at `clock` (short for a
-        clock faster than real time)."""
+        clock faster than real time); `watch_backoff` paces the watch's retries while the API
+        server is away."""
         self.store = store
         self.registry = registry or CollectorRegistry()
-        self.metrics = ControllerMetrics(self.registry)
+        self.metrics = ControllerMetrics(self.registry, config)
         self.recorder = EventRecorder(
             self.store, on_result=lambda outcome: self.metrics.events.labels(outcome).inc()
         )
@@ -102,7 +105,9 @@ class SpokeController:
             self.store,
             self.worker.observe,
             watch_seconds=watch_seconds,
+            backoff=watch_backoff,
             on_restart=lambda cause: self.metrics.watch_restarts.labels(cause).inc(),
+            on_connected=lambda connected: self.metrics.watch_connected.set(int(connected)),
         )
         self.metrics_server = MetricsServer(
             self.registry, host=metrics_address.host, port=metrics_address.port

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from controller.kube.addons import AddonRef, AddonStore
+from controller.kube.addons import AddonRef, AddonStore, EventRecord
 from controller.kube.api import ADDON, EVENT
 from controller.kube.fake import FakeKube
 
@@ -57,17 +57,43 @@ def addon_object(*, status: dict[str, Any] | None = None, generation: int = 1) -
 
 class FakeAddonStore(AddonStore):
     """One CR (or none: `obj=None`) on a `FakeKube`. `faults[op]` lists the exceptions the next
-    calls of the seam's operation `op` raise (get, list, replace_status, watch, create);
+    calls of `op` raise (get, list, replace_status, watch, record_event, count_event);
     `before_replace` runs inside a status PUT before the resourceVersion check (a racing
-    writer)."""
+    writer). `events` and `counted` are the EventRecords the server took (created, or patched
+    onto an Event as a repeat), `names` the names the created ones got."""
 
     def __init__(self, obj: dict[str, Any] | None = _DEFAULT) -> None:
         self.fake = FakeKube()
         super().__init__(self.fake, AddonRef(NAMESPACE, NAME))
+        self.events: list[EventRecord] = []
+        self.counted: list[EventRecord] = []
+        self.names: list[str] = []
         if obj is _DEFAULT:
             obj = addon_object()
         if obj is not None:
             self.fake.put(ADDON, obj)
+
+    def record_event(self, record: EventRecord) -> str:
+        self._fault("record_event")
+        name = super().record_event(record)
+        self.events.append(record)
+        self.names.append(name)
+        return name
+
+    def count_event(self, record: EventRecord) -> None:
+        self._fault("count_event")
+        super().count_event(record)
+        self.counted.append(record)
+
+    def delete_events(self) -> None:
+        """Every Event on the CR goes away (their TTL ran out)."""
+        for event in self.fake.list(EVENT, NAMESPACE)["items"]:
+            self.fake.delete(EVENT, NAMESPACE, event["metadata"]["name"])
+
+    def _fault(self, op: str) -> None:
+        pending = self.faults.get(op)
+        if pending:
+            raise pending.pop(0)
 
     # ---- what the test reads -----------------------------------------------------------------
 
@@ -87,12 +113,6 @@ class FakeAddonStore(AddonStore):
     @property
     def gets(self) -> int:
         return len(self.fake.ops("get"))
-
-    @property
-    def events(self) -> list[dict[str, Any]]:
-        """The Events recorded on the CR, oldest first."""
-        listed = self.fake.list(EVENT, NAMESPACE)["items"]
-        return sorted(listed, key=lambda e: int(e["metadata"]["resourceVersion"]))
 
     @property
     def status(self) -> dict[str, Any]:

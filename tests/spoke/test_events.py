@@ -50,25 +50,25 @@ def record(n: int) -> EventRecord:
 
 def test_the_recorder_sends_in_order_and_counts_failures() -> None:
     store = FakeAddonStore()
-    store.faults["create"] = [KubeError("500")]
+    store.faults["record_event"] = [KubeError("500")]
     results: list[str] = []
     recorder = EventRecorder(store, on_result=results.append)
     recorder.start()
     recorder.record([record(1), record(2), record(3)])
     recorder.stop(WAIT)
-    assert [e["message"] for e in store.events] == ["m2", "m3"]
+    assert [e.message for e in store.events] == ["m2", "m3"]
     assert results == ["failed", "recorded", "recorded"]
 
 
 def test_an_unexpected_error_does_not_end_the_recorder() -> None:
     store = FakeAddonStore()
-    store.faults["create"] = [ValueError("a bug in building the Event")]
+    store.faults["record_event"] = [ValueError("a bug in building the Event")]
     results: list[str] = []
     recorder = EventRecorder(store, on_result=results.append)
     recorder.start()
     recorder.record([record(1), record(2)])
     recorder.stop(WAIT)
-    assert [e["message"] for e in store.events] == ["m2"]
+    assert [e.message for e in store.events] == ["m2"]
     assert results == ["failed", "recorded"]
 
 
@@ -77,10 +77,10 @@ def test_a_full_queue_drops_instead_of_blocking() -> None:
     sent = threading.Event()
 
     class Slow(FakeAddonStore):
-        def record_event(self, r: EventRecord) -> None:
+        def record_event(self, r: EventRecord) -> str:
             sent.set()
             release.wait(WAIT)
-            super().record_event(r)
+            return super().record_event(r)
 
     slow = Slow()
     results: list[str] = []
@@ -92,4 +92,4 @@ def test_a_full_queue_drops_instead_of_blocking() -> None:
     assert results == ["dropped"]
     release.set()
     recorder.stop(WAIT)
-    assert [e["message"] for e in slow.events] == ["m1", "m2"]
+    assert [e.message for e in slow.events] == ["m1", "m2"]
