@@ -20,7 +20,7 @@ from typing import Any, Final
 
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
+from urllib3.exceptions import HTTPError, MaxRetryError
 
 from controller.kube.api import (
     KubeError,
@@ -286,7 +286,10 @@ def _translated(error: Exception, what: str, *, quote_server: bool = True) -> Ku
     """The client's exception as one of the tree, with the server's message (never the
     headers, which carry the bearer token)."""
     if not isinstance(error, ApiException):
-        return error_for(f"{what}: {type(error).__name__}", status=None)
+        # urllib3 gives up with MaxRetryError; what went wrong ("Connection refused") is its
+        # reason. Neither holds a header, so neither holds the token.
+        cause = error.reason if isinstance(error, MaxRetryError) and error.reason else error
+        return error_for(f"{what}: {type(cause).__name__}: {cause}", status=None)
     status = int(error.status) if error.status else None
     body = _status_body(error.body) if quote_server else {}
     headers = error.headers or {}

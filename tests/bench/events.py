@@ -5,8 +5,8 @@ move (the recorder before it correlated).
 The reports are `e2e.py`'s seeded workload (mostly heartbeats, forwarding flaps, operator
 updates, refusals), judged by the real core on a fake clock moved `--step` seconds per report;
 the Events the core's changes deserve (`records_for`) go through the real `EventRecorder` and
-`AddonStore` (on `OfficialKube`, the `kubernetes` client over HTTP) to an embedded API server, whose audit log
-counts the creates and patches.
+`AddonStore` (on `OfficialKube`, the `kubernetes` client over HTTP) to an embedded API server,
+whose audit log counts the creates and patches.
 
     .venv/bin/python tests/bench/events.py [--reports 1000] [--step 10]
 """

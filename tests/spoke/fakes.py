@@ -162,6 +162,10 @@ class FakeAddonStore(AddonStore):
     def others_write(self, count: int) -> None:
         self.fake.others_write(count)
 
+    def disconnect(self) -> None:
+        """End every open watch, as a dropped connection does."""
+        self.fake.disconnect()
+
     def while_disconnected(self, change: Callable[[], object], *, compact: bool) -> None:
         """Drop every watch, then `change` (and compact the history) before any watch can come
         back: the controller's next watch starts from a version older than the change."""
