@@ -84,7 +84,7 @@ def multi_match(rule: MultiMatch, obj: Mapping[str, Any]) -> Result:
     return Result(
         Health.UNKNOWN,
         HealthReason.NO_MATCHES_FULFILLED,
-        f"no unhealthy matcher matched and the healthy one {_describe(missing)} did not",
+        f"healthy needs {_describe(missing)}",
     )
 
 
@@ -172,10 +172,11 @@ def _match_field(matcher: FieldMatcher, obj: Mapping[str, Any]) -> tuple[str, st
 
 
 def _describe(matcher: Matcher) -> str:
+    """`Ready: True`, `status.phase NotIn [Pending, Failed]`, `status.loadBalancer Exists`."""
     if isinstance(matcher, ConditionMatcher):
-        return f"(condition {matcher.type}: {matcher.status})"
-    values = f" {list(matcher.values)}" if matcher.values else ""
-    return f"({matcher.key.text} {matcher.operator.value}{values})"
+        return f"{matcher.type}: {matcher.status}"
+    values = f" [{', '.join(matcher.values)}]" if matcher.values else ""
+    return f"{matcher.key.text} {matcher.operator.value}{values}"
 
 
 # --- reading the object ----------------------------------------------------------------------
