@@ -96,3 +96,20 @@ def test_fleet_checks_every_hub_copy_and_has_no_hub_errors(fleet: tuple[str, str
     assert said(fleet[0], "every hub copy equals its spoke's final conditions")
     errors = next(line for line in fleet[0].splitlines() if "hub errors:" in line)
     assert errors.split(":", 1)[1].split() == ["0", "0"]
+
+
+def test_health_rules_bench_measures_the_chosen_libraries_and_every_rule_kind() -> None:
+    output = run("health_rules.py", "--number", "20", "--repeat", "1")
+    figures = rows(output)
+    for claim in (
+        "filter, all, exists, has() as CEL says",
+        "misspelt function caught when compiling",
+        "filter finds the condition",
+        "missing key finds nothing",
+    ):
+        assert said(output, claim), claim
+    assert "cel-expr-python (0.1.3" in output and "python-jsonpath (2.2" in output
+    assert "missing field: error" in output
+    for kind in ("alwaysHealthy", "singleConditionType", "multiMatch", "cel"):
+        evaluations, observations = figures[f"{kind}, per second"]
+        assert evaluations > 0 and observations > 0
