@@ -6,9 +6,11 @@ does not compile (issue 10: a start-up error, or an invalid scenario).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from statemachines.errors import ConfigError
 from statemachines.health.config import load_resources
@@ -190,3 +192,20 @@ def test_keys_and_expressions_are_compiled_at_load() -> None:
     matcher = app.health_rule.multi_match.unhealthy.match_fields[0]
     assert matcher.key.query is not None
     assert matcher.message_path is not None and matcher.message_path.query is not None
+
+
+def test_the_readme_example_of_every_rule_kind_loads() -> None:
+    """The configuration the README documents is valid, one resource per rule kind."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme[readme.index("## Health rules") :]
+    block = section[section.index("```yaml\n") + len("```yaml\n") : section.index("```\n")]
+    resources = load_resources(
+        yaml.safe_load(block)["resources"], namespace="observability", collectors=COLLECTORS
+    )
+    kinds = {
+        name
+        for r in resources
+        for name, value in r.health_rule.model_dump(by_alias=True).items()
+        if value is not None
+    }
+    assert kinds == {"alwaysHealthy", "singleConditionType", "multiMatch", "cel"}
