@@ -67,7 +67,8 @@ def count(
     if previous is None:
         return CountedHealth(result.health, result.reason, result.message, now)
     current = fire(previous, now, for_=for_)
-    if result.health is not Health.HEALTHY and current.health is Health.HEALTHY and for_:
+    held_back = current.health is Health.HEALTHY and for_ > timedelta(0)
+    if result.health is not Health.HEALTHY and held_back:
         since = current.pending.since if current.pending is not None else now
         pending = Pending(result.health, result.reason, result.message, since)
         return replace(current, pending=pending)

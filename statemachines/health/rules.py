@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from statemachines.conditions import cut_message
 from statemachines.health.config import (
     CelRule,
     ConditionMatcher,
@@ -35,6 +36,10 @@ class Result:
     health: Health
     reason: str
     message: str = ""
+
+    def __post_init__(self) -> None:
+        # A message path or an expression's error may quote a whole object: cut, never refuse.
+        object.__setattr__(self, "message", cut_message(self.message))
 
 
 def evaluate(resource: Resource, obj: Mapping[str, Any] | None) -> Result:
@@ -77,9 +82,9 @@ def multi_match(rule: MultiMatch, obj: Mapping[str, Any]) -> Result:
         if matched is not None:
             return Result(Health.UNHEALTHY, *matched)
     healthy = list(_each(rule.healthy, obj))
-    if all(m is not None for m in healthy):
-        reason, message = healthy[0] or ("", "")
-        return Result(Health.HEALTHY, reason, message)
+    first = healthy[0]  # a side has at least one matcher (checked at load)
+    if first is not None and all(m is not None for m in healthy):
+        return Result(Health.HEALTHY, *first)
     missing = next(m for m, hit in zip(_matchers(rule.healthy), healthy, strict=True) if not hit)
     return Result(
         Health.UNKNOWN,

@@ -440,3 +440,10 @@ def test_jsonpath_filter_finds_the_condition_by_type() -> None:
         "ReconcileSucceeded",
         "ReconcileFailed",
     ]
+
+
+def test_long_messages_are_cut_never_refused() -> None:
+    """A message path may point at a whole object: the message is cut at the API's limit."""
+    app = kapp_app(condition("ReconcileFailed", "True"), usefulErrorMessage="x" * 40000)
+    result = evaluate(resource(KAPP_RULE), app)
+    assert len(result.message) == 32768 and result.message.endswith(" [...]")
