@@ -1,9 +1,12 @@
 """CEL expressions of the `cel` rule (Flux RFC-0009), compiled and type-checked once at load.
 
 As in Flux, the object's top-level fields are the variables: `metadata`, `spec` and `status`
-(maps of any value), `apiVersion` and `kind` (strings). Compiling also type-checks, as cel-go
-does in Kubernetes and Flux, so a misspelt function or variable, or an expression that cannot
-be a boolean, is a load-time error rather than an `EvaluationError` at the first object change.
+(maps of any value), `apiVersion` and `kind` (strings); besides, as in Kubernetes' own CEL,
+`self` is the whole object, so that `has(self.status)` can guard an object its controller has
+not written a status on yet (`has(status)` is not CEL) and other top-level fields (a
+ConfigMap's `data`) can be read. Compiling also type-checks, as cel-go does in Kubernetes, so a
+misspelt function or variable, or an expression that cannot be a boolean, is a load-time error
+rather than an `EvaluationError` at the first object change.
 The runtime is `cel-expr-python`, the CEL project's own (see the README, "Health rules").
 """
 
@@ -22,12 +25,14 @@ __all__ = ["EvaluationFailed", "Expression", "Variables"]
 _MAPS = ("metadata", "spec", "status")
 _STATUS_CODE = re.compile(r"^[A-Z_]+: ")
 _STRINGS = ("apiVersion", "kind")
+_SELF = "self"
 
 
 @cache
 def _environment() -> Any:
     any_map = cel.Type.Map(cel.Type.STRING, cel.Type.DYN)
-    variables = {name: any_map for name in _MAPS} | {name: cel.Type.STRING for name in _STRINGS}
+    variables = {name: any_map for name in (*_MAPS, _SELF)}
+    variables |= {name: cel.Type.STRING for name in _STRINGS}
     return cel.NewEnv(variables=variables)
 
 
@@ -46,7 +51,7 @@ class Variables:
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> Variables:
         bound = {name: obj[name] for name in (*_MAPS, *_STRINGS) if name in obj}
-        return cls(_environment().Activation(data=bound))
+        return cls(_environment().Activation(data={**bound, _SELF: obj}))
 
 
 @dataclass(frozen=True, slots=True)

@@ -358,6 +358,18 @@ RULES = [
         id="cel-missing-top-level-field-is-an-evaluation-error",
     ),
     pytest.param(
+        {"cel": {"current": "has(self.status) && status.ready"}},
+        {"metadata": {"generation": 1}},
+        Result(UNKNOWN, R.IN_PROGRESS, "no expression is true"),
+        id="cel-self-guards-a-missing-status",
+    ),
+    pytest.param(
+        {"cel": {"current": "self.data.mode == 'on'"}},
+        {"metadata": {}, "data": {"mode": "on"}},
+        Result(OK, R.CURRENT, "current: self.data.mode == 'on'"),
+        id="cel-self-reads-other-top-level-fields",
+    ),
+    pytest.param(
         {"cel": {"inProgress": "status.nope", "current": "true"}},
         obj(),
         Result(
