@@ -50,6 +50,7 @@ class Variables:
 
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> Variables:
+        """Binding converts nothing yet: a value the runtime cannot take fails in `holds`."""
         bound = {name: obj[name] for name in (*_MAPS, *_STRINGS) if name in obj}
         return cls(_environment().Activation(data={**bound, _SELF: obj}))
 

@@ -97,15 +97,9 @@ def cel(rule: CelRule, obj: Mapping[str, Any]) -> Result:
     """RFC-0009: a stale `status.observedGeneration` is `InProgress` without evaluating; then
     `inProgress`, `failed`, `current` in that order, the first true deciding; none true is
     `InProgress`. An expression that fails on this object is `Unhealthy` / `EvaluationError`."""
-    status, metadata = obj.get("status"), obj.get("metadata")
-    observed = status.get("observedGeneration") if isinstance(status, Mapping) else None
-    generation = metadata.get("generation") if isinstance(metadata, Mapping) else None
-    if observed is not None and observed != generation:
-        return Result(
-            Health.UNKNOWN,
-            HealthReason.IN_PROGRESS,
-            f"status.observedGeneration {observed} is not metadata.generation {generation}",
-        )
+    stale = _stale_generation(obj)
+    if stale is not None:
+        return Result(Health.UNKNOWN, HealthReason.IN_PROGRESS, stale)
     steps = (
         ("inProgress", rule.in_progress, Health.UNKNOWN, HealthReason.IN_PROGRESS),
         ("failed", rule.failed, Health.UNHEALTHY, HealthReason.FAILED),
@@ -123,6 +117,17 @@ def cel(rule: CelRule, obj: Mapping[str, Any]) -> Result:
         if holds:
             return Result(health, reason, f"{name}: {expression.text}")
     return Result(Health.UNKNOWN, HealthReason.IN_PROGRESS, "no expression is true")
+
+
+def _stale_generation(obj: Mapping[str, Any]) -> str | None:
+    """Why the object's status is not about its spec yet: an `observedGeneration` that is set
+    and differs from `metadata.generation`; None when it is absent or equal."""
+    status, metadata = obj.get("status"), obj.get("metadata")
+    observed = status.get("observedGeneration") if isinstance(status, Mapping) else None
+    generation = metadata.get("generation") if isinstance(metadata, Mapping) else None
+    if observed is None or observed == generation:
+        return None
+    return f"status.observedGeneration {observed} is not metadata.generation {generation}"
 
 
 # --- multiMatch's matchers -----------------------------------------------------------------
