@@ -37,7 +37,8 @@ _NEVER_OBSERVED = "not observed yet"
 def resources_to_api(
     resources: Sequence[Resource], counted: Mapping[str, CountedHealth]
 ) -> list[dict[str, Any]]:
-    """`status.resources[]`; a resource never observed yet has no condition."""
+    """`status.resources[]`; a resource with no entry in `counted` (not started) has no
+    condition."""
     return [_entry(r, counted.get(r.name)) for r in resources]
 
 
