@@ -62,8 +62,11 @@ class Resource:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     def path(self, namespace: str, name: str = "", subresource: str = "") -> str:
+        """The URL path; `namespace` "" is every namespace (a cluster-wide list or watch), or
+        a cluster-scoped resource."""
         root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        path = f"{root}/namespaces/{namespace}/{self.plural}"
+        path = f"{root}/namespaces/{namespace}" if namespace else root
+        path += f"/{self.plural}"
         if name:
             path += f"/{name}"
         if subresource:
@@ -213,9 +216,15 @@ class Kube(Protocol):
     def get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any]: ...
 
     def list(
-        self, resource: Resource, namespace: str, *, field_selector: str = ""
+        self,
+        resource: Resource,
+        namespace: str,
+        *,
+        field_selector: str = "",
+        label_selector: str = "",
     ) -> dict[str, Any]:
-        """The collection; its `metadata.resourceVersion` is the one a watch starts from."""
+        """The collection (`namespace` "": in every namespace); its
+        `metadata.resourceVersion` is the one a watch starts from."""
         ...
 
     def watch(

@@ -101,15 +101,23 @@ class FakeKube:
             return copy.deepcopy(self._stored((resource, namespace, name)))
 
     def list(
-        self, resource: Resource, namespace: str, *, field_selector: str = ""
+        self,
+        resource: Resource,
+        namespace: str,
+        *,
+        field_selector: str = "",
+        label_selector: str = "",
     ) -> dict[str, Any]:
+        """`namespace` "" lists every namespace; a label selector of `key=value` terms only."""
         self._enter("list", resource, "")
         wanted = field_selector.removeprefix("metadata.name=") if field_selector else None
+        labels = dict(term.split("=", 1) for term in label_selector.split(",") if term)
         with self._changed:
             items = [
                 copy.deepcopy(obj)
                 for (kind, ns, name), obj in self._objects.items()
-                if kind == resource and ns == namespace and wanted in (None, name)
+                if kind == resource and namespace in ("", ns) and wanted in (None, name)
+                and labels.items() <= ((obj.get("metadata") or {}).get("labels") or {}).items()
             ]
             version = str(self._version)
         meta = {"resourceVersion": version}
@@ -324,7 +332,7 @@ class FakeKube:
 
     def _matches(self, stream: _Stream, key: Key) -> bool:
         resource, namespace, name = key
-        return (resource, namespace) == (stream.resource, stream.namespace) and (
+        return resource == stream.resource and stream.namespace in ("", namespace) and (
             not stream.name or name == stream.name
         )
 
