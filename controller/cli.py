@@ -69,8 +69,15 @@ def _run(args: argparse.Namespace) -> int:
     return run_command(args)
 
 
+def _hub(args: argparse.Namespace) -> int:
+    from controller.hub_app import run_hub_command
+
+    return run_hub_command(args)
+
+
 def parser() -> argparse.ArgumentParser:
     from controller.demo.command import add_demo_parser
+    from controller.hub.flags import add_hub_flags
     from controller.options import add_run_flags
     from controller.reports.cli import add_report_parser
 
@@ -84,6 +91,13 @@ def parser() -> argparse.ArgumentParser:
     )
     add_run_flags(run_parser)
     run_parser.set_defaults(handler=_run)
+
+    hub = sub.add_parser(
+        "hub",
+        help="run on the hub: mirror each cluster's hub copy onto its ManagedClusterAddOn",
+    )
+    add_hub_flags(hub)
+    hub.set_defaults(handler=_hub)
 
     add_report_parser(sub)
     add_demo_parser(sub)
