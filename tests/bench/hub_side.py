@@ -21,11 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA  # noqa: E402
-from controller.hub.mirror import managed_cluster_addon  # noqa: E402
-from controller.kube.addons import GROUP, KIND, PLURAL, VERSION  # noqa: E402
-from tests.hub.hubside import ADDON, COPY, Hub, hub_server, replica, seed  # noqa: E402
-from tests.support import eventually  # noqa: E402
+from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
+from controller.hub.mirror import managed_cluster_addon
+from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
+from tests.hub.hubside import ADDON, COPY, Hub, hub_server, replica, seed
+from tests.support import eventually
 
 
 def _put_copy(hub: Hub, cluster: str, conditions: list[dict[str, object]]) -> None:
