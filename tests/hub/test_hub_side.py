@@ -12,9 +12,11 @@ from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry
 
 from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
-from kubesim import RequestInfo
+from kubesim import APIServer, RequestInfo
 from tests.hub.hubside import (
     ADDON,
+    COPY_CRD,
+    TOKENS,
     T1,
     Hub,
     acm,
@@ -234,3 +236,45 @@ def test_kubesim_prunes_a_managed_cluster_addon_status_to_the_upstream_schema(hu
             MCA.group, MCA.version, "cluster1", MCA.plural, ADDON, obj
         )
     assert refused.value.status == 422
+
+
+def test_a_hub_without_the_managed_cluster_addon_crd_warns_once_and_keeps_retrying(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = CollectorRegistry()
+    with APIServer([COPY_CRD], tokens=TOKENS) as server:
+        hub = Hub(server)
+        try:
+            hub.cluster("cluster1", addon=False)
+            hub.set_copy("cluster1", seed())
+            with caplog.at_level("WARNING"), replica(hub, registry=registry) as made:
+                eventually(
+                    lambda: sample(registry, "addon_status_hub_mirror_errors_total",
+                                   kind="not_found") >= 3,
+                    "retries",
+                )
+                assert made.side.alive
+        finally:
+            hub.close()
+    warnings = [m for m in caplog.messages if "no ManagedClusterAddOn" in m]
+    assert len(warnings) == 1
+    assert "its CRD is not installed on the hub" in warnings[0]
+
+
+def test_a_write_the_server_refuses_is_retried_with_backoff_and_the_others_go_on(
+    hub: Hub,
+) -> None:
+    hub.cluster("refused")
+    hub.cluster("fine")
+    hub.set_copy("refused", seed())
+    hub.set_copy("fine", acm())
+
+    def refused(info: RequestInfo) -> bool:
+        return info.namespace == "refused" and info.subresource == "status"
+
+    hub.server.faults.fail_next(2, 422, match=refused, message="refused for the test")
+    registry = CollectorRegistry()
+    with replica(hub, registry=registry):
+        eventually(lambda: hub.conditions("fine") == standard(acm()), "the other cluster")
+        eventually(lambda: hub.conditions("refused") == standard(seed()), "after the refusals")
+    assert sample(registry, "addon_status_hub_mirror_errors_total", kind="invalid") == 2
