@@ -16,8 +16,8 @@ from kubesim import APIServer, RequestInfo
 from tests.hub.hubside import (
     ADDON,
     COPY_CRD,
-    TOKENS,
     T1,
+    TOKENS,
     Hub,
     acm,
     cond,
