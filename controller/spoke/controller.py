@@ -25,6 +25,7 @@ from controller.ops.backoff import Backoff
 from controller.ops.metrics import ControllerMetrics, MetricsServer
 from controller.ops.probes import ProbeServer
 from controller.options import RunOptions
+from controller.spoke.bookkeeping import KubeBookkeeping
 from controller.spoke.events import EventRecorder
 from controller.spoke.watch import AddonWatch
 from controller.spoke.worker import Clock, Worker, utc_now
@@ -116,6 +117,11 @@ class SpokeController:
         self.store = store
         self.registry = registry or CollectorRegistry()
         config = config or options.config()
+        kept = None
+        if not config.profile.status_keeps_bookkeeping:
+            if api_client is None:
+                raise ValueError(f"the {config.profile.name} profile keeps a ConfigMap: no client")
+            kept = KubeBookkeeping(api_client, options.ref, request_timeout=options.request_timeout)
         self.metrics = ControllerMetrics(self.registry, config)
         self.recorder = EventRecorder(
             self.store, on_result=lambda outcome: self.metrics.events.labels(outcome).inc()
@@ -129,6 +135,7 @@ class SpokeController:
             leader=leader,
             lease_held=lease_held,
             max_wait=max_wait,
+            kept=kept,
         )
         self.watch = AddonWatch(
             self.store,

@@ -31,6 +31,7 @@ from controller.kube.addons import (
 )
 from controller.ops.backoff import Retry
 from controller.ops.metrics import ControllerMetrics
+from controller.spoke.bookkeeping import Bookkeeping
 from controller.spoke.events import records_for
 from controller.spoke.status_writer import SpokeStatus, owned_types
 from statemachines import (
@@ -44,8 +45,8 @@ from statemachines import (
     next_wakeup,
     observe_generation,
     start,
-    to_status,
 )
+from statemachines.placement import bookkeeping, on_cr
 
 __all__ = ["Clock", "Reconciler"]
 
@@ -69,7 +70,11 @@ class Reconciler:
         leader: bool,
         lease_held: Callable[[], bool] = lambda: True,
         write_attempts: int = 5,
+        kept: Bookkeeping | None = None,
     ) -> None:
+        """`kept` keeps what the profile's CRD prunes (the acm profile's ConfigMap)."""
+        if kept is None and not config.profile.status_keeps_bookkeeping:
+            raise ValueError(f"the {config.profile.name} profile needs a bookkeeping store")
         self.config = config
         self.status = SpokeStatus(
             store, owned=owned_types(config.profile), metrics=metrics, attempts=write_attempts
@@ -85,6 +90,8 @@ class Reconciler:
         self._state: AddonState | None = None
         self._uid: str | None = None
         self._sync_retry = Retry()  # reading the CR on becoming leader
+        self._kept = kept
+        self._owner: dict[str, Any] = {}  # the CR as last read: the bookkeeping's owner
 
     @property
     def state(self) -> AddonState:
@@ -101,8 +108,9 @@ class Reconciler:
         return self.leading and self._lease_held()
 
     def begin(self, obj: dict[str, Any]) -> None:
-        """The machines as the CR stores them. Raises StoredStateError if it cannot be read."""
-        self._rebuild(obj, strict=True)
+        """The machines as the CR (and the bookkeeping beside it) store them. Raises
+        StoredStateError if it cannot be read, StoreError if the bookkeeping cannot be read."""
+        self._rebuild(obj, self._stored(obj), strict=True)
         self.synced = self.leader
         if self.synced:
             self._announce_read()
@@ -128,13 +136,14 @@ class Reconciler:
         meta = obj.get("metadata") or {}
         if self._uid and meta.get("uid") and meta.get("uid") != self._uid:
             log.warning("the addon CR was created anew; its machines start over from it")
-            self._rebuild(obj, strict=False)
+            fresh = None if self._kept else obj.get("status")
+            self._rebuild(obj, fresh, strict=False)
         self.present = True
         generation = int(meta.get("generation") or 0)
         if generation > self.state.generation:
             outcome = observe_generation(self.state, generation, self._clock(), config=self.config)
             self.settle(outcome, cause="spec")
-        if self.status.seen(obj, to_status(self.state)) and self.leader:
+        if self.status.seen(obj, self._on_cr) and self.leader:
             self.status.dirty = True
             self._flush()
 
@@ -204,18 +213,41 @@ class Reconciler:
     def _writing(self) -> bool:
         return self.leading and self.present and self._lease_held()
 
+    @property
+    def _on_cr(self) -> dict[str, Any]:
+        return on_cr(self.state, self.config.profile)
+
     def _flush(self) -> None:
         if not self._writing:
             return
+        kept = bookkeeping(self.state, self.config.profile)
+        if kept is not None and self._kept is not None:
+            # Before the CR: a restart resumes from here, so it must never lag behind the CR.
+            try:
+                self._kept.write(kept, self._owner)
+            except StoreError as error:
+                delay = self.status.retry.failed()
+                log.warning(
+                    "cannot write the bookkeeping ConfigMap; retrying",
+                    extra={"error": str(error), "retryIn": round(delay, 3)},
+                )
+                return
         try:
-            self.status.write(to_status(self.state))
+            self.status.write(self._on_cr)
         except AddonNotFoundError:
             self.present = False
+
+    def _stored(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        """The status to resume from: the CR's, or the bookkeeping kept for this CR."""
+        if self._kept is None:
+            return obj.get("status")
+        return self._kept.read(obj)
 
     def _sync(self) -> None:
         """Rebuild the machines from a fresh read of the CR (on becoming leader)."""
         try:
             obj = self._store.get()
+            stored = self._stored(obj)
         except StoreError as error:
             self.present = not isinstance(error, AddonNotFoundError)
             delay = self._sync_retry.failed()
@@ -224,8 +256,11 @@ class Reconciler:
                 extra={"error": str(error), "retryIn": round(delay, 3)},
             )
             return
+        except StoredStateError as error:
+            log.warning("the bookkeeping cannot be read back; starting fresh: %s", error)
+            stored = None
         self._sync_retry.succeeded()
-        self._rebuild(obj, strict=False)
+        self._rebuild(obj, stored, strict=False)
         self.synced = True
         log.info("leading: machines rebuilt from the addon CR")
         if self.status.dirty:
@@ -244,13 +279,11 @@ class Reconciler:
             except Exception:
                 log.exception("an on_status_written hook failed")
 
-    def _rebuild(self, obj: dict[str, Any], *, strict: bool) -> None:
+    def _rebuild(self, obj: dict[str, Any], stored: dict[str, Any] | None, *, strict: bool) -> None:
         meta = obj.get("metadata") or {}
         generation = int(meta.get("generation") or 1)
         try:
-            state = start(
-                self.config, self._clock(), status=obj.get("status"), generation=generation
-            )
+            state = start(self.config, self._clock(), status=stored, generation=generation)
         except StoredStateError as error:
             if strict:
                 raise
@@ -258,8 +291,9 @@ class Reconciler:
             state = start(self.config, self._clock(), generation=generation)
         self._state = state
         self._uid = meta.get("uid")
+        self._owner = {"metadata": {"name": meta.get("name"), "uid": self._uid}}
         self.present = True
-        self.status.adopt(obj, to_status(state))
+        self.status.adopt(obj, self._on_cr)
         self._show()
 
     def _show(self) -> None:

@@ -37,6 +37,7 @@ from typing import Any
 
 from controller.kube.addons import AddonStore, EventRecord, WatchEvent
 from controller.ops.metrics import ControllerMetrics
+from controller.spoke.bookkeeping import Bookkeeping
 from controller.spoke.reconcile import Clock, Reconciler
 from controller.spoke.status_writer import StatusHook
 from statemachines import AddonState, Config, Report, Verdict, VerdictKind
@@ -138,8 +139,11 @@ class Worker:
         capacity: int = 1024,
         max_wait: float = 30.0,
         write_attempts: int = 5,
+        kept: Bookkeeping | None = None,
     ) -> None:
-        """`lease_held` (leader election's `is_leader`) is asked before every write and report:
+        """`kept` keeps what the profile's CRD prunes (see `Reconciler`).
+
+        `lease_held` (leader election's `is_leader`) is asked before every write and report:
         it turns False the moment the Lease may lapse, before the election's verdict arrives."""
         self.config = config
         self._lease_held = lease_held or (lambda: True)
@@ -152,6 +156,7 @@ class Worker:
             leader=leader,
             lease_held=self._lease_held,
             write_attempts=write_attempts,
+            kept=kept,
         )
         # Callables receiving the full status after every successful write of the spoke CR.
         self.on_status_written: list[StatusHook] = self._reconciler.status.hooks
