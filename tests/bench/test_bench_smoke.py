@@ -105,3 +105,15 @@ def test_events_creates_fewer_events_than_moves_and_sends_each_once() -> None:
     patched = figures["Event patches per report, correlated"][0]
     assert 0 < created < without
     assert created + patched == pytest.approx(without, abs=0.001)
+
+
+def test_profiles_bench_prints_writes_per_report_and_acm_keeps_windows_off_the_cr() -> None:
+    out = run("profiles.py", "--rounds", "2")
+    table = {
+        (parts[0], parts[1]): (float(parts[2]), float(parts[3]))
+        for line in out.splitlines()
+        if len(parts := line.split()) == 4 and parts[0] in ("seed", "acm")
+    }
+    assert table[("seed", "heartbeat")] == table[("acm", "heartbeat")] == (0.0, 0.0)
+    assert table[("acm", "window")] == (0.0, 1.0)  # a window is bookkeeping: the CR is untouched
+    assert table[("seed", "window")] == (1.0, 0.0)
