@@ -123,7 +123,8 @@ class Reconciler:
         assert self.leading, "a follower judges no report"
         outcome = apply(self.state, report, self._clock(), config=self.config)
         assert outcome.verdict is not None
-        self._metrics.count_verdict(report.reason.value, outcome.verdict)
+        reason = self.config.profile.name_of(report.reason)
+        self._metrics.count_verdict(reason, outcome.verdict)
         return outcome
 
     def observe(self, event: WatchEvent) -> None:
@@ -252,7 +253,7 @@ class Reconciler:
             self.present = not isinstance(error, AddonNotFoundError)
             delay = self._sync_retry.failed()
             log.warning(
-                "cannot read the addon CR; retrying",
+                "cannot read the addon CR or its bookkeeping; retrying",
                 extra={"error": str(error), "retryIn": round(delay, 3)},
             )
             return
