@@ -180,8 +180,10 @@ _ACM_NAMES = {
 SEED = Profile(
     name="seed",
     reasons=(
-        # ForwardFailure > ReportsStale > UpdateFailure > UpdateSuccessful > ForwardSuccessful
-        _row(Reason.FORWARD_FAILURE, _MC, T.DEGRADED, 5),
+        # ForwardFailure > ResourceUnhealthy > ReportsStale > UpdateFailure > UpdateSuccessful
+        #   > ForwardSuccessful
+        _row(Reason.FORWARD_FAILURE, _MC, T.DEGRADED, 6),
+        _row(Reason.RESOURCE_UNHEALTHY, None, T.DEGRADED, 5),
         _row(Reason.REPORTS_STALE, None, T.DEGRADED, 4),
         _row(Reason.UPDATE_FAILURE, _OP, T.DEGRADED, 3),
         _row(Reason.UPDATE_SUCCESSFUL, _OP, T.PROGRESSING, 2),

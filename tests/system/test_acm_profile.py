@@ -22,6 +22,7 @@ from kubesim import APIServer
 from statemachines.placement import UPSTREAM_CONDITION_FIELDS
 from tests.kubesim.test_upstream_crd import UPSTREAM_CRD
 from tests.spoke.fakes import T0, FakeClock
+from tests.support import eventually
 from tests.system.conftest import (
     CLUSTER,
     HUB_TOKENS,
@@ -36,7 +37,6 @@ from tests.system.conftest import (
     condition,
     conditions,
     create_addon,
-    eventually,
     status_of,
     status_writes,
     true_type,
