@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterable
-from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
 
-from controller.ops.serving import ServerThread
+from controller.ops.serving import BoundedPool, ServerThread
 from statemachines import Change, Verdict, VerdictKind
 from statemachines.vocabulary import State
 
@@ -140,8 +139,9 @@ def _state_of(label: str) -> str:
     return label.split(" ", 1)[0]
 
 
-class _Server(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
+class _Server(BoundedPool, WSGIServer):
+    workers = 4  # a scrape or two at a time; silent connections are reclaimed
+    worker_name = "metrics-worker"
 
 
 class _Server6(_Server):
