@@ -200,7 +200,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self._dispatch()
 
+    # The methods of RFC 9110, PATCH and QUERY are routed: a path that does not take one is a
+    # 405; other methods are unknown (501).
     do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_GET  # noqa: N815
+    do_TRACE = do_CONNECT = do_QUERY = do_GET  # noqa: N815
 
     def _dispatch(self) -> None:
         started = time.perf_counter()
