@@ -77,9 +77,7 @@ def test_two_equal_content_lengths_are_one(server: ReportServer, sink: CoreSink)
     assert len(sink.judged) == 1
 
 
-@pytest.mark.parametrize(
-    "value", [b"\xb2", b"4\xb2", b"+46", b"-1", b"0x2e", b"46 46"], ids=repr
-)
+@pytest.mark.parametrize("value", [b"\xb2", b"4\xb2", b"+46", b"-1", b"0x2e", b"46 46"], ids=repr)
 def test_a_content_length_not_in_ascii_digits_is_400(
     server: ReportServer, sink: CoreSink, value: bytes
 ) -> None:

@@ -18,9 +18,7 @@ from controller.ops.probes import ProbeServer
 
 @pytest.fixture
 def probes() -> Iterator[ProbeServer]:
-    server = ProbeServer(
-        host="127.0.0.1", port=0, liveness={"worker": lambda: True}, readiness={}
-    )
+    server = ProbeServer(host="127.0.0.1", port=0, liveness={"worker": lambda: True}, readiness={})
     server.start()
     yield server
     server.stop()
@@ -40,8 +38,6 @@ def status(port: int, path: str) -> int:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
         code: int = answer.status
         return code
-
-
 
 
 @pytest.mark.parametrize(("which", "path"), [("probes", "/healthz"), ("metrics", "/metrics")])
