@@ -17,20 +17,15 @@ import ipaddress
 import json
 import logging
 import socket
-import ssl
 import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from http.server import BaseHTTPRequestHandler, HTTPServer
-from socketserver import TCPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, BinaryIO, ClassVar, Protocol, cast
 from urllib.parse import urlsplit
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
-
-from controller.ops.serving import BoundedPool
 from controller.reports.auth import (
     AuthenticationError,
     Authenticator,
@@ -39,7 +34,9 @@ from controller.reports.auth import (
     AuthUnavailableError,
     Identity,
 )
+from controller.reports.connections import ReportHTTPServer
 from controller.reports.framing import HeaderLines, framing_problem
+from controller.reports.metrics import ReportMetrics
 from controller.reports.openapi import ERROR_REASONS, REPORTS_PATH, SPEC_PATH, openapi_document
 from controller.reports.tls import ServingCertificate, ServingCertificateError
 from controller.spoke.worker import NotLeader, WorkerError
@@ -63,33 +60,6 @@ class ReportSink(Protocol):
         """The verdict on `report`. Raises NotLeader (another replica leads), TimeoutError (no
         verdict within `timeout` seconds), or another WorkerError (stopped, queue full)."""
         ...
-
-
-class ReportMetrics:
-    """Report requests by outcome, and how long they took."""
-
-    VERDICTS = ("accepted", "pending", "heartbeat", "refused")
-    FAILURES = ("bad_request", "unauthorized", "forbidden", "unavailable", "error")
-
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.requests = Counter(
-            "addon_status_report_requests",
-            "Report API requests, by outcome (a verdict, or why the request failed).",
-            ["outcome"],
-            registry=registry,
-        )
-        self.duration = Histogram(
-            "addon_status_report_request_duration_seconds",
-            "Time from a report request's arrival to its answer.",
-            registry=registry,
-            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
-        )
-        for outcome in self.VERDICTS + self.FAILURES:
-            self.requests.labels(outcome)
-
-    def observe(self, outcome: str, seconds: float) -> None:
-        self.requests.labels(outcome).inc()
-        self.duration.observe(seconds)
 
 
 _OUTCOME_OF_STATUS = {401: "unauthorized", 403: "forbidden", 500: "error", 503: "unavailable"}
@@ -157,12 +127,12 @@ class _Handler(BaseHTTPRequestHandler):
 
     @property
     def service(self) -> _Service:
-        return cast(_HTTPServer, self.server).service
+        return cast(_Service, cast(ReportHTTPServer, self.server).service)
 
     def handle_one_request(self) -> None:
         """After the first request, wait for the next one as a reclaimable, idle connection;
         with connections waiting for a worker, end this one instead."""
-        server = cast(_HTTPServer, self.server)
+        server = cast(ReportHTTPServer, self.server)
         if getattr(self, "_answered", False):
             if server.crowded():
                 self.close_connection = True
@@ -306,7 +276,7 @@ class _Handler(BaseHTTPRequestHandler):
         # A body we did not read would be taken for the next request: close instead. With
         # connections waiting for a worker, this one makes room.
         close = self.close_connection or (not self._body_read and self._announced_body())
-        close = close or cast(_HTTPServer, self.server).crowded()
+        close = close or cast(ReportHTTPServer, self.server).crowded()
         self.send_response(code)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -377,68 +347,6 @@ def _encode(body: Mapping[str, Any]) -> bytes:
     return json.dumps(body, separators=(",", ":")).encode()
 
 
-class _HTTPServer(BoundedPool, HTTPServer):
-    """Serves connections with a bounded pool of workers; with `tls`, after a handshake."""
-
-    worker_name = "report-api-worker"
-
-    def __init__(
-        self,
-        address: tuple[str, int],
-        service: _Service,
-        *,
-        family: int,
-        tls: ServingCertificate | None,
-        workers: int,
-    ) -> None:
-        self.address_family = family
-        self.service = service
-        self.tls = tls
-        self.workers = workers
-        super().__init__(address, _Handler)
-
-    def server_bind(self) -> None:
-        # HTTPServer would resolve the host's FQDN here: a DNS lookup nobody needs.
-        TCPServer.server_bind(self)
-        self.server_name = str(self.server_address[0])
-        self.server_port = int(self.server_address[1])
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """A connection that broke mid-request, or a bug: logged, not printed to stderr."""
-        log.warning("report API connection failed", exc_info=True)
-
-    def serve_connection(self, request: Any, client_address: Any) -> None:
-        if self.tls is None:
-            self.finish_request(request, client_address)
-            return
-        connection = self._handshake(request)
-        if connection is not None:
-            try:
-                self.finish_request(connection, client_address)
-            finally:
-                self.shutdown_request(connection)
-
-    def _handshake(self, request: socket.socket) -> ssl.SSLSocket | None:
-        """TLS on the connection's worker; a client that stalls it is reclaimable."""
-        assert self.tls is not None
-        try:
-            wrapped = self.tls.context().wrap_socket(
-                request, server_side=True, do_handshake_on_connect=False
-            )
-        except OSError:  # the client left already
-            return None
-        self.replace_connection(wrapped)
-        wrapped.settimeout(_Handler.timeout)
-        try:
-            with self.reclaimable(wrapped):
-                wrapped.do_handshake()
-        except (OSError, ssl.SSLError) as error:  # plain HTTP, an untrusting client, a timeout
-            log.info("report API TLS handshake failed", extra={"error": str(error)})
-            self.shutdown_request(wrapped)
-            return None
-        return wrapped
-
-
 def _is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -479,7 +387,7 @@ class ReportServer:
         self._address = (host, port)
         self._tls = tls
         self._workers = workers
-        self._server: _HTTPServer | None = None
+        self._server: ReportHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> None:
@@ -488,8 +396,13 @@ class ReportServer:
         host = self._address[0]
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         try:
-            server = _HTTPServer(
-                self._address, self._service, family=family, tls=self._tls, workers=self._workers
+            server = ReportHTTPServer(
+                self._address,
+                _Handler,
+                self._service,
+                family=family,
+                tls=self._tls,
+                workers=self._workers,
             )
         except OSError as error:
             raise ConfigError(f"cannot listen on {host}:{self._address[1]}: {error}") from error
