@@ -5,9 +5,11 @@ collectors, a Prometheus or a kubelet. The standard library's servers listen wit
 5 and give every connection a thread of its own: 20 reporters starting together lost
 connections, and 1,000 held 1,000 threads. `BoundedPool` listens with a backlog of 1,024 and
 serves with a fixed number of worker threads; accepted connections wait in a bounded queue, and
-beyond it in the kernel's backlog. A connection that is silent (no first byte yet, or idle
-between keep-alive requests) for a second is reclaimable: when a connection waits and no worker
-is free, the oldest silent one is closed, so that idle or slow clients cannot hold the pool.
+beyond it in the kernel's backlog. A silent connection is reclaimable: when a connection waits
+and no worker is free, the oldest one silent for long enough is closed, so that idle or slow
+clients cannot hold the pool. Long enough is a second for a keep-alive connection idle after an
+answer (its client was served, and reconnects), and 5 s for one that has sent nothing yet (its
+client may only be slow to write, as a collector on a loaded node in a burst).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any
 
 __all__ = ["BoundedPool", "ServerThread"]
 
-_Connection = tuple[Any, Any]  # (socket, client address), as socketserver hands them
+_Connection = tuple[Any, Any, float]  # (socket, client address) as accepted, and when
 
 
 class BoundedPool(socketserver.TCPServer):
@@ -37,14 +39,15 @@ class BoundedPool(socketserver.TCPServer):
     workers = 8
     waiting_limit = 1024  # accepted connections waiting for a worker
     first_byte_timeout = 10.0  # a connection that sends nothing is closed after this long
-    reclaim_after = 1.0  # silent for less is a client whose bytes are on their way
+    reclaim_idle_after = 1.0  # a keep-alive connection between requests
+    reclaim_new_after = 5.0  # a connection that has sent nothing yet
     worker_name = "server-worker"
 
     def server_activate(self) -> None:
         super().server_activate()
         self._pool_lock = threading.Condition()
         self._waiting: queue.Queue[_Connection | None] = queue.Queue(self.waiting_limit)
-        self._silent: dict[Any, float] = {}  # since when, oldest first
+        self._silent: dict[Any, float] = {}  # reclaimable from when on, oldest first
         self._serving: dict[int, Any] = {}  # by worker thread: the connection it serves
         self._free = 0
         self._closing = False
@@ -59,7 +62,7 @@ class BoundedPool(socketserver.TCPServer):
         """On the accepting thread: queue the connection; a full queue stops accepting."""
         while True:
             try:
-                self._waiting.put((request, client_address), timeout=0.05)
+                self._waiting.put((request, client_address, time.monotonic()), timeout=0.05)
                 break
             except queue.Full:
                 if self._closing:
@@ -81,10 +84,12 @@ class BoundedPool(socketserver.TCPServer):
         return not self._waiting.empty()
 
     @contextlib.contextmanager
-    def reclaimable(self, connection: Any) -> Iterator[None]:
-        """While in this block, `connection` waits for its client and may be closed for others."""
+    def reclaimable(self, connection: Any, *, after: float | None = None) -> Iterator[None]:
+        """While in this block, `connection` waits for its client and may be closed for others
+        `after` seconds from now (by default `reclaim_idle_after`)."""
+        due = time.monotonic() + (self.reclaim_idle_after if after is None else after)
         with self._pool_lock:
-            self._silent[connection] = time.monotonic()
+            self._silent[connection] = due
         try:
             yield
         finally:
@@ -134,11 +139,11 @@ class BoundedPool(socketserver.TCPServer):
                 self._free -= 1
             if taken is None:
                 return
-            request, client_address = taken
+            request, client_address, accepted = taken
             with self._pool_lock:
                 self._serving[threading.get_ident()] = request
             try:
-                if self._first_byte(request):
+                if self._first_byte(request, accepted):
                     self.serve_connection(request, client_address)
             except Exception:
                 self.handle_error(request, client_address)
@@ -148,10 +153,12 @@ class BoundedPool(socketserver.TCPServer):
                     del self._serving[threading.get_ident()]
                     self._pool_lock.notify_all()
 
-    def _first_byte(self, request: socket.socket) -> bool:
-        """Wait, reclaimably, until the client sends something (a request, a TLS hello)."""
+    def _first_byte(self, request: socket.socket, accepted: float) -> bool:
+        """Wait, reclaimably, until the client sends something (a request, a TLS hello); the
+        time it waited in the queue counts."""
         request.settimeout(self.first_byte_timeout)
-        with self.reclaimable(request):
+        after = accepted + self.reclaim_new_after - time.monotonic()
+        with self.reclaimable(request, after=after):
             try:
                 return bool(request.recv(1, socket.MSG_PEEK))
             except OSError:  # timed out, reset, or reclaimed
@@ -161,8 +168,9 @@ class BoundedPool(socketserver.TCPServer):
         with self._pool_lock:
             if not self._silent:
                 return
-            oldest, since = next(iter(self._silent.items()))
-            if time.monotonic() - since < self.reclaim_after:
+            now = time.monotonic()
+            oldest = next((c for c, due in self._silent.items() if due <= now), None)
+            if oldest is None:
                 return
             del self._silent[oldest]
         with contextlib.suppress(OSError):

@@ -71,7 +71,7 @@ class ReportHTTPServer(BoundedPool, HTTPServer):
         self.replace_connection(wrapped)
         wrapped.settimeout(self.first_byte_timeout)
         try:
-            with self.reclaimable(wrapped):
+            with self.reclaimable(wrapped, after=self.reclaim_new_after):
                 wrapped.do_handshake()
         except (OSError, ssl.SSLError) as error:  # plain HTTP, an untrusting client, a timeout
             log.info("report API TLS handshake failed", extra={"error": str(error)})
