@@ -1,15 +1,15 @@
 """The controller's HTTP servers' common ground: a bounded worker pool and a daemon thread.
 
-The report API, the metrics and the probe servers all take connections from a fleet's
-collectors, a Prometheus or a kubelet. The standard library's servers listen with a backlog of
-5 and give every connection a thread of its own: 20 reporters starting together lost
-connections, and 1,000 held 1,000 threads. `BoundedPool` listens with a backlog of 1,024 and
-serves with a fixed number of worker threads; accepted connections wait in a bounded queue, and
-beyond it in the kernel's backlog. A silent connection is reclaimable: when a connection waits
-and no worker is free, the oldest one silent for long enough is closed, so that idle or slow
-clients cannot hold the pool. Long enough is a second for a keep-alive connection idle after an
-answer (its client was served, and reconnects), and 5 s for one that has sent nothing yet (its
-client may only be slow to write, as a collector on a loaded node in a burst).
+The report API, the metrics and the probe servers all take connections from a fleet's collectors, a
+Prometheus or a kubelet. The standard library's servers listen with a backlog of 5 and give every
+connection a thread of its own: 20 reporters starting together lost connections, and 1,000 held
+1,000 threads. `BoundedPool` listens with a backlog of 1,024 and serves with at most `workers`
+threads, started as connections need them; accepted connections wait in a bounded queue, and beyond
+it in the kernel's backlog. A silent connection is reclaimable: when a connection waits and no
+worker is free, the oldest one silent for long enough is closed, so that idle or slow clients cannot
+hold the pool. Long enough is a second for a keep-alive connection idle after an answer (its client
+was served, and reconnects), and 5 s for one that has sent nothing yet (its client may only be slow
+to write, as a collector on a loaded node in a burst).
 """
 
 from __future__ import annotations
@@ -51,12 +51,7 @@ class BoundedPool(socketserver.TCPServer):
         self._serving: dict[int, Any] = {}  # by worker thread: the connection it serves
         self._free = 0
         self._closing = False
-        self._threads = [
-            threading.Thread(target=self._work, name=self.worker_name, daemon=True)
-            for _ in range(self.workers)
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._threads: list[threading.Thread] = []  # started as connections need them
 
     def process_request(self, request: Any, client_address: Any) -> None:
         """On the accepting thread: queue the connection; a full queue stops accepting."""
@@ -69,6 +64,12 @@ class BoundedPool(socketserver.TCPServer):
                     self.shutdown_request(request)
                     return
                 self._reclaim_silent()
+        with self._pool_lock:
+            hire = self._free < self._waiting.qsize() and len(self._threads) < self.workers
+            if hire and not self._closing:
+                worker = threading.Thread(target=self._work, name=self.worker_name, daemon=True)
+                self._threads.append(worker)
+                worker.start()
         self.service_actions()
 
     def service_actions(self) -> None:
@@ -118,7 +119,8 @@ class BoundedPool(socketserver.TCPServer):
         super().server_close()
         if not hasattr(self, "_threads"):
             return  # never activated
-        self._closing = True
+        with self._pool_lock:
+            self._closing = True
         with contextlib.suppress(queue.Empty):
             while True:
                 waiting = self._waiting.get_nowait()
