@@ -275,9 +275,7 @@ class Reconciler:
             except Exception:
                 log.exception("an on_status_written hook failed")
 
-    def _rebuild(
-        self, obj: dict[str, Any], stored: dict[str, Any] | None, *, strict: bool
-    ) -> None:
+    def _rebuild(self, obj: dict[str, Any], stored: dict[str, Any] | None, *, strict: bool) -> None:
         meta = obj.get("metadata") or {}
         generation = int(meta.get("generation") or 1)
         try:
