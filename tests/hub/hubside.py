@@ -21,7 +21,7 @@ from kubesim import APIServer, UserInfo
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 COPY_CRD: Final = ROOT / "manifests" / "base" / "crd.yaml"
-MCA_CRD: Final = ROOT / "manifests" / "upstream" / "managedclusteraddons.crd.yaml"
+MCA_CRD: Final = ROOT / "tests" / "data" / "upstream" / "managedclusteraddons.crd.yaml"
 COPY: Final = "observability-addon"
 ADDON: Final = "observability-controller"
 T0: Final = "2026-11-24T01:00:00Z"

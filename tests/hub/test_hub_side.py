@@ -16,6 +16,7 @@ from kubesim import APIServer, RequestInfo
 from tests.hub.hubside import (
     ADDON,
     COPY_CRD,
+    MCA_CRD,
     T1,
     TOKENS,
     Hub,
@@ -278,3 +279,12 @@ def test_a_write_the_server_refuses_is_retried_with_backoff_and_the_others_go_on
         eventually(lambda: hub.conditions("fine") == standard(acm()), "the other cluster")
         eventually(lambda: hub.conditions("refused") == standard(seed()), "after the refusals")
     assert sample(registry, "addon_status_hub_mirror_errors_total", kind="invalid") == 2
+
+
+def test_the_managed_cluster_addon_crd_is_a_byte_identical_copy_of_shared_upstream() -> None:
+    # CI clones the repository with shared/ beside it; a worktree may sit one level deeper.
+    places = [MCA_CRD.parents[n] / "shared" / "upstream" / MCA_CRD.name for n in (4, 5)]
+    shared = next((place for place in places if place.is_file()), None)
+    if shared is None:
+        pytest.skip("no shared/upstream beside the repository")
+    assert MCA_CRD.read_bytes() == shared.read_bytes()

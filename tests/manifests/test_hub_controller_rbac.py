@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from pathlib import Path
 from typing import Any, Final
 
 import pytest
@@ -118,14 +117,3 @@ def test_the_deployment_runs_two_replicas_with_leader_election(overlay: list[Obj
     deployment = find(overlay, "Deployment", "addon-status-hub-controller")
     assert deployment["spec"]["replicas"] == 2
     assert _settings(deployment).leader_elect
-
-
-def test_the_upstream_crds_are_the_shared_ones_verbatim() -> None:
-    # ../shared beside the checkout (or beside the folder of worktrees the checkout is in)
-    places = [MANIFESTS.parents[n] / "shared" / "upstream" for n in (1, 2)]
-    shared = next((place for place in places if place.is_dir()), None)
-    if shared is None:
-        pytest.skip("../shared is not here (outside the project's workspace)")
-    for ours in sorted((MANIFESTS / "upstream").glob("*.crd.yaml")):
-        assert ours.read_bytes() == (shared / ours.name).read_bytes(), ours.name
-    assert Path(MCA_CRD).is_file()
