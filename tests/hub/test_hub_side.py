@@ -5,6 +5,7 @@ of the hub copy."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,8 @@ from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry
 
 from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
+from controller.hub_app import hub_side
+from controller.kube.kubeconfig import kubeconfig_yaml
 from kubesim import APIServer, RequestInfo
 from tests.hub.hubside import (
     ADDON,
@@ -288,3 +291,15 @@ def test_the_managed_cluster_addon_crd_is_a_byte_identical_copy_of_shared_upstre
     if shared is None:
         pytest.skip("no shared/upstream beside the repository")
     assert MCA_CRD.read_bytes() == shared.read_bytes()
+
+
+def test_hub_side_runs_the_hub_side_in_process_from_a_kubeconfig(hub: Hub, tmp_path: Path) -> None:
+    """The demo's one call: the hub side on the hub a kubeconfig names, stopped with the block."""
+    kubeconfig = tmp_path / "hub.kubeconfig"
+    kubeconfig.write_text(kubeconfig_yaml(server=hub.server.url, token="hub-a"), encoding="utf-8")
+    hub.cluster("cluster1")
+    hub.set_copy("cluster1", acm())
+    with hub_side(kubeconfig) as running:
+        eventually(lambda: hub.conditions("cluster1") == standard(acm()), "the mirror")
+        assert running.leading
+    assert not running.side.alive
