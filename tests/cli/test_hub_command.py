@@ -3,8 +3,10 @@ line on stderr with an exit code, never a traceback."""
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,18 @@ import pytest
 from controller.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _logging_restored() -> Iterator[None]:
+    """`hub` configures logging for the process (a JSON handler on the stderr pytest captures
+    and then closes): the tests after these must not inherit it."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    yield
+    for handler in [h for h in root.handlers if h not in handlers]:
+        root.removeHandler(handler)
+    root.setLevel(level)
 
 
 def test_the_hub_flags_load_no_kubernetes_client() -> None:
