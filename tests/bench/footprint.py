@@ -1,0 +1,179 @@
+"""What one idle `addon-status run` costs a cluster: start-up to ready, resident memory, CPU.
+
+The controller runs as its own process, as the Deployment starts it (`--leader-elect`, a hub
+kubeconfig, default timings), against two embedded API servers in this process (a spoke holding
+the addon CR and the Lease, a hub holding the copy); only the controller's process is measured.
+The report API runs without authentication (`--insecure`), the one difference from a pod.
+
+- start-up to ready: from spawning the process to the first 200 from `/readyz`;
+- RSS once idle (after `--settle` seconds), beside the interpreter alone and the interpreter
+  with the controller's modules imported, which says how much of it is imports;
+- CPU seconds per idle hour: user + system time over `--idle` seconds, extrapolated.
+
+    .venv/bin/python tests/bench/footprint.py [--runs 3] [--idle 60] [--settle 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
+from controller.kube.kubeconfig import kubeconfig_yaml
+from controller.options import DEFAULT_NAME, DEFAULT_NAMESPACE
+from kubesim import APIServer
+
+ROOT = Path(__file__).resolve().parents[2]
+CRD = ROOT / "manifests" / "base" / "crd.yaml"
+CLUSTER = "cluster1"
+TICKS = os.sysconf("SC_CLK_TCK")
+MIB = 1024 * 1024
+
+
+@contextmanager
+def servers() -> Iterator[tuple[APIServer, APIServer]]:
+    """A spoke and a hub API server, each holding the addon CR (its copy on the hub)."""
+    with (
+        APIServer([CRD], namespaces=["default", DEFAULT_NAMESPACE]) as spoke,
+        APIServer([CRD], namespaces=["default", CLUSTER]) as hub,
+    ):
+        for server, namespace in ((spoke, DEFAULT_NAMESPACE), (hub, CLUSTER)):
+            server.put_object(GROUP, VERSION, PLURAL, {
+                "apiVersion": f"{GROUP}/{VERSION}",
+                "kind": KIND,
+                "metadata": {"name": DEFAULT_NAME, "namespace": namespace},
+                "spec": {"enableMetrics": True, "interval": 300},
+            })  # fmt: skip
+        yield spoke, hub
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def rss_bytes(pid: int) -> int:
+    """VmRSS of a running process."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a running process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as answer:
+            return int(answer.status) == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def python_rss(code: str) -> int:
+    """Peak RSS of `python -c code` that then waits on stdin (measured while it waits)."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", f"{code}\nimport sys; print(flush=True); sys.stdin.read()"],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None and process.stdin is not None
+    process.stdout.readline()
+    try:
+        return rss_bytes(process.pid)
+    finally:
+        process.stdin.close()
+        process.wait(30)
+
+
+def one_run(workdir: Path, *, idle: float, settle: float) -> dict[str, float]:
+    with servers() as (spoke, hub):
+        spoke_config, hub_config = workdir / "spoke-kubeconfig", workdir / "hub-kubeconfig"
+        spoke_config.write_text(kubeconfig_yaml(server=spoke.url, token="spoke"), "utf-8")
+        hub_config.write_text(kubeconfig_yaml(server=hub.url, token="hub"), "utf-8")
+        probes = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBE", "ADDON_STATUS_"))}
+        argv = [
+            "run", "--leader-elect", "--kubeconfig", str(spoke_config),
+            "--hub-kubeconfig", str(hub_config), "--cluster-name", CLUSTER, "--insecure",
+            "--report-address", f"127.0.0.1:{free_port()}",
+            "--metrics-address", f"127.0.0.1:{free_port()}",
+            "--probe-address", f"127.0.0.1:{probes}",
+        ]  # fmt: skip
+        started = time.perf_counter()
+        process = subprocess.Popen(
+            [sys.executable, "-m", "controller.cli", *argv],
+            cwd=ROOT,
+            env=env | {"POD_NAME": "footprint"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            while not ready(f"http://127.0.0.1:{probes}/readyz"):
+                if process.poll() is not None:
+                    raise SystemExit(f"FAILED: addon-status run exited with {process.returncode}")
+                if time.perf_counter() - started > 60:
+                    raise SystemExit("FAILED: not ready within 60 s")
+                time.sleep(0.01)
+            to_ready = time.perf_counter() - started
+            time.sleep(settle)
+            rss, cpu_before = rss_bytes(process.pid), cpu_seconds(process.pid)
+            time.sleep(idle)
+            cpu = cpu_seconds(process.pid) - cpu_before
+            if process.poll() is not None:
+                raise SystemExit("FAILED: addon-status run stopped while idle")
+            return {"ready": to_ready, "rss": rss, "cpu_per_hour": cpu * 3600 / idle}
+        finally:
+            process.terminate()
+            process.wait(30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3, help="processes started (default 3)")
+    parser.add_argument("--idle", type=float, default=60.0, help="idle seconds measured per run")
+    parser.add_argument("--settle", type=float, default=5.0, help="seconds before measuring")
+    args = parser.parse_args()
+
+    runs: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="footprint-") as workdir:
+        for _ in range(args.runs):
+            runs.append(one_run(Path(workdir), idle=args.idle, settle=args.settle))
+    bare = python_rss("pass")
+    imported = python_rss("import controller.app")
+
+    def row(label: str, values: list[float], form: str) -> None:
+        cells = "".join(f"{form.format(v):>10}" for v in [statistics.median(values), *values])
+        print(f"{label + ':':<46}{cells}")
+
+    print(f"addon-status run, idle ({args.runs} runs; median, then each run)")
+    row("start-up to ready, s", [r["ready"] for r in runs], "{:.2f}")
+    row("RSS when idle, MiB", [r["rss"] / MIB for r in runs], "{:.1f}")
+    row(f"CPU s per idle hour (over {args.idle:g} s)", [r["cpu_per_hour"] for r in runs], "{:.1f}")
+    print("for comparison (one process each)")
+    row("RSS of the interpreter alone, MiB", [bare / MIB], "{:.1f}")
+    row("RSS with controller.app imported, MiB", [imported / MIB], "{:.1f}")
+
+
+if __name__ == "__main__":
+    main()
