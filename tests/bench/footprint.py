@@ -6,9 +6,10 @@ the addon CR and the Lease, a hub holding the copy); only the controller's proce
 The report API runs without authentication (`--insecure`), the one difference from a pod.
 
 - start-up to ready: from spawning the process to the first 200 from `/readyz`;
-- RSS once idle (after `--settle` seconds), beside the interpreter alone and the interpreter
-  with the controller's modules imported, which says how much of it is imports;
-- CPU seconds per idle hour: user + system time over `--idle` seconds, extrapolated.
+- RSS once idle (after `--settle` seconds), and what holds it: the RSS of a separate process
+  importing what `run` imports, layer by layer, and the rest (loaded or allocated after start);
+- CPU seconds per idle hour: user + system time over `--idle` seconds, extrapolated, and the
+  requests the two API servers received meanwhile (what the idle CPU is spent on).
 
     .venv/bin/python tests/bench/footprint.py [--runs 3] [--idle 60] [--settle 5]
 """
@@ -88,22 +89,33 @@ def ready(url: str) -> bool:
         return False
 
 
-def python_rss(code: str) -> int:
-    """Peak RSS of `python -c code` that then waits on stdin (measured while it waits)."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", f"{code}\nimport sys; print(flush=True); sys.stdin.read()"],
-        cwd=ROOT,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
+# What `run` imports, in layers; each layer's RSS is measured after the ones above it.
+IMPORT_LAYERS = [
+    ("yaml", "import yaml"),
+    ("pydantic (and a first model)", "import pydantic\nclass _M(pydantic.BaseModel): x: int"),
+    ("statemachines, transitions", "import statemachines.core, transitions"),
+    ("urllib3, prometheus_client", "import urllib3, prometheus_client"),
+    ("kubernetes (the package)", "import kubernetes"),
+    ("controller.app (the rest of run's modules)", "import controller.app"),
+]
+LAYERED = """
+def rss():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+print(rss())
+{}
+"""
+
+
+def import_layers() -> list[tuple[str, int]]:
+    """(layer, RSS in bytes once it is imported too), starting with the bare interpreter."""
+    code = LAYERED.format("\n".join(f"{step}\nprint(rss())" for _, step in IMPORT_LAYERS))
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     )
-    assert process.stdout is not None and process.stdin is not None
-    process.stdout.readline()
-    try:
-        return rss_bytes(process.pid)
-    finally:
-        process.stdin.close()
-        process.wait(30)
+    sizes = [int(line) for line in done.stdout.split()]
+    return list(zip(["the interpreter", *(name for name, _ in IMPORT_LAYERS)], sizes, strict=True))
 
 
 def one_run(workdir: Path, *, idle: float, settle: float) -> dict[str, float]:
@@ -138,11 +150,19 @@ def one_run(workdir: Path, *, idle: float, settle: float) -> dict[str, float]:
             to_ready = time.perf_counter() - started
             time.sleep(settle)
             rss, cpu_before = rss_bytes(process.pid), cpu_seconds(process.pid)
+            calls_before = len(spoke.audit) + len(hub.audit)
             time.sleep(idle)
             cpu = cpu_seconds(process.pid) - cpu_before
+            calls = len(spoke.audit) + len(hub.audit) - calls_before
             if process.poll() is not None:
                 raise SystemExit("FAILED: addon-status run stopped while idle")
-            return {"ready": to_ready, "rss": rss, "cpu_per_hour": cpu * 3600 / idle}
+            per_hour = 3600 / idle
+            return {
+                "ready": to_ready,
+                "rss": rss,
+                "cpu_per_hour": cpu * per_hour,
+                "calls_per_hour": calls * per_hour,
+            }
         finally:
             process.terminate()
             process.wait(30)
@@ -159,8 +179,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="footprint-") as workdir:
         for _ in range(args.runs):
             runs.append(one_run(Path(workdir), idle=args.idle, settle=args.settle))
-    bare = python_rss("pass")
-    imported = python_rss("import controller.app")
+    layers = import_layers()
 
     def row(label: str, values: list[float], form: str) -> None:
         cells = "".join(f"{form.format(v):>10}" for v in [statistics.median(values), *values])
@@ -170,9 +189,14 @@ def main() -> None:
     row("start-up to ready, s", [r["ready"] for r in runs], "{:.2f}")
     row("RSS when idle, MiB", [r["rss"] / MIB for r in runs], "{:.1f}")
     row(f"CPU s per idle hour (over {args.idle:g} s)", [r["cpu_per_hour"] for r in runs], "{:.1f}")
-    print("for comparison (one process each)")
-    row("RSS of the interpreter alone, MiB", [bare / MIB], "{:.1f}")
-    row("RSS with controller.app imported, MiB", [imported / MIB], "{:.1f}")
+    row("API requests per idle hour", [r["calls_per_hour"] for r in runs], "{:.0f}")
+    print("RSS as run's imports add up, MiB (one process; the layer's share, then the total)")
+    previous = 0
+    for name, size in layers:
+        print(f"  {name + ':':<44}{(size - previous) / MIB:>10.1f}{size / MIB:>10.1f}")
+        previous = size
+    after_start = statistics.median(r["rss"] for r in runs) - previous
+    print(f"  {'loaded or allocated after the start:':<44}{after_start / MIB:>10.1f}")
 
 
 if __name__ == "__main__":

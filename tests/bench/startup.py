@@ -1,10 +1,10 @@
 """How fast the command line answers: wall time and peak RSS of short `addon-status` commands.
 
 Each command runs as a user runs it (the `addon-status` console script beside this Python,
-or `python -c "from controller.cli import main; main()"` where there is none), `--runs` times;
-the median is printed, then the fastest and slowest run. Goal: under 0.3 s for `--help`,
-`report --help` and `simulate FILE` (FILE: the demo's story, 30 simulated minutes).
-`run --help` and the bare interpreter are printed for comparison.
+or `python -c "from controller.cli import main; main()"` where there is none), `--runs` times:
+the median, fastest and slowest wall time and the median peak RSS. Goal: under 0.3 s for
+`--help`, `report --help` and `simulate FILE` (FILE: the demo's story, 26 simulated minutes).
+`--version`, `run --help` and the bare interpreter are printed for comparison.
 
     .venv/bin/python tests/bench/startup.py [--runs 7]
 """
@@ -57,17 +57,17 @@ def main() -> None:
     args = parser.parse_args()
 
     base = launcher()
-    print(f"{args.runs} runs each of {' '.join(base)} ...; median (fastest, slowest)")
-    print(f"{'':<44}{'wall s':>8}{'':>16}{'peak RSS MiB':>14}")
+    print(f"{args.runs} runs each of {' '.join(base)} ...")
+    print(f"{'':<44}{'median s':>10}{'fastest':>10}{'slowest':>10}{'RSS MiB':>10}")
     rows = [*COMMANDS, ("python -c pass (the interpreter alone)", None)]
     for label, words in rows:
         argv = [sys.executable, "-c", "pass"] if words is None else [*base, *words]
         runs = [measure(argv) for _ in range(args.runs)]
         walls, rss = [r[0] for r in runs], [r[1] for r in runs]
-        spread = f"({min(walls):.3f}, {max(walls):.3f})"
+        cells = [statistics.median(walls), min(walls), max(walls)]
         print(
-            f"{label + ':':<44}{statistics.median(walls):>8.3f} {spread:<15}"
-            f"{statistics.median(rss):>14.1f}"
+            f"{label + ':':<44}{''.join(f'{c:>10.3f}' for c in cells)}"
+            f"{statistics.median(rss):>10.1f}"
         )
 
 
