@@ -54,7 +54,8 @@ class _VersionAction(argparse.Action):
 def _simulate(args: argparse.Namespace) -> int:
     from controller.demo.timeline import as_json, as_table
     from statemachines.errors import ScenarioError
-    from statemachines.scenario import load, run
+    from statemachines.scenario import load
+    from statemachines.simulation import run
 
     path = Path(args.file)
     try:

@@ -22,6 +22,7 @@ __all__ = [
     "Profile",
     "Reason",
     "ReasonSpec",
+    "Rule",
     "State",
 ]
 
@@ -51,8 +52,23 @@ class Reason(StrEnum):
     NOT_SUPPORTED = "NotSupported"
     # Ours, not reportable: a collector nobody has heard of for `staleAfter`.
     REPORTS_STALE = "ReportsStale"
+    # Ours, not reportable: a health rule counts an object of the collector's Unhealthy.
+    RESOURCE_UNHEALTHY = "ResourceUnhealthy"
     # Sentinel for the condition of a collector that has not been reported on yet.
     NO_REPORT_YET = "NoReportYet"
+
+
+class Rule(StrEnum):
+    """The rules that refuse a report; a `refused` verdict names exactly one of them."""
+
+    # The machine has no row from the collector's state on the reported reason (section 2).
+    NO_TRANSITION = "NoTransition"
+    # Only Degraded because of ForwardFailure may move this way; UpdateFailure blocks it.
+    REQUIRES_FORWARD_FAILURE = "RequiresForwardFailure"
+    # Older than a generation the collector already took (section 6).
+    OUTDATED_GENERATION = "OutdatedGeneration"
+    # Newer than the addon CR's metadata.generation: a reporter never raises it (section 6).
+    FUTURE_GENERATION = "FutureGeneration"
 
 
 class Actor(StrEnum):
@@ -140,8 +156,10 @@ _OP, _MC, T = Actor.ENDPOINT_OPERATOR, Actor.METRICS_COLLECTOR, ConditionType
 SEED = Profile(
     name="seed",
     reasons=(
-        # ForwardFailure > ReportsStale > UpdateFailure > UpdateSuccessful > ForwardSuccessful
-        _row(Reason.FORWARD_FAILURE, _MC, T.DEGRADED, 5),
+        # ForwardFailure > ResourceUnhealthy > ReportsStale > UpdateFailure > UpdateSuccessful
+        #   > ForwardSuccessful
+        _row(Reason.FORWARD_FAILURE, _MC, T.DEGRADED, 6),
+        _row(Reason.RESOURCE_UNHEALTHY, None, T.DEGRADED, 5),
         _row(Reason.REPORTS_STALE, None, T.DEGRADED, 4),
         _row(Reason.UPDATE_FAILURE, _OP, T.DEGRADED, 3),
         _row(Reason.UPDATE_SUCCESSFUL, _OP, T.PROGRESSING, 2),

@@ -1,8 +1,9 @@
 """A fresh cluster has no addon namespace, and every namespaced object of the spoke fails
 without it (`namespaces "open-cluster-management-addon-observability" not found`, as a real
-API server answers). manifests/base leaves the namespace to the addon framework that owns it on
-a managed cluster; the optional overlay manifests/with-namespace adds it, so that one
-`kubectl apply -k` works on a fresh cluster."""
+API server answers and kubesim mirrors). manifests/base and manifests/kubernetes leave the
+namespace to the addon framework that owns it on a managed cluster; the component
+manifests/components/namespace adds it, and the optional overlay manifests/with-namespace is
+manifests/kubernetes with it, so that one `kubectl apply -k` works on a fresh cluster."""
 
 from __future__ import annotations
 
@@ -19,18 +20,19 @@ Obj = dict[str, Any]
 OVERLAY = MANIFESTS / "with-namespace"
 
 
-def test_the_base_leaves_the_namespace_to_the_addon_framework(spoke: list[Obj]) -> None:
-    assert [o for o in spoke if o["kind"] == "Namespace"] == []
+@pytest.mark.parametrize("root", ["base", "kubernetes"])
+def test_the_spoke_builds_leave_the_namespace_to_the_addon_framework(root: str) -> None:
+    assert [o for o in build(MANIFESTS / root).objects if o["kind"] == "Namespace"] == []
 
 
-def test_the_overlay_adds_the_namespace_every_spoke_object_lives_in(spoke: list[Obj]) -> None:
-    overlay = build(OVERLAY).objects
+def test_the_overlay_adds_the_namespace_every_spoke_object_lives_in() -> None:
+    overlay, kubernetes = build(OVERLAY).objects, build(MANIFESTS / "kubernetes").objects
     namespace = find(overlay, "Namespace")["metadata"]["name"]
-    assert {o["metadata"]["namespace"] for o in spoke if o["kind"] not in CLUSTER_SCOPED} == {
-        namespace
-    }
-    assert sorted(identity(o) for o in overlay if o["kind"] != "Namespace") == sorted(
-        identity(o) for o in spoke
+    namespaced = {o["metadata"]["namespace"] for o in kubernetes if o["kind"] not in CLUSTER_SCOPED}
+    assert namespaced == {namespace}
+    assert [o for o in overlay if o["kind"] != "Namespace"] == kubernetes
+    assert sorted(identity(o) for o in overlay) == sorted(
+        [identity(find(overlay, "Namespace")), *(identity(o) for o in kubernetes)]
     )
 
 
