@@ -26,7 +26,8 @@ from tests.packaging.test_package_data import SOURCES
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[2]
-SUMMARY = r"(\d+) reports \((\d+) refused\)(?:.*\n)+?spoke: (.+)\nhub: +(.+)"  # the demo's last lines
+# The demo's last lines: the reports sent, then where the spoke and the hub ended.
+SUMMARY = r"(\d+) reports \((\d+) refused\)(?:.*\n)+?spoke: (.+)\nhub: +(.+)"
 DISTRIBUTION_FILES = ("pyproject.toml", "README.md", "statemachines", "controller", "kubesim")
 BOOT = """
 steps:
