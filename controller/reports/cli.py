@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # imported where used, so that `addon-status report` loads only the client
     from prometheus_client import CollectorRegistry
 
+    from controller.kube.api import Kube
     from controller.reports.auth import Authorizer
     from controller.reports.client import ReportClient
     from controller.reports.server import ReportServer, ReportSink, ServingCertificate
@@ -201,11 +202,11 @@ def build_report_server(
     sink: ReportSink,
     config: Config,
     registry: CollectorRegistry,
-    api_client: Callable[[], Any],
+    kube: Callable[[], Kube],
 ) -> ReportServer:
     """The report server the flags describe; ConfigError (naming the flag) when they do not fit.
 
-    `api_client` is called only for TokenReview, so that demos need no cluster.
+    `kube` is called only for TokenReview, so that demos need no cluster.
     """
     from controller.reports.auth import (
         Authenticator,
@@ -225,7 +226,7 @@ def build_report_server(
     elif args.token_table is not None:
         authenticator = StaticTokenAuthenticator.from_file(args.token_table)
     else:
-        authenticator = TokenReviewAuthenticator(api_client())
+        authenticator = TokenReviewAuthenticator(kube())
     tls = _serving_certificate(args)
     authorizer = _authorizer(args, config)
     return ReportServer(
