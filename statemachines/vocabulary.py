@@ -17,9 +17,11 @@ __all__ = [
     "REASON_PATTERN",
     "SEED",
     "Actor",
+    "READY",
     "CollectorSpec",
     "ConditionType",
     "Profile",
+    "ReadyReason",
     "Reason",
     "ReasonSpec",
     "Rule",
@@ -41,6 +43,17 @@ class ConditionType(StrEnum):
 
 # A collector's machine has the standard types as its states.
 State = ConditionType
+
+# Not a standard type (section 10): Available at the CR's current generation.
+READY = "Ready"
+
+
+class ReadyReason(StrEnum):
+    """The reasons of the `Ready` condition."""
+
+    CURRENT = "AvailableAtCurrentGeneration"  # True: every counted collector is at it
+    NOT_AVAILABLE = "NotAvailable"  # the addon is not Available
+    OUTDATED_GENERATION = "OutdatedGeneration"  # Available, but a collector lags
 
 
 class Reason(StrEnum):
