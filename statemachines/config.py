@@ -51,8 +51,8 @@ class Config:
         base = settings or Settings()
         per: dict[str, Settings] = {}
         overrides = dict(collector_settings or {})
-        for name in overrides:
-            if "historyLimit" in overrides[name]:
+        for name, values in overrides.items():
+            if "historyLimit" in values:
                 raise ConfigError(
                     f"collectorSettings.{name}.historyLimit: the history is the addon's; "
                     "set it in settings"

@@ -46,7 +46,7 @@ def ready_condition(
         names = ", ".join(
             f"{_display(c, config)} at generation {c.observed_generation}" for c in lagging
         )
-        message = f"Available, but not every collector has reported at generation {generation}: {names}"
+        message = f"Available, but not every collector reported at generation {generation}: {names}"
     else:
         reason, status = ReadyReason.CURRENT, "True"
         message = f"Available at generation {generation}"

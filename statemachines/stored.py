@@ -134,7 +134,9 @@ def _history_from_api(raw: object) -> tuple[HistoryEntry, ...]:
                 )
             )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
-            raise StoredStateError(f"status.history[{index}]", f"cannot be read: {error}") from error
+            raise StoredStateError(
+                f"status.history[{index}]", f"cannot be read: {error}"
+            ) from error
     return tuple(entries)
 
 

@@ -14,10 +14,10 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "READY",
     "REASON_PATTERN",
     "SEED",
     "Actor",
-    "READY",
     "CollectorSpec",
     "ConditionType",
     "Profile",
