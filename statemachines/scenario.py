@@ -27,6 +27,7 @@ from pydantic import (
     Field,
     StrictBool,
     StrictInt,
+    StrictStr,
     ValidationError,
     ValidationInfo,
 )
@@ -34,15 +35,19 @@ from pydantic import (
 from statemachines.conditions import format_time
 from statemachines.config import Config
 from statemachines.errors import ConfigError, ReportError, ScenarioError
+from statemachines.related import RelatedObject
 from statemachines.reports import GENERATION_LIMIT, Report, VerdictKind, parse_report
 from statemachines.settings import Duration, Settings, parse_duration
-from statemachines.vocabulary import SEED, ConditionType, Profile, Reason, Rule, State
+from statemachines.vocabulary import READY, SEED, ConditionType, Profile, Reason, Rule, State
 
 __all__ = [
     "EPOCH",
     "CollectorExpectation",
     "ConditionExpectation",
     "Expectation",
+    "HistoryExpectation",
+    "LastKnownGoodExpectation",
+    "RelatedObjectShape",
     "Scenario",
     "ScenarioFile",
     "Step",
@@ -109,12 +114,50 @@ class CollectorExpectation(ConditionExpectation):
     pending_since: ExpectedTime | None = Field(None, alias="pendingSince")
 
 
+class HistoryExpectation(_Shape):
+    """An entry of `status.history`; only the fields given are compared."""
+
+    type: ConditionType | None = None
+    reason: StrictStr | None = None  # as written: the history may hold reasons of any profile
+    message: str | None = None
+    last_transition_time: ExpectedTime | None = Field(None, alias="lastTransitionTime")
+
+    def fields(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class LastKnownGoodExpectation(_Shape):
+    generation: Generation | None = None
+    since: ExpectedTime | None = None
+
+    def fields(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class RelatedObjectShape(_Shape):
+    """`{group, resource, namespace, name}`; in an expectation only the fields given count."""
+
+    group: StrictStr | None = None
+    resource: StrictStr | None = None
+    namespace: StrictStr | None = None
+    name: StrictStr | None = None
+
+    def fields(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
 class Expectation(_Shape):
     verdict: VerdictKind | None = None  # of the step's report
     rule: Rule | None = None  # the rule that refused it
     addon: ConditionType | None = None  # the standard type that is True
     conditions: dict[str, ConditionExpectation] = Field(default_factory=dict)
     collectors: dict[str, CollectorExpectation] = Field(default_factory=dict)
+    # Section 9: installed versions (null: none known), the newest history entries (newest
+    # first), related objects that must be present; section 10: the last known good generation.
+    versions: dict[str, StrictStr | None] = Field(default_factory=dict)
+    history: list[HistoryExpectation] | None = None
+    related_objects: list[RelatedObjectShape] = Field(default_factory=list, alias="relatedObjects")
+    last_known_good: LastKnownGoodExpectation | None = Field(None, alias="lastKnownGood")
 
 
 class StepFile(_Shape):
@@ -136,6 +179,8 @@ class ScenarioFile(_Shape):
         default_factory=dict, alias="collectorSettings"
     )
     collectors: list[str] | None = None
+    # What the configuration adds to status.relatedObjects (section 9).
+    related_objects: list[RelatedObjectShape] = Field(default_factory=list, alias="relatedObjects")
     steps: list[StepFile] = Field(min_length=1)
 
 
@@ -195,11 +240,18 @@ def _invalid(error: ValidationError) -> ScenarioError:
 
 
 def _config(shape: ScenarioFile) -> Config:
+    related = []
+    for index, given in enumerate(shape.related_objects):
+        try:
+            related.append(RelatedObject.from_api(given.fields()))
+        except (KeyError, TypeError) as error:
+            raise ScenarioError(f"relatedObjects[{index}]", str(error).strip("'")) from error
     try:
         return Config.create(
             collectors=shape.collectors,
             settings=shape.settings,
             collector_settings=shape.collector_settings,
+            related_objects=related,
         )
     except ConfigError as error:
         where, _, problem = str(error).partition(": ")
@@ -227,11 +279,12 @@ def _step(shape: StepFile, index: int, config: Config) -> Step:
 
 def _expectation_names(expect: Expectation, where: str, config: Config) -> None:
     """Condition types and collectors must be ones this configuration writes."""
-    types = {*ConditionType, *(c.condition_type for c in config.collectors)}
+    types = {*ConditionType, READY, *(c.condition_type for c in config.collectors)}
     names = {c.name for c in config.collectors}
     tables: Mapping[str, tuple[Mapping[str, Any], set[str]]] = {
         "conditions": (expect.conditions, types),
         "collectors": (expect.collectors, names),
+        "versions": (expect.versions, names),
     }
     for table, (given, known) in tables.items():
         for name in given:

@@ -229,6 +229,8 @@ def _report_text(report: Mapping[str, Any]) -> str:
         text += f" {report['message']!r}"
     if report["observed_generation"] is not None:
         text += f" gen {report['observed_generation']}"
+    if report.get("version") is not None:
+        text += f" version {report['version']}"
     return text
 
 
