@@ -32,11 +32,24 @@ from controller.ops.leader import (
 )
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
-AVAILABLE = {"type": "Available", "status": "True", "reason": "ForwardSuccessful",
-             "message": "ok", "lastTransitionTime": "2025-03-01T12:00:00Z"}
+AVAILABLE = {
+    "type": "Available",
+    "status": "True",
+    "reason": "ForwardSuccessful",
+    "message": "ok",
+    "lastTransitionTime": "2025-03-01T12:00:00Z",
+}
 DEGRADED = {**AVAILABLE, "type": "Degraded", "status": "False"}
 COLLECTORS = [{"name": "metrics-collector", "state": "Available"}]
-SPOKE = {"conditions": [AVAILABLE, DEGRADED], "collectors": COLLECTORS}
+HISTORY = [
+    {
+        "type": "Available",
+        "reason": "ForwardSuccessful",
+        "message": "ok",
+        "lastTransitionTime": "2025-03-01T12:00:00Z",
+    }
+]
+SPOKE = {"conditions": [AVAILABLE, DEGRADED], "collectors": COLLECTORS, "history": HISTORY}
 
 
 # --- backoff ------------------------------------------------------------------------------
@@ -123,9 +136,10 @@ def test_conditions_mode_copies_conditions_and_keeps_the_hubs_other_fields() -> 
     assert written == {"conditions": [AVAILABLE, DEGRADED], "hubOnly": {"x": 1}, "collectors": []}
 
 
-def test_status_mode_replaces_the_whole_status() -> None:
+def test_status_mode_replaces_the_status_but_never_copies_the_bookkeeping() -> None:
     hub = {"conditions": [], "hubOnly": {"x": 1}}
-    assert hub_status_for(SPOKE, hub, "status") == SPOKE
+    assert hub_status_for(SPOKE, hub, "status") == {"conditions": SPOKE["conditions"],
+                                                    "history": HISTORY}  # fmt: skip
 
 
 def test_the_copy_is_independent_of_the_published_status() -> None:
@@ -139,14 +153,26 @@ def test_the_copy_is_independent_of_the_published_status() -> None:
     ("hub", "mode", "current"),
     [
         pytest.param(SPOKE, "status", True, id="status-equal"),
-        pytest.param({**SPOKE, "collectors": []}, "status", False, id="status-collectors-differ"),
-        pytest.param({**SPOKE, "collectors": []}, "conditions", True,
-                     id="conditions-mode-ignores-other-fields"),
-        pytest.param({"conditions": [DEGRADED, AVAILABLE]}, "conditions", False,
-                     id="condition-order-matters"),
+        pytest.param(
+            {**SPOKE, "collectors": []}, "status", True, id="status-mode-ignores-the-bookkeeping"
+        ),
+        pytest.param({**SPOKE, "history": []}, "status", False, id="status-history-differs"),
+        pytest.param(
+            {**SPOKE, "collectors": []},
+            "conditions",
+            True,
+            id="conditions-mode-ignores-other-fields",
+        ),
+        pytest.param(
+            {"conditions": [DEGRADED, AVAILABLE]}, "conditions", False, id="condition-order-matters"
+        ),
         pytest.param({}, "conditions", False, id="empty-hub-copy"),
-        pytest.param({"conditions": [{**AVAILABLE, "message": "old"}, DEGRADED]}, "conditions",
-                     False, id="message-differs"),
+        pytest.param(
+            {"conditions": [{**AVAILABLE, "message": "old"}, DEGRADED]},
+            "conditions",
+            False,
+            id="message-differs",
+        ),
     ],
 )
 def test_when_the_hub_copy_is_current(hub: dict[str, Any], mode: Any, current: bool) -> None:
@@ -159,7 +185,7 @@ def test_an_empty_spoke_status_matches_an_empty_hub_copy() -> None:
 
 
 def test_a_hub_that_prunes_what_we_sent_is_current_after_our_write() -> None:
-    pruned = {"conditions": SPOKE["conditions"]}  # the hub's schema has no `collectors`
+    pruned = {"conditions": SPOKE["conditions"]}  # the hub's schema has no `history`
     echo = Echo(sent=projection(SPOKE, "status"), stored=projection(pruned, "status"))
     assert not in_sync(SPOKE, pruned, "status")
     assert in_sync(SPOKE, pruned, "status", echo=echo)
@@ -172,8 +198,9 @@ def test_a_hub_that_prunes_what_we_sent_is_current_after_our_write() -> None:
 # --- the Lease ----------------------------------------------------------------------------
 
 
-def record(holder: str | None, *, renewed: float = 0.0, duration: int | None = 15,
-           transitions: int = 0) -> LeaseRecord:
+def record(
+    holder: str | None, *, renewed: float = 0.0, duration: int | None = 15, transitions: int = 0
+) -> LeaseRecord:
     renew = NOW + timedelta(seconds=renewed)
     return LeaseRecord(holder, duration, NOW - timedelta(minutes=5), renew, transitions)
 
@@ -208,8 +235,9 @@ def test_renewal_keeps_acquire_time_and_transitions() -> None:
 
 
 def test_a_take_over_counts_one_transition() -> None:
-    taken = next_record(record("a", renewed=-20, transitions=3), identity="b", now=NOW,
-                        duration_seconds=15)
+    taken = next_record(
+        record("a", renewed=-20, transitions=3), identity="b", now=NOW, duration_seconds=15
+    )
     assert taken == LeaseRecord("b", 15, NOW, NOW, 4)
     assert next_record(None, identity="b", now=NOW, duration_seconds=15).transitions == 0
 
