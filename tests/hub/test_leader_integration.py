@@ -30,12 +30,8 @@ FAST = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.2}
 
 @pytest.fixture
 def lease_server() -> Iterator[APIServer]:
-    tokens = {
-        **TOKENS,
-        "token-a": UserInfo("a"),
-        "token-b": UserInfo("b"),
-        "token-c": UserInfo("c"),
-    }
+    tokens = {**TOKENS, "token-a": UserInfo("a"), "token-b": UserInfo("b"),
+              "token-c": UserInfo("c")}
     with APIServer([], tokens=tokens) as server:
         yield server
 
@@ -47,14 +43,9 @@ def elector(lease_server: APIServer) -> Iterator[Callable[..., LeaderElector]]:
     def make(identity: str, *, start: bool = True, **options: Any) -> LeaderElector:
         api = api_client(lease_server, f"token-{identity}")
         settings: dict[str, Any] = {
-            "namespace": NAMESPACE,
-            "name": LEASE,
-            "identity": identity,
-            "clock": SystemClock(),
-            "on_started_leading": lambda: None,
-            "on_stopped_leading": lambda: None,
-            **FAST,
-            **options,
+            "namespace": NAMESPACE, "name": LEASE, "identity": identity,
+            "clock": SystemClock(), "on_started_leading": lambda: None,
+            "on_stopped_leading": lambda: None, **FAST, **options,
         }
         made = LeaderElector(api, **settings)
         if start:
@@ -71,8 +62,7 @@ def elector(lease_server: APIServer) -> Iterator[Callable[..., LeaderElector]]:
 def lease_spec(server: APIServer) -> client.V1LeaseSpec:
     with api_client(server, ADMIN) as admin:
         lease: client.V1Lease = client.CoordinationV1Api(admin).read_namespaced_lease(
-            LEASE, NAMESPACE
-        )
+            LEASE, NAMESPACE)
     assert lease.spec is not None
     return lease.spec
 
@@ -103,22 +93,16 @@ def test_two_replicas_are_never_both_leaders(
             # before the other may take the Lease
             lease_server.faults.delay(0.8, match=renewals_by(leader))
             other = candidates[next(n for n in candidates if n != leader)]
-            eventually(
-                lambda: other.is_leader,
-                timeout=5,  # noqa: B023 - used at once
-                what=f"{other.identity} to take over from {leader}",
-            )
+            eventually(lambda: other.is_leader, timeout=5,  # noqa: B023 - used at once
+                       what=f"{other.identity} to take over from {leader}")
             lease_server.faults.delay(0)
         # a leader killed without release: the other waits for expiry, and the Lease never
         # has two leaders meanwhile either
         leader = next(n for n, e in candidates.items() if e.is_leader)
         candidates[leader].stop(release=False)
         candidates[leader] = elector("c")
-        eventually(
-            lambda: any(e.is_leader for e in candidates.values()),
-            timeout=5,
-            what="a leader after the kill",
-        )
+        eventually(lambda: any(e.is_leader for e in candidates.values()), timeout=5,
+                   what="a leader after the kill")
     finally:
         stop.set()
         sampler.join(2)
@@ -188,12 +172,9 @@ def test_callbacks_and_metrics_follow_leadership(
 ) -> None:
     registry = CollectorRegistry()
     events: list[str] = []
-    leader = elector(
-        "a",
-        metrics=LeaderMetrics(registry),
-        on_started_leading=lambda: events.append("started"),
-        on_stopped_leading=lambda: events.append("stopped"),
-    )
+    leader = elector("a", metrics=LeaderMetrics(registry),
+                     on_started_leading=lambda: events.append("started"),
+                     on_stopped_leading=lambda: events.append("stopped"))
     eventually(lambda: leader.is_leader, what="a to lead")
     assert registry.get_sample_value("addon_status_leader") == 1
     leader.stop()
@@ -204,18 +185,9 @@ def test_callbacks_and_metrics_follow_leadership(
 
 def test_inconsistent_durations_are_refused(lease_server: APIServer) -> None:
     with api_client(lease_server) as api, pytest.raises(ValueError, match="lease_duration"):
-        LeaderElector(
-            api,
-            namespace=NAMESPACE,
-            name=LEASE,
-            identity="a",
-            clock=SystemClock(),
-            lease_duration=1.0,
-            renew_deadline=2.0,
-            retry_period=0.2,
-            on_started_leading=lambda: None,
-            on_stopped_leading=lambda: None,
-        )
+        LeaderElector(api, namespace=NAMESPACE, name=LEASE, identity="a", clock=SystemClock(),
+                      lease_duration=1.0, renew_deadline=2.0, retry_period=0.2,
+                      on_started_leading=lambda: None, on_stopped_leading=lambda: None)
 
 
 class _FailingOnceClock(SystemClock):
