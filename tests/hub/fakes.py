@@ -52,23 +52,15 @@ class FakeHub:
 
     # --- test controls
 
-    def add(
-        self,
-        status: Mapping[str, Any] | None = None,
-        *,
-        namespace: str = NAMESPACE,
-        name: str = NAME,
-    ) -> None:
+    def add(self, status: Mapping[str, Any] | None = None, *, namespace: str = NAMESPACE,
+            name: str = NAME) -> None:
         with self._lock:
             self._version += 1
             self.objects[(namespace, name)] = {
                 "apiVersion": "observability.open-cluster-management.io/v1beta1",
                 "kind": "ObservabilityAddon",
-                "metadata": {
-                    "name": name,
-                    "namespace": namespace,
-                    "resourceVersion": str(self._version),
-                },
+                "metadata": {"name": name, "namespace": namespace,
+                             "resourceVersion": str(self._version)},
                 **({"status": copy.deepcopy(dict(status))} if status is not None else {}),
             }
 
@@ -80,14 +72,12 @@ class FakeHub:
             obj["status"] = copy.deepcopy(dict(status))
             obj["metadata"]["resourceVersion"] = str(self._version)
 
-    def fail_next(
-        self, op: str, kind: ErrorKind, *, times: int = 1, retry_after: float | None = None
-    ) -> None:
+    def fail_next(self, op: str, kind: ErrorKind, *, times: int = 1,
+                  retry_after: float | None = None) -> None:
         with self._lock:
             for _ in range(times):
-                self._faults.append(
-                    (op, HubError(kind, f"injected {kind}", retry_after=retry_after))
-                )
+                self._faults.append((op, HubError(kind, f"injected {kind}",
+                                                  retry_after=retry_after)))
 
     def status(self) -> dict[str, Any] | None:
         with self._lock:

@@ -99,16 +99,13 @@ def test_a_missing_file_names_the_path(tmp_path: Path) -> None:
         pytest.param("", "empty or not a mapping", id="empty"),
         pytest.param(f"- {TOKEN}\n", "empty or not a mapping", id="a-list"),
         pytest.param(
-            kubeconfig_yaml(server=SERVER, token=TOKEN).replace(
-                "current-context: hub", "current-context: other"
-            ),
-            "cannot be used",
-            id="unknown-context",
+            kubeconfig_yaml(server=SERVER, token=TOKEN).replace("current-context: hub",
+                                                                 "current-context: other"),
+            "cannot be used", id="unknown-context",
         ),
         pytest.param(
             kubeconfig_yaml(server=SERVER, token=TOKEN).replace("server: ", "serverr: "),
-            "has no server",
-            id="cluster-without-server",
+            "has no server", id="cluster-without-server",
         ),
     ],
 )

@@ -32,23 +32,12 @@ from controller.ops.leader import (
 )
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
-AVAILABLE = {
-    "type": "Available",
-    "status": "True",
-    "reason": "ForwardSuccessful",
-    "message": "ok",
-    "lastTransitionTime": "2025-03-01T12:00:00Z",
-}
+AVAILABLE = {"type": "Available", "status": "True", "reason": "ForwardSuccessful",
+             "message": "ok", "lastTransitionTime": "2025-03-01T12:00:00Z"}
 DEGRADED = {**AVAILABLE, "type": "Degraded", "status": "False"}
 COLLECTORS = [{"name": "metrics-collector", "state": "Available"}]
-HISTORY = [
-    {
-        "type": "Available",
-        "reason": "ForwardSuccessful",
-        "message": "ok",
-        "lastTransitionTime": "2025-03-01T12:00:00Z",
-    }
-]
+HISTORY = [{"type": "Available", "reason": "ForwardSuccessful", "message": "ok",
+            "lastTransitionTime": "2025-03-01T12:00:00Z"}]
 SPOKE = {"conditions": [AVAILABLE, DEGRADED], "collectors": COLLECTORS, "history": HISTORY}
 
 
@@ -138,8 +127,8 @@ def test_conditions_mode_copies_conditions_and_keeps_the_hubs_other_fields() -> 
 
 def test_status_mode_replaces_the_status_but_never_copies_the_bookkeeping() -> None:
     hub = {"conditions": [], "hubOnly": {"x": 1}}
-    assert hub_status_for(SPOKE, hub, "status") == {"conditions": SPOKE["conditions"],
-                                                    "history": HISTORY}  # fmt: skip
+    wanted = {"conditions": SPOKE["conditions"], "history": HISTORY}
+    assert hub_status_for(SPOKE, hub, "status") == wanted
 
 
 def test_the_copy_is_independent_of_the_published_status() -> None:
@@ -153,26 +142,16 @@ def test_the_copy_is_independent_of_the_published_status() -> None:
     ("hub", "mode", "current"),
     [
         pytest.param(SPOKE, "status", True, id="status-equal"),
-        pytest.param(
-            {**SPOKE, "collectors": []}, "status", True, id="status-mode-ignores-the-bookkeeping"
-        ),
+        pytest.param({**SPOKE, "collectors": []}, "status", True,
+                     id="status-mode-ignores-the-bookkeeping"),
         pytest.param({**SPOKE, "history": []}, "status", False, id="status-history-differs"),
-        pytest.param(
-            {**SPOKE, "collectors": []},
-            "conditions",
-            True,
-            id="conditions-mode-ignores-other-fields",
-        ),
-        pytest.param(
-            {"conditions": [DEGRADED, AVAILABLE]}, "conditions", False, id="condition-order-matters"
-        ),
+        pytest.param({**SPOKE, "collectors": []}, "conditions", True,
+                     id="conditions-mode-ignores-other-fields"),
+        pytest.param({"conditions": [DEGRADED, AVAILABLE]}, "conditions", False,
+                     id="condition-order-matters"),
         pytest.param({}, "conditions", False, id="empty-hub-copy"),
-        pytest.param(
-            {"conditions": [{**AVAILABLE, "message": "old"}, DEGRADED]},
-            "conditions",
-            False,
-            id="message-differs",
-        ),
+        pytest.param({"conditions": [{**AVAILABLE, "message": "old"}, DEGRADED]}, "conditions",
+                     False, id="message-differs"),
     ],
 )
 def test_when_the_hub_copy_is_current(hub: dict[str, Any], mode: Any, current: bool) -> None:
@@ -198,9 +177,8 @@ def test_a_hub_that_prunes_what_we_sent_is_current_after_our_write() -> None:
 # --- the Lease ----------------------------------------------------------------------------
 
 
-def record(
-    holder: str | None, *, renewed: float = 0.0, duration: int | None = 15, transitions: int = 0
-) -> LeaseRecord:
+def record(holder: str | None, *, renewed: float = 0.0, duration: int | None = 15,
+           transitions: int = 0) -> LeaseRecord:
     renew = NOW + timedelta(seconds=renewed)
     return LeaseRecord(holder, duration, NOW - timedelta(minutes=5), renew, transitions)
 
@@ -235,9 +213,8 @@ def test_renewal_keeps_acquire_time_and_transitions() -> None:
 
 
 def test_a_take_over_counts_one_transition() -> None:
-    taken = next_record(
-        record("a", renewed=-20, transitions=3), identity="b", now=NOW, duration_seconds=15
-    )
+    taken = next_record(record("a", renewed=-20, transitions=3), identity="b", now=NOW,
+                        duration_seconds=15)
     assert taken == LeaseRecord("b", 15, NOW, NOW, 4)
     assert next_record(None, identity="b", now=NOW, duration_seconds=15).transitions == 0
 
