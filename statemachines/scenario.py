@@ -38,7 +38,16 @@ from statemachines.errors import ConfigError, ReportError, ScenarioError
 from statemachines.related import RelatedObject
 from statemachines.reports import GENERATION_LIMIT, Report, VerdictKind, parse_report
 from statemachines.settings import Duration, Settings, parse_duration
-from statemachines.vocabulary import READY, SEED, ConditionType, Profile, Reason, Rule, State
+from statemachines.vocabulary import (
+    READY,
+    SEED,
+    ConditionType,
+    Profile,
+    ReadyReason,
+    Reason,
+    Rule,
+    State,
+)
 
 __all__ = [
     "EPOCH",
@@ -85,7 +94,7 @@ def _expected_reason(value: object, info: ValidationInfo) -> object:
 Generation = Annotated[StrictInt, Field(ge=1, lt=GENERATION_LIMIT)]
 ConditionStatus = Annotated[Literal["True", "False", "Unknown"], BeforeValidator(_status_text)]
 ExpectedTime = Annotated[str, BeforeValidator(_expected_time)]
-ExpectedReason = Annotated[Reason, BeforeValidator(_expected_reason)]
+ExpectedReason = Annotated[Reason | ReadyReason, BeforeValidator(_expected_reason)]
 
 
 class _Shape(BaseModel):

@@ -27,7 +27,11 @@ from statemachines.state import (
 )
 from statemachines.vocabulary import Reason, State
 
-__all__ = ["from_status", "to_status"]
+__all__ = ["OWNED_FIELDS", "from_status", "to_status"]
+
+# The status fields besides `conditions` that the controller owns whole: it replaces them, and
+# drops one that it no longer writes (a history switched off). Everything else is someone else's.
+OWNED_FIELDS = ("collectors", "history", "versions", "lastKnownGood", "relatedObjects")
 
 
 def to_status(state: AddonState) -> dict[str, Any]:

@@ -132,8 +132,8 @@ def test_json_format_is_machine_readable(run_cli: Simulate) -> None:
             id="bad-setting",
         ),
         pytest.param(
-            "steps:\n - at: 0s\n   expect: {conditions: {Ready: {status: 'True'}}}",
-            "steps[0].expect.conditions.Ready: unknown",
+            "steps:\n - at: 0s\n   expect: {conditions: {Healthy: {status: 'True'}}}",
+            "steps[0].expect.conditions.Healthy: unknown",
             id="unknown-condition-type",
         ),
         pytest.param(
