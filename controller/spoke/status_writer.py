@@ -6,10 +6,11 @@ failed write may be tried again.
 
 The controller owns the standard condition types, `Ready`, one condition type per collector of
 its profile, and the status fields of `statemachines.stored.OWNED_FIELDS`. Anything else on the
-status — a condition type of someone else's, a field of another controller — is kept as it is, in its place in the list: the CR the
-write starts from is the newest the worker has seen (its own last write, or a watch event that
-came after it), and the resourceVersion precondition makes sure nothing another writer put
-there in the meantime is lost. A status that is already right costs no write at all.
+status — a condition type of someone else's, a field of another controller — is kept as it is,
+in its place in the list: the CR the write starts from is the newest the worker has seen (its
+own last write, or a watch event that came after it), and the resourceVersion precondition
+makes sure nothing another writer put there in the meantime is lost. A status that is already
+right costs no write at all.
 """
 
 from __future__ import annotations
