@@ -20,6 +20,7 @@ pytestmark = pytest.mark.integration
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parents[1]
 FLEET_ARGS = ["--clusters", "3", "--minutes", "30", "--speed", "1200", "--seed", "4"]
+FLEET_CONDITIONS = [*FLEET_ARGS, "--hub-copy", "conditions"]
 
 
 def run(script: str, *args: str) -> str:
@@ -73,7 +74,7 @@ def test_e2e_writes_each_change_once_and_the_hub_no_more_often() -> None:
 @pytest.fixture(scope="module")
 def fleet() -> tuple[str, str]:
     """The measured run and the simulation of the same small fleet and signal."""
-    return run("fleet.py", *FLEET_ARGS), run("fleet.py", *FLEET_ARGS, "--simulate-only")
+    return run("fleet.py", *FLEET_CONDITIONS), run("fleet.py", *FLEET_CONDITIONS, "--simulate-only")
 
 
 def test_fleet_writes_less_to_the_hub_with_dampening(fleet: tuple[str, str]) -> None:
@@ -122,3 +123,10 @@ def test_health_rules_bench_measures_the_chosen_libraries_and_every_rule_kind() 
     for kind in ("alwaysHealthy", "singleConditionType", "multiMatch", "cel"):
         evaluations, observations = figures[f"{kind}, per second"]
         assert evaluations > 0 and observations > 0
+
+
+def test_fleet_status_copy_saves_hub_writes_with_dampening_too() -> None:
+    """`--hub-copy status` copies history and versions but never the windows (section 9)."""
+    figures = rows(run("fleet.py", *FLEET_ARGS, "--simulate-only", "--hub-copy", "status"))
+    damped, raw, _ = figures["hub writes (simulated)"]
+    assert 0 < damped < raw
