@@ -40,5 +40,5 @@ def recorded(
     old, new = true_standard(before), true_standard(after)
     if new is None or (old is not None and (old.type, old.reason) == (new.type, new.reason)):
         return history[:limit]
-    entry = HistoryEntry(new.type, new.reason, new.message, now.replace(microsecond=0))
+    entry = HistoryEntry(str(new.type), str(new.reason), new.message, now.replace(microsecond=0))
     return (entry, *history)[:limit]
