@@ -1,4 +1,5 @@
-"""The state of one addon: each collector's machine, its open window, and the conditions.
+"""The state of one addon: each collector's machine, its open window and versions, the
+conditions, the history, the last known good generation and the related objects.
 
 Immutable values; the entry point returns new ones (`stored.py` maps them to and from the CR).
 """
