@@ -130,3 +130,16 @@ def test_fleet_status_copy_saves_hub_writes_with_dampening_too() -> None:
     figures = rows(run("fleet.py", *FLEET_ARGS, "--simulate-only", "--hub-copy", "status"))
     damped, raw, _ = figures["hub writes (simulated)"]
     assert 0 < damped < raw
+
+
+def test_front_door_measures_every_server_and_each_refuses_the_attacks() -> None:
+    output = run("front_door.py", "--reports", "20", "--bursts", "5", "--held", "5")
+    figures = rows(output)
+    for variant in ("stdlib", "stdlib-before", "uvicorn"):
+        p50, p99 = figures[f"{variant} round trip p50 p99 ms"]
+        assert 0 < p50 <= p99
+        assert figures[f"{variant} burst of 5, answered and p99 ms"][0] == 5
+        assert figures[f"{variant} rss at start MiB"][0] > 0
+    for variant in ("stdlib", "uvicorn"):
+        for attack in ("two Content-Lengths (46, 0)", "Content-Length 0xB2", "bare CR in a header"):
+            assert figures[f"{variant} {attack}, answer"] == [400.0], (variant, attack)
