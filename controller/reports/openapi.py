@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from statemachines.config import Config
-from statemachines.reports import VERSION_LIMIT, VerdictKind
+from statemachines.reports import GENERATION_LIMIT, VERSION_LIMIT, VerdictKind
 from statemachines.vocabulary import Actor, Reason, State
 
 __all__ = ["ERROR_REASONS", "REPORTS_PATH", "SPEC_PATH", "openapi_document"]
@@ -64,6 +64,7 @@ def _report_schema(config: Config) -> dict[str, Any]:
             "observedGeneration": {
                 "type": ["integer", "null"],
                 "minimum": 0,
+                "maximum": GENERATION_LIMIT - 1,
                 "description": "the addon CR's generation the reporter saw; as in JSON Schema, "
                 "a number whose fraction is zero is an integer (3.0 is 3, 3.5 is refused)",
             },
