@@ -25,6 +25,7 @@ from controller.kube import api as seam
 from controller.options import DEFAULT_NAME, DEFAULT_NAMESPACE
 from kubesim import APIServer
 from statemachines import Config, Reason, Report, advance, apply, next_wakeup, start, to_status
+from statemachines.health.paths import FieldPath
 from statemachines.related import RelatedObject
 from statemachines.scenario import EPOCH, load
 from statemachines.vocabulary import ConditionType
@@ -291,6 +292,16 @@ def test_printer_columns_show_ready_and_the_primary_collectors_installed_version
     assert columns["Ready"]["jsonPath"] == '.status.conditions[?(@.type=="Ready")].status'
     primary = Config.create().primary.name
     assert columns["Version"]["jsonPath"] == f'.status.versions[?(@.name=="{primary}")].version'
+
+
+def test_the_ready_and_version_columns_read_a_written_status() -> None:
+    """The columns' JSONPaths (kubectl's dialect) resolve on a status the core wrote."""
+    [crd] = documents(CRD)
+    [version] = crd["spec"]["versions"]
+    columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
+    obj = {"status": VALID}
+    assert FieldPath.compile(columns["Ready"]).values(obj) == ["False"]  # updating
+    assert FieldPath.compile(columns["Version"]).values(obj) == ["2.14.0"]
 
 
 def test_the_crd_serves_what_the_code_calls() -> None:
