@@ -11,6 +11,7 @@ from typing import Any
 
 from hypothesis import given
 
+from statemachines.reports import VerdictKind
 from statemachines.stored import to_status
 from statemachines.vocabulary import ConditionType, Reason
 from tests.core.conftest import MC, MIN, T0, UWL, Run
@@ -75,6 +76,19 @@ def test_a_refused_report_adds_nothing() -> None:
     before = run.state.history
     assert run.at(MIN).report(R.FORWARD_SUCCESSFUL).verdict.kind == "refused"  # type: ignore[union-attr]
     assert run.state.history == before
+
+
+def test_a_refused_report_that_ends_staleness_records_the_end_of_staleness() -> None:
+    run = Run.begin(collectors=[MC], settings={"staleAfter": "5m"})
+    run.report(R.UPDATE_FAILURE)
+    run.advance(6 * MIN)
+    assert _types_and_reasons(run)[0] == (T.DEGRADED, R.REPORTS_STALE)
+    refused = run.report(R.FORWARD_SUCCESSFUL).verdict  # only UpdateSuccessful clears it
+    assert refused is not None and refused.kind is VerdictKind.REFUSED
+    assert _types_and_reasons(run)[:2] == [
+        (T.DEGRADED, R.UPDATE_FAILURE),
+        (T.DEGRADED, R.REPORTS_STALE),
+    ]
 
 
 def test_a_generation_change_adds_nothing() -> None:
