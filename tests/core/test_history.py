@@ -9,8 +9,11 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import pytest
 from hypothesis import given
 
+from statemachines.core import start
+from statemachines.errors import StoredStateError
 from statemachines.reports import VerdictKind
 from statemachines.stored import to_status
 from statemachines.vocabulary import ConditionType, Reason
@@ -142,3 +145,21 @@ def test_the_history_never_holds_two_neighbours_with_the_same_type_and_reason(
     assert all(a != b for a, b in itertools.pairwise(pairs)), pairs
     assert 1 <= len(pairs) <= run.config.history_limit
     assert pairs[0] == (run.addon(), run.condition(run.addon()).reason)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "where"),
+    [
+        pytest.param("history", [{"type": "Available"}], "status.history[0]", id="history-entry"),
+        pytest.param("history", "often", "status.history", id="history-not-a-list"),
+        pytest.param("lastKnownGood", {"generation": "x"}, "status.lastKnownGood", id="good"),
+    ],
+)
+def test_a_stored_story_that_cannot_be_read_names_the_field(
+    field: str, value: object, where: str
+) -> None:
+    run = Run.begin(collectors=[MC])
+    status = {**to_status(run.state), field: value}
+    with pytest.raises(StoredStateError) as raised:
+        start(run.config, T0, status=status)
+    assert str(raised.value).startswith(where)
