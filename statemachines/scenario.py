@@ -39,6 +39,7 @@ from statemachines.related import RelatedObject
 from statemachines.reports import GENERATION_LIMIT, Report, VerdictKind, parse_report
 from statemachines.settings import Duration, Settings, parse_duration
 from statemachines.vocabulary import (
+    PROFILES,
     READY,
     SEED,
     ConditionType,
@@ -85,16 +86,31 @@ def _expected_time(value: object) -> str:
             raise ValueError(f"{value!r} is neither an offset nor a time") from error
 
 
+_READY_REASONS = {r.value for r in ReadyReason}  # the same in every profile (section 10)
+# Every profile's spelling of every reason: an expectation must use its own profile's.
+_ANY_PROFILES_NAME = {p.name_of(r) for p in PROFILES.values() for r in Reason}
+
+
 def _expected_reason(value: object, info: ValidationInfo) -> object:
-    """A reason as the profile spells it on input (the seed's `UpdateSuccesful` too)."""
+    """A reason as the scenario's profile writes it (the seed's `UpdateSuccesful` too)."""
     profile: Profile = (info.context or {}).get("profile", SEED)
-    return profile.aliases.get(value, value) if isinstance(value, str) else value
+    if not isinstance(value, str):
+        return value
+    if value in profile.aliases and value not in _ANY_PROFILES_NAME:
+        return profile.name_of(profile.aliases[value])
+    written = sorted({profile.name_of(r.reason) for r in profile.reasons} | _READY_REASONS)
+    if value not in written:
+        raise ValueError(
+            f"{value!r} is not a reason the {profile.name} profile writes; "
+            f"expected one of {', '.join(written)}"
+        )
+    return value
 
 
 Generation = Annotated[StrictInt, Field(ge=1, lt=GENERATION_LIMIT)]
 ConditionStatus = Annotated[Literal["True", "False", "Unknown"], BeforeValidator(_status_text)]
 ExpectedTime = Annotated[str, BeforeValidator(_expected_time)]
-ExpectedReason = Annotated[Reason | ReadyReason, BeforeValidator(_expected_reason)]
+ExpectedReason = Annotated[str, BeforeValidator(_expected_reason)]
 
 
 class _Shape(BaseModel):
@@ -182,6 +198,7 @@ class ScenarioFile(_Shape):
 
     name: str | None = None
     description: str = ""
+    profile: Literal["seed", "acm"] = "seed"  # the names written, and expected (section 11)
     generation: Generation = 1  # the CR's metadata.generation at the start
     settings: Settings = Field(default_factory=Settings)
     collector_settings: dict[str, dict[str, Any]] = Field(
@@ -225,8 +242,12 @@ def load(text: str, *, source: str = "<scenario>") -> Scenario:
         raise ScenarioError(where, f"not valid YAML: {getattr(error, 'problem', error)}") from error
     if not isinstance(raw, dict):
         raise ScenarioError("", "a scenario is a mapping with `steps`")
+    profile = PROFILES.get(str(raw.get("profile", SEED.name)))
+    if profile is None:
+        known = ", ".join(PROFILES)
+        raise ScenarioError("profile", f"unknown profile {raw['profile']!r}; known: {known}")
     try:
-        shape = ScenarioFile.model_validate(raw, context={"profile": SEED})
+        shape = ScenarioFile.model_validate(raw, context={"profile": profile})
     except ValidationError as error:
         raise _invalid(error) from error
     config = _config(shape)
@@ -257,6 +278,7 @@ def _config(shape: ScenarioFile) -> Config:
             raise ScenarioError(f"relatedObjects[{index}]", str(error).strip("'")) from error
     try:
         return Config.create(
+            profile=PROFILES[shape.profile],
             collectors=shape.collectors,
             settings=shape.settings,
             collector_settings=shape.collector_settings,
@@ -287,8 +309,14 @@ def _step(shape: StepFile, index: int, config: Config) -> Step:
 
 
 def _expectation_names(expect: Expectation, where: str, config: Config) -> None:
-    """Condition types and collectors must be ones this configuration writes."""
-    types = {*ConditionType, READY, *(c.condition_type for c in config.collectors)}
+    """The standard type, condition types and collectors must be ones this configuration
+    writes."""
+    standard = config.profile.standard_types
+    if expect.addon is not None and expect.addon not in standard:
+        listed = ", ".join(standard)
+        problem = f"not a standard type of the {config.profile.name} profile ({listed})"
+        raise ScenarioError(f"{where}.addon", problem)
+    types = {*standard, READY, *(c.condition_type for c in config.collectors)}
     names = {c.name for c in config.collectors}
     tables: Mapping[str, tuple[Mapping[str, Any], set[str]]] = {
         "conditions": (expect.conditions, types),
