@@ -16,7 +16,7 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +34,7 @@ from controller.spoke.bookkeeping import KEY, config_map_name
 from kubesim import APIServer, UserInfo
 from statemachines.errors import AddonStatusError, ScenarioError
 from statemachines.settings import format_duration
+from statemachines.stored import OWNED_FIELDS
 
 if TYPE_CHECKING:  # the controller is imported when the demo starts: `--help` stays light
     from controller.app import Replica
@@ -42,8 +43,7 @@ __all__ = ["Demo", "add_demo_parser", "run_demo", "running"]
 
 ADDON, SPOKE_NAMESPACE, CLUSTER = DEFAULT_NAME, DEFAULT_NAMESPACE, "cluster1"
 HUB_TOKEN = "demo-hub-token"  # a demo credential for the embedded hub; never a real one
-ROOT = Path(__file__).resolve().parents[2]
-CRD = ROOT / "manifests" / "base" / "crd.yaml"
+CRD = Path(__file__).with_name("crds") / "observabilityaddons.yaml"  # manifests/base/crd.yaml
 DEFAULT_SCENARIO = Path(__file__).with_name("story.yaml")
 
 
@@ -51,7 +51,7 @@ DEFAULT_SCENARIO = Path(__file__).with_name("story.yaml")
 def api_servers() -> Iterator[tuple[APIServer, APIServer]]:
     """A spoke and a hub API server, each with its addon CR."""
     if not CRD.exists():
-        raise AddonStatusError(f"{CRD}: the CRD is missing; run the demo from a project clone")
+        raise AddonStatusError(f"{CRD}: the CRD is missing; reinstall addon-status")
     spoke = APIServer([CRD], namespaces=["default", SPOKE_NAMESPACE])
     hub_tokens = {HUB_TOKEN: UserInfo("hub-writer")}
     hub = APIServer([CRD], namespaces=["default", CLUSTER], tokens=hub_tokens)
@@ -176,6 +176,7 @@ def running(scenario: Scenario, clock: SteppedClock) -> Iterator[Demo]:
             hub_status=lambda: _status(hub, CLUSTER),
             hub_copy=controller.options.hub_copy,
             change_generation=lambda generation: _change_generation(spoke, generation),
+            checked=lambda status: _with_bookkeeping(spoke, status),
         )
         yield Demo(spoke, hub, controller, system)
 
@@ -224,6 +225,20 @@ def _spoke_status(server: APIServer) -> dict[str, Any]:
     if kept is not None and "collectors" not in status:
         status["collectors"] = json.loads(kept["data"][KEY]).get("collectors") or []
     return status
+
+
+def _with_bookkeeping(server: APIServer, status: Mapping[str, Any]) -> dict[str, Any]:
+    """`status` with what the profile keeps in the bookkeeping ConfigMap instead (acm): the
+    story's fields (history, versions, ...) and the conditions the CR does not carry (`Ready`),
+    as `simulate` shows them."""
+    kept = server.get_object("", "v1", "configmaps", SPOKE_NAMESPACE, config_map_name(ADDON))
+    if kept is None:
+        return dict(status)
+    book = json.loads(kept["data"][KEY])
+    on_cr = {c.get("type") for c in status.get("conditions") or []}
+    extra = [c for c in book.get("conditions") or [] if c.get("type") not in on_cr]
+    story = {k: book[k] for k in OWNED_FIELDS if k in book and k not in status}
+    return {**status, **story, "conditions": [*(status.get("conditions") or []), *extra]}
 
 
 def _change_generation(server: APIServer, generation: int) -> None:

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.integration
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parents[1]
 FLEET_ARGS = ["--clusters", "3", "--minutes", "30", "--speed", "1200", "--seed", "4"]
+FLEET_CONDITIONS = [*FLEET_ARGS, "--hub-copy", "conditions"]
 
 
 def run(script: str, *args: str) -> str:
@@ -73,7 +74,7 @@ def test_e2e_writes_each_change_once_and_the_hub_no_more_often() -> None:
 @pytest.fixture(scope="module")
 def fleet() -> tuple[str, str]:
     """The measured run and the simulation of the same small fleet and signal."""
-    return run("fleet.py", *FLEET_ARGS), run("fleet.py", *FLEET_ARGS, "--simulate-only")
+    return run("fleet.py", *FLEET_CONDITIONS), run("fleet.py", *FLEET_CONDITIONS, "--simulate-only")
 
 
 def test_fleet_writes_less_to_the_hub_with_dampening(fleet: tuple[str, str]) -> None:
@@ -132,6 +133,35 @@ def test_profiles_bench_prints_writes_per_report_and_acm_keeps_windows_off_the_c
     assert table[("seed", "heartbeat")] == table[("acm", "heartbeat")] == (0.0, 0.0)
     assert table[("acm", "window")] == (0.0, 1.0)  # a window is bookkeeping: the CR is untouched
     assert table[("seed", "window")] == (1.0, 0.0)
+
+
+def test_startup_times_every_command_and_the_bare_interpreter() -> None:
+    figures = rows(run("startup.py", "--runs", "1"))
+    for label in (
+        "addon-status --help",
+        "addon-status report --help",
+        "addon-status simulate STORY",
+        "python -c pass (the interpreter alone)",
+    ):
+        median, fastest, slowest, rss = figures[label]
+        assert 0 < fastest <= median <= slowest and rss > 0, label
+
+
+def test_footprint_measures_an_idle_run_and_what_holds_its_memory() -> None:
+    figures = rows(run("footprint.py", "--runs", "1", "--idle", "3", "--settle", "0.5"))
+    assert figures["start-up to ready, s"][0] > 0
+    assert figures["CPU s per idle hour (over 3 s)"][0] >= 0
+    assert figures["API requests per idle hour"][0] > 0, "the leader renews its Lease"
+    interpreter = figures["the interpreter"][1]
+    imports = figures["controller.app (the rest of run's modules)"][1]
+    assert 0 < interpreter < imports <= figures["RSS when idle, MiB"][0]
+
+
+def test_fleet_status_copy_saves_hub_writes_with_dampening_too() -> None:
+    """`--hub-copy status` copies history and versions but never the windows (section 9)."""
+    figures = rows(run("fleet.py", *FLEET_ARGS, "--simulate-only", "--hub-copy", "status"))
+    damped, raw, _ = figures["hub writes (simulated)"]
+    assert 0 < damped < raw
 
 
 def test_front_door_measures_every_server_and_each_refuses_the_attacks() -> None:
