@@ -71,6 +71,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     from controller.demo.command import add_demo_parser
+    from controller.hub.fleet_command import add_fleet_parser
     from controller.options import add_run_flags
     from controller.reports.cli import add_report_parser
 
@@ -87,6 +88,7 @@ def parser() -> argparse.ArgumentParser:
 
     add_report_parser(sub)
     add_demo_parser(sub)
+    add_fleet_parser(sub)
 
     simulate = sub.add_parser(
         "simulate", help="run a scenario file through the real core on a fake clock"

@@ -1,0 +1,214 @@
+"""`addon-status fleet`: one row per cluster from the hub copies, once or live (`--watch`).
+
+`--watch` lists once and then watches from the list's resourceVersion (list-then-watch, as a
+reflector does) rather than listing periodically: on a hub with 5,000 clusters a list is the
+whole fleet each time, a watch only what changed; 410 Gone or a broken watch lists again. On a
+terminal the screen is redrawn in place every `--interval` seconds (the ages move); elsewhere
+(a pipe, a file) a frame is printed only when a hub copy changed, JSON as one line per frame.
+
+The client (`controller.kube`) is imported when the command runs, so `--help` stays light.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import queue
+import sys
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from shutil import get_terminal_size
+from typing import TYPE_CHECKING, Any, TextIO
+
+from controller.hub.fleet import UNKNOWN, Filters, render
+from controller.ops.backoff import Backoff
+from statemachines.errors import AddonStatusError
+from statemachines.vocabulary import ConditionType
+
+if TYPE_CHECKING:
+    from kubernetes.client import ApiClient
+
+__all__ = ["add_fleet_parser", "run_fleet", "watch_fleet"]
+
+_CLEAR = "\x1b[H\x1b[2J"  # cursor home, clear screen: a redraw in place
+_STATES = [*(t.value for t in ConditionType), UNKNOWN]
+
+
+def add_fleet_parser(sub: Any) -> None:
+    fleet = sub.add_parser(
+        "fleet",
+        help="one row per cluster from the hub copies of the addon, and a summary",
+        description="Reads every cluster's hub copy in one list call; exit 0, 1 when the hub "
+        "cannot be read, 2 for a bad kubeconfig or flag.",
+    )
+    fleet.add_argument(
+        "--kubeconfig", help="the hub's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)"
+    )
+    fleet.add_argument("--watch", action="store_true", help="keep the view live until Ctrl-C")
+    fleet.add_argument(
+        "--interval", type=float, default=1.0, help="seconds between redraws with --watch"
+    )
+    fleet.add_argument("--format", choices=["table", "json"], default="table")
+    fleet.add_argument(
+        "--state", action="append", default=[], choices=_STATES, metavar="STATE",
+        help="only clusters in STATE (one of: %(choices)s)"
+    )
+    fleet.add_argument(
+        "--not", dest="excluded", action="append", default=[], choices=_STATES,
+        metavar="STATE", help="leave out clusters in STATE (e.g. --not Available)",
+    )  # fmt: skip
+    fleet.add_argument(
+        "--cluster", action="append", default=[], metavar="PATTERN",
+        help="only clusters whose name matches the glob PATTERN (e.g. 'prod-*')",
+    )  # fmt: skip
+    fleet.set_defaults(handler=run_fleet)
+
+
+def run_fleet(args: argparse.Namespace) -> int:
+    from controller.kube.hub_copies import FleetReadError, list_hub_copies
+    from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource
+
+    if args.interval <= 0:
+        print("addon-status fleet: --interval must be positive", file=sys.stderr)
+        return 2
+    try:
+        client = KubeconfigSource(_kubeconfig_path(args.kubeconfig)).current()
+    except KubeconfigError as error:
+        print(f"addon-status fleet: {error}", file=sys.stderr)
+        return 2
+    filters = Filters(frozenset(args.state), frozenset(args.excluded), tuple(args.cluster))
+    json_format = args.format == "json"
+    width = get_terminal_size((160, 24)).columns
+    if args.watch:
+
+        def show(copies: Iterable[Mapping[str, Any]], now: datetime) -> str:
+            return render(copies, now, filters=filters, json_format=json_format, width=width,
+                          indent=None)  # fmt: skip
+
+        try:
+            watch_fleet(client, show, out=sys.stdout, interval=args.interval)
+        except KeyboardInterrupt:
+            pass
+        return 0
+    try:
+        listing = list_hub_copies(client)
+    except FleetReadError as error:
+        print(f"addon-status fleet: {error}", file=sys.stderr)
+        return 1
+    now = datetime.now(UTC)
+    print(render(listing.items, now, filters=filters, json_format=json_format, width=width))
+    return 0
+
+
+def _kubeconfig_path(flag: str | None) -> Path:
+    if flag:
+        return Path(flag)
+    from_env = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
+    return Path(from_env) if from_env else Path.home() / ".kube" / "config"
+
+
+def watch_fleet(
+    api_client: ApiClient,
+    show: Callable[[Iterable[Mapping[str, Any]], datetime], str],
+    *,
+    out: TextIO,
+    interval: float,
+    stop: threading.Event | None = None,
+    watch_seconds: int = 300,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> None:
+    """Draw `show(copies, now)` until `stop` is set (or Ctrl-C): on a terminal every
+    `interval` seconds in place, elsewhere once per change. Read failures are shown under the
+    view and retried with backoff; the last good view stays."""
+    stop = stop or threading.Event()
+    updates: queue.Queue[tuple[str, Any]] = queue.Queue()
+    reader = threading.Thread(
+        target=_follow, args=(api_client, updates, stop, watch_seconds), daemon=True,
+        name="fleet-watch",
+    )  # fmt: skip
+    reader.start()
+    copies: dict[tuple[str, str], Mapping[str, Any]] = {}
+    problem, drawn, tty = "", None, out.isatty()
+    while not stop.is_set():
+        changed = _drain(updates, copies, timeout=interval)
+        if changed is None:
+            continue
+        if isinstance(changed, str):
+            problem = changed
+        elif changed:
+            problem = ""
+        frame = show(copies.values(), now()) + (f"\n{problem}" if problem else "")
+        if tty:
+            out.write(_CLEAR + frame + "\n")
+        elif changed is not False and frame != drawn:
+            out.write(frame + "\n\n")
+        drawn = frame
+        out.flush()
+
+
+def _drain(
+    updates: queue.Queue[tuple[str, Any]],
+    copies: dict[tuple[str, str], Mapping[str, Any]],
+    *,
+    timeout: float,
+) -> bool | str | None:
+    """Apply what the reader sent within `timeout`: True when a copy changed, False when
+    nothing did, an error's text, or None before the first list arrived."""
+    changed: bool | str = False
+    try:
+        kind, payload = updates.get(timeout=timeout)
+        while True:
+            if kind == "list":
+                copies.clear()
+                copies.update((_key(c), c) for c in payload)
+                changed = True
+            elif kind == "error":
+                changed = str(payload)
+            elif kind == "DELETED":
+                copies.pop(_key(payload), None)
+                changed = True
+            else:
+                copies[_key(payload)] = payload
+                changed = True
+            kind, payload = updates.get_nowait()
+    except queue.Empty:
+        pass
+    return changed if copies or changed is not False else None
+
+
+def _key(copy: Mapping[str, Any]) -> tuple[str, str]:
+    meta = copy.get("metadata") or {}
+    return str(meta.get("namespace", "")), str(meta.get("name", ""))
+
+
+def _follow(
+    api_client: ApiClient,
+    updates: queue.Queue[tuple[str, Any]],
+    stop: threading.Event,
+    watch_seconds: int,
+) -> None:
+    """List, then watch from the list's resourceVersion; resume a watch that ended, list
+    again after 410 Gone or a failure (after a backoff), until `stop`."""
+    from controller.kube.hub_copies import ListExpired, list_hub_copies, watch_hub_copies
+
+    backoff, failures, version = Backoff(initial=0.5, maximum=30.0), 0, ""
+    while not stop.is_set():
+        try:
+            if not version:
+                listing = list_hub_copies(api_client)
+                updates.put(("list", listing.items))
+                version = listing.resource_version
+            for event in watch_hub_copies(api_client, version, timeout_seconds=watch_seconds):
+                updates.put((event.type, event.copy))
+                version = event.resource_version or version
+                if stop.is_set():
+                    return
+            failures = 0
+        except ListExpired:
+            version = ""
+        except AddonStatusError as error:
+            version, failures = "", failures + 1
+            updates.put(("error", f"hub unreachable, retrying: {error}"))
+            stop.wait(backoff.delay(failures))
