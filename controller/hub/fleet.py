@@ -207,21 +207,24 @@ def age(since: datetime | None, now: datetime) -> str:
     when unknown; a time ahead of `now` (clocks apart) counts as `0s`."""
     if since is None:
         return "-"
-    seconds = max(int((now - since).total_seconds()), 0)
-    minutes, hours, days = seconds // 60, seconds // 3600, seconds // 86400
-    if seconds < 120:
-        return f"{seconds}s"
-    if minutes < 10:
-        return f"{minutes}m{seconds % 60}s" if seconds % 60 else f"{minutes}m"
-    if hours < 3:
-        return f"{minutes}m"
-    if hours < 8:
-        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
-    if hours < 48:
-        return f"{hours}h"
-    if days < 8:
-        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
-    return f"{days}d" if days < 365 * 2 else f"{days // 365}y"
+    s = max(int((now - since).total_seconds()), 0)
+    m, h, d = s // 60, s // 3600, s // 86400
+    if s < 120:
+        parts = [(s, "s")]
+    elif m < 10:
+        parts = [(m, "m"), (s % 60, "s")]
+    elif h < 3:
+        parts = [(m, "m")]
+    elif h < 8:
+        parts = [(h, "h"), (m % 60, "m")]
+    elif h < 48:
+        parts = [(h, "h")]
+    elif d < 8:
+        parts = [(d, "d"), (h % 24, "h")]
+    else:
+        parts = [(d, "d")] if d < 365 * 2 else [(d // 365, "y")]
+    (count, unit), *rest = parts
+    return f"{count}{unit}" + "".join(f"{n}{u}" for n, u in rest if n)
 
 
 def summary_line(summary: Summary) -> str:

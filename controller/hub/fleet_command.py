@@ -12,6 +12,7 @@ The client (`controller.kube`) is imported when the command runs, so `--help` st
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import queue
 import sys
@@ -52,8 +53,12 @@ def add_fleet_parser(sub: Any) -> None:
     )
     fleet.add_argument("--format", choices=["table", "json"], default="table")
     fleet.add_argument(
-        "--state", action="append", default=[], choices=_STATES, metavar="STATE",
-        help="only clusters in STATE (one of: %(choices)s)"
+        "--state",
+        action="append",
+        default=[],
+        choices=_STATES,
+        metavar="STATE",
+        help="only clusters in STATE (one of: %(choices)s)",
     )
     fleet.add_argument(
         "--not", dest="excluded", action="append", default=[], choices=_STATES,
@@ -87,10 +92,8 @@ def run_fleet(args: argparse.Namespace) -> int:
             return render(copies, now, filters=filters, json_format=json_format, width=width,
                           indent=None)  # fmt: skip
 
-        try:
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a watch ends
             watch_fleet(client, show, out=sys.stdout, interval=args.interval)
-        except KeyboardInterrupt:
-            pass
         return 0
     try:
         listing = list_hub_copies(client)
@@ -114,15 +117,17 @@ def watch_fleet(
     show: Callable[[Iterable[Mapping[str, Any]], datetime], str],
     *,
     out: TextIO,
+    err: TextIO | None = None,
     interval: float,
     stop: threading.Event | None = None,
     watch_seconds: int = 300,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> None:
     """Draw `show(copies, now)` until `stop` is set (or Ctrl-C): on a terminal every
-    `interval` seconds in place, elsewhere once per change. Read failures are shown under the
-    view and retried with backoff; the last good view stays."""
-    stop = stop or threading.Event()
+    `interval` seconds in place, elsewhere once per change. Read failures are retried with
+    backoff and the last good view stays; on a terminal the failure shows under the view,
+    elsewhere it goes once to `err` (so that `out` stays one frame after another)."""
+    stop, err = stop or threading.Event(), err or sys.stderr
     updates: queue.Queue[tuple[str, Any]] = queue.Queue()
     reader = threading.Thread(
         target=_follow, args=(api_client, updates, stop, watch_seconds), daemon=True,
@@ -136,15 +141,17 @@ def watch_fleet(
         if changed is None:
             continue
         if isinstance(changed, str):
+            if changed != problem and not tty:
+                print(f"addon-status fleet: {changed}", file=err, flush=True)
             problem = changed
         elif changed:
             problem = ""
-        frame = show(copies.values(), now()) + (f"\n{problem}" if problem else "")
+        frame = show(copies.values(), now())
         if tty:
-            out.write(_CLEAR + frame + "\n")
-        elif changed is not False and frame != drawn:
+            out.write(_CLEAR + frame + (f"\n{problem}\n" if problem else "\n"))
+        elif changed is True and frame != drawn:
             out.write(frame + "\n\n")
-        drawn = frame
+            drawn = frame
         out.flush()
 
 
@@ -191,24 +198,31 @@ def _follow(
 ) -> None:
     """List, then watch from the list's resourceVersion; resume a watch that ended, list
     again after 410 Gone or a failure (after a backoff), until `stop`."""
-    from controller.kube.hub_copies import ListExpired, list_hub_copies, watch_hub_copies
+    from controller.kube.hub_copies import list_hub_copies, watch_hub_copies
 
-    backoff, failures, version = Backoff(initial=0.5, maximum=30.0), 0, ""
+    backoff, version = Backoff(initial=0.5, maximum=30.0), ""
+    failures = broken = 0  # lists that failed in a row; watches that broke in a row
     while not stop.is_set():
         try:
             if not version:
                 listing = list_hub_copies(api_client)
                 updates.put(("list", listing.items))
-                version = listing.resource_version
+                version, failures = listing.resource_version, 0
+        except AddonStatusError as error:
+            failures += 1
+            updates.put(("error", f"hub unreachable, retrying: {error}"))
+            stop.wait(backoff.delay(failures))
+            continue
+        try:
             for event in watch_hub_copies(api_client, version, timeout_seconds=watch_seconds):
                 updates.put((event.type, event.copy))
                 version = event.resource_version or version
+                broken = 0
                 if stop.is_set():
                     return
-            failures = 0
-        except ListExpired:
-            version = ""
-        except AddonStatusError as error:
-            version, failures = "", failures + 1
-            updates.put(("error", f"hub unreachable, retrying: {error}"))
-            stop.wait(backoff.delay(failures))
+        except AddonStatusError:
+            # 410 Gone or a broken connection: catch up with a fresh list, whose failure is
+            # what says the hub is really gone; a watch that keeps breaking waits in between.
+            version, broken = "", broken + 1
+            if broken > 1:
+                stop.wait(backoff.delay(broken - 1))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from kubernetes import watch
 from kubernetes.client import ApiClient, CustomObjectsApi
@@ -21,19 +21,13 @@ from urllib3.exceptions import HTTPError
 from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
 from statemachines.errors import AddonStatusError
 
-__all__ = ["FleetReadError", "HubCopyEvent", "Listing", "ListExpired", "list_hub_copies",
-           "watch_hub_copies"]  # fmt: skip
+__all__ = ["FleetReadError", "HubCopyEvent", "Listing", "list_hub_copies", "watch_hub_copies"]
 
-_GONE: Final = 410
 EventType = Literal["ADDED", "MODIFIED", "DELETED"]
 
 
 class FleetReadError(AddonStatusError):
     """The hub did not answer a read; the message says what and why (never credentials)."""
-
-
-class ListExpired(FleetReadError):
-    """410 Gone: the watch's resourceVersion left the hub's history; list again."""
 
 
 @dataclass(frozen=True)
@@ -63,10 +57,9 @@ def list_hub_copies(api_client: ApiClient, *, request_timeout: float = 30.0) -> 
         )
     except (ApiException, HTTPError, OSError) as error:
         raise _read_error(error, "list") from error
-    items = answer.get("items") if isinstance(answer, dict) else None
-    if not isinstance(items, list):
+    if not isinstance(answer, dict) or not isinstance(answer.get("items"), list):
         raise FleetReadError(f"list {KIND}: the hub answered something that is not a list")
-    meta = answer.get("metadata") or {}
+    items, meta = answer["items"], answer.get("metadata") or {}
     return Listing([i for i in items if isinstance(i, dict)], str(meta.get("resourceVersion", "")))
 
 
@@ -78,8 +71,8 @@ def watch_hub_copies(
     connect_timeout: float = 10.0,
 ) -> Iterator[HubCopyEvent]:
     """The hub copies' changes after `resource_version`, until the server ends the watch
-    (after `timeout_seconds`). Bookmarks are skipped; raises ListExpired on 410 Gone and
-    FleetReadError on any other failure."""
+    (after `timeout_seconds`). Bookmarks are skipped; raises FleetReadError when the watch
+    fails, 410 Gone included (the caller lists again)."""
     api = CustomObjectsApi(api_client)
     # The read timeout outlasts the server's own, so only a dead connection hits it.
     read_timeout = timeout_seconds + max(connect_timeout, 5.0)
@@ -104,6 +97,5 @@ def watch_hub_copies(
 def _read_error(error: Exception, what: str) -> FleetReadError:
     if isinstance(error, ApiException):
         status = int(error.status or 0)
-        kind = ListExpired if status == _GONE else FleetReadError
-        return kind(f"{what} {KIND} on the hub: {status} {error.reason or ''}".rstrip())
+        return FleetReadError(f"{what} {KIND} on the hub: {status} {error.reason or ''}".rstrip())
     return FleetReadError(f"{what} {KIND} on the hub: {type(error).__name__}: {error}")
