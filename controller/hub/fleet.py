@@ -44,7 +44,8 @@ SCHEMA: Final = "addon-status.fleet/v1"  # the `kind` of the JSON document; bump
 UNKNOWN: Final = "Unknown"  # the state of a hub copy with no standard condition True
 READY: Final = "Ready"  # section 10's condition; not a standard type, copied when present
 RECENT: Final = timedelta(hours=1)  # "changed state in the last hour"
-_STANDARD: Final = tuple(ConditionType)
+_STANDARD: Final = tuple(t.value for t in ConditionType)  # plain strings: fast dict keys
+_NO_STATUS: Final = "no standard condition is True on the hub copy"
 
 
 @dataclass(frozen=True)
@@ -87,35 +88,25 @@ def row_of(copy: Mapping[str, Any]) -> Row:
     """The row of one hub copy (a custom object as the API server returns it)."""
     meta = copy.get("metadata") or {}
     status = copy.get("status") or {}
-    conditions = [c for c in status.get("conditions") or [] if isinstance(c, Mapping)]
-    by_type = {c.get("type"): c for c in conditions}
-    true = [t for t in _STANDARD if (by_type.get(t) or {}).get("status") == "True"]
-    ready = (by_type.get(READY) or {}).get("status")
-    row = Row(
+    by_type = {c.get("type"): c for c in status.get("conditions") or () if isinstance(c, dict)}
+    true = [t for t in _STANDARD if t in by_type and by_type[t].get("status") == "True"]
+    ready = by_type.get(READY, {}).get("status")
+    state, reason, since, message = UNKNOWN, None, None, _NO_STATUS
+    if true:
+        chosen = by_type[true[0]]
+        state, reason = true[0], chosen.get("reason") or None
+        since, message = _time(chosen.get("lastTransitionTime")), chosen.get("message") or ""
+        if len(true) > 1:
+            message = f"(also True: {', '.join(true[1:])}) {message}".rstrip()
+    return Row(
         cluster=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
-        state=UNKNOWN,
-        reason=None,
-        since=None,
-        message="no standard condition is True on the hub copy",
+        state=state,
+        reason=None if reason is None else str(reason),
+        since=since,
+        message=str(message),
         ready=ready if isinstance(ready, str) else None,
         versions=_versions(status.get("versions")),
-    )
-    if not true:
-        return row
-    chosen = by_type[true[0]]
-    message = str(chosen.get("message") or "")
-    if len(true) > 1:
-        message = f"(also True: {', '.join(true[1:])}) {message}".rstrip()
-    return Row(
-        cluster=row.cluster,
-        name=row.name,
-        state=true[0].value,
-        reason=str(chosen["reason"]) if chosen.get("reason") else None,
-        since=_time(chosen.get("lastTransitionTime")),
-        message=message,
-        ready=row.ready,
-        versions=row.versions,
     )
 
 
@@ -130,7 +121,7 @@ def _versions(raw: object) -> tuple[tuple[str, str], ...]:
     pairs = [
         (str(v["name"]), str(v["version"]))
         for v in raw
-        if isinstance(v, Mapping) and v.get("name") and v.get("version")
+        if isinstance(v, dict) and v.get("name") and v.get("version")
     ]
     return tuple(sorted(pairs))
 
@@ -194,7 +185,7 @@ def summarise(rows: Sequence[Row], now: datetime) -> Summary:
     """Clusters per state, the longest `Degraded` (the earliest transition; a tie goes to the
     first cluster by name) and how many changed state within the last hour."""
     counts = Counter(row.state for row in rows)
-    order = [*(t.value for t in _STANDARD), UNKNOWN]
+    order = [*_STANDARD, UNKNOWN]
     states = {state: counts[state] for state in order if counts[state]}
     degraded = [r for r in rows if r.state == ConditionType.DEGRADED and r.since is not None]
     longest = min(degraded, key=lambda r: (r.since, r.cluster), default=None)
@@ -273,8 +264,8 @@ def _first_line(message: str) -> str:
     return f"{first} …" if rest.strip() else first
 
 
-def as_json(rows: Sequence[Row], summary: Summary, *, total: int, indent: int | None = 2) -> str:
-    """The stable machine shape (README, "The fleet view"): `kind`, `now`, `total` (hub copies
+def as_json(rows: Sequence[Row], summary: Summary, *, total: int) -> str:
+    """One line (json's C encoder writes only compact JSON fast): the stable machine shape (README, "The fleet view"): `kind`, `now`, `total` (hub copies
     listed), `clusters` (the rows shown, each with every field, null when unknown) and
     `summary` (of the rows shown)."""
     document = {
@@ -284,7 +275,7 @@ def as_json(rows: Sequence[Row], summary: Summary, *, total: int, indent: int | 
         "clusters": [row.to_json() for row in rows],
         "summary": summary.to_json(),
     }
-    return json.dumps(document, indent=indent)
+    return json.dumps(document)
 
 
 def render(
@@ -294,12 +285,11 @@ def render(
     filters: Filters,
     json_format: bool = False,
     width: int = 160,
-    indent: int | None = 2,
 ) -> str:
     """The whole view of `copies` at `now`: rows filtered, summarised, in the chosen format."""
     rows = rows_of(copies)
     shown = filters.apply(rows)
     summary = summarise(shown, now)
     if json_format:
-        return as_json(shown, summary, total=len(rows), indent=indent)
+        return as_json(shown, summary, total=len(rows))
     return as_table(shown, summary, total=len(rows), width=width)

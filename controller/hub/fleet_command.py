@@ -89,8 +89,7 @@ def run_fleet(args: argparse.Namespace) -> int:
     if args.watch:
 
         def show(copies: Iterable[Mapping[str, Any]], now: datetime) -> str:
-            return render(copies, now, filters=filters, json_format=json_format, width=width,
-                          indent=None)  # fmt: skip
+            return render(copies, now, filters=filters, json_format=json_format, width=width)
 
         with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a watch ends
             watch_fleet(client, show, out=sys.stdout, interval=args.interval)

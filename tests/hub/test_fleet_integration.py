@@ -10,6 +10,7 @@ import io
 import json
 import threading
 from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -133,10 +134,12 @@ class Screen(io.StringIO):
         return [f for f in self.getvalue().split("\n\n") if f.strip()]
 
 
-@pytest.fixture
+@contextmanager
 def watching(kubeconfig: Path) -> Iterator[Screen]:
+    """`watch_fleet` on a thread of its own, JSON frames on a Screen, stopped on exit."""
+
     def show(copies: Iterable[Mapping[str, Any]], now: datetime) -> str:
-        return render(copies, now, filters=Filters(), json_format=True, indent=None)
+        return render(copies, now, filters=Filters(), json_format=True)
 
     screen, stop = Screen(), threading.Event()
     api = KubeconfigSource(kubeconfig).current()
@@ -147,29 +150,34 @@ def watching(kubeconfig: Path) -> Iterator[Screen]:
         daemon=True,
     )  # fmt: skip
     thread.start()
-    yield screen
-    stop.set()
-    thread.join(5)
+    try:
+        yield screen
+    finally:
+        stop.set()
+        thread.join(5)
 
 
 def states(frame: str) -> dict[str, str]:
     return {c["cluster"]: c["state"] for c in json.loads(frame)["clusters"]}
 
 
-def test_watch_sees_a_change(hub: APIServer, watching: Screen) -> None:
-    eventually(lambda: bool(watching.frames()), what="the first frame")
-    assert states(watching.frames()[0])["prod-1"] == "Available"
-    write_status(hub, "prod-1", "Degraded", "UpdateFailure")
-    eventually(lambda: states(watching.frames()[-1])["prod-1"] == "Degraded",
-               what="the change on the screen")  # fmt: skip
+def test_watch_sees_a_change(hub: APIServer, kubeconfig: Path) -> None:
+    with watching(kubeconfig) as screen:
+        eventually(lambda: bool(screen.frames()), what="the first frame")
+        assert states(screen.frames()[0])["prod-1"] == "Available"
+        write_status(hub, "prod-1", "Degraded", "UpdateFailure")
+        eventually(lambda: states(screen.frames()[-1])["prod-1"] == "Degraded",
+                   what="the change on the screen")  # fmt: skip
     assert hub.count_requests(verbs=["list"], resource=PLURAL) == 1
 
 
-def test_watch_lists_again_after_410_gone(hub: APIServer, watching: Screen) -> None:
-    eventually(lambda: bool(watching.frames()), what="the first frame")
-    hub.compact()
-    hub.drop_watches()
-    write_status(hub, "edge-1", "Progressing", "UpdateSuccessful")
-    eventually(lambda: states(watching.frames()[-1])["edge-1"] == "Progressing",
-               what="the change after a fresh list")  # fmt: skip
+def test_watch_lists_again_after_410_gone(hub: APIServer, kubeconfig: Path) -> None:
+    # The first watch is told 410 Gone, as when its resourceVersion left the hub's history.
+    hub.faults.fail_next(1, 410, match=lambda info: info.verb == "watch")
+    with watching(kubeconfig) as screen:
+        eventually(lambda: hub.count_requests(verbs=["watch"], resource=PLURAL) == 1,
+                   what="a watch after the 410")  # fmt: skip
+        write_status(hub, "edge-1", "Progressing", "UpdateSuccessful")
+        eventually(lambda: states(screen.frames()[-1])["edge-1"] == "Progressing",
+                   what="the change after a fresh list")  # fmt: skip
     assert hub.count_requests(verbs=["list"], resource=PLURAL) == 2
