@@ -265,7 +265,8 @@ def _first_line(message: str) -> str:
 
 
 def as_json(rows: Sequence[Row], summary: Summary, *, total: int) -> str:
-    """One line (json's C encoder writes only compact JSON fast): the stable machine shape (README, "The fleet view"): `kind`, `now`, `total` (hub copies
+    """The stable machine shape, on one line (json's C encoder writes only compact JSON;
+    README, "The fleet view"): `kind`, `now`, `total` (hub copies
     listed), `clusters` (the rows shown, each with every field, null when unknown) and
     `summary` (of the rows shown)."""
     document = {

@@ -122,11 +122,14 @@ def main() -> int:
         hub.stdin.close()
         api.close()
     listed = runs[-1][0]
-    figures = dict(zip(("list", "rows", "table", "json"), zip(*(r[1] for r in runs)), strict=True))
+    columns = zip(*(r[1] for r in runs), strict=True)
+    figures = dict(zip(("list", "rows", "table", "json"), columns, strict=True))
     table_views = [f[0] + f[1] + f[2] for _, f in runs]
     json_views = [f[0] + f[1] + f[3] for _, f in runs]
-    print(f"fleet view: {args.clusters} hub copies in {args.clusters} namespaces, the hub in its "
-          f"own process (loaded in {loaded:.1f} s, not measured); {args.runs} runs; ms per run")  # fmt: skip
+    print(
+        f"fleet view: {args.clusters} hub copies in {args.clusters} namespaces, the hub in its "
+        f"own process (loaded in {loaded:.1f} s, not measured); {args.runs} runs; ms per run"
+    )
     for label, values in [*figures.items(), ("view table", table_views),
                           ("view json", json_views)]:  # fmt: skip
         cells = " ".join(f"{v:8.1f}" for v in values)
