@@ -91,16 +91,28 @@ def run_fleet(args: argparse.Namespace) -> int:
         def show(copies: Iterable[Mapping[str, Any]], now: datetime) -> str:
             return render(copies, now, filters=filters, json_format=json_format, width=width)
 
-        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C is how a watch ends
+        with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):  # how a watch ends
             watch_fleet(client, show, out=sys.stdout, interval=args.interval)
-        return 0
+        return _closed_quietly()
     try:
         listing = list_hub_copies(client)
     except FleetReadError as error:
         print(f"addon-status fleet: {error}", file=sys.stderr)
         return 1
     now = datetime.now(UTC)
-    print(render(listing.items, now, filters=filters, json_format=json_format, width=width))
+    with contextlib.suppress(BrokenPipeError):  # `fleet | head`: the reader has seen enough
+        print(render(listing.items, now, filters=filters, json_format=json_format, width=width))
+    return _closed_quietly()
+
+
+def _closed_quietly() -> int:
+    """0; stdout pointed at /dev/null if its reader went away, so that the interpreter's
+    final flush does not fail on the broken pipe (Python's documented recipe)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
     return 0
 
 
