@@ -132,8 +132,9 @@ def main() -> int:
     )
     for label, values in [*figures.items(), ("view table", table_views),
                           ("view json", json_views)]:  # fmt: skip
-        cells = " ".join(f"{v:8.1f}" for v in values)
-        print(f"  {label + ' ms':<14}: {cells}   (median {statistics.median(values):.1f})")
+        print(f"  {label} ms: " + " ".join(f"{v:8.1f}" for v in values))
+    for label, values in (("view table", table_views), ("view json", json_views)):
+        print(f"  {label} ms, median: {statistics.median(values):.1f}")
     print(f"  list calls per view: {lists / args.runs:g}")
     print(f"  rows listed: {listed}")
     print(f"  one list call per view: {lists == args.runs}")
