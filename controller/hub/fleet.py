@@ -265,10 +265,9 @@ def _first_line(message: str) -> str:
 
 
 def as_json(rows: Sequence[Row], summary: Summary, *, total: int) -> str:
-    """The stable machine shape, on one line (json's C encoder writes only compact JSON;
-    README, "The fleet view"): `kind`, `now`, `total` (hub copies
-    listed), `clusters` (the rows shown, each with every field, null when unknown) and
-    `summary` (of the rows shown)."""
+    """The stable machine shape (README, "The fleet view"), on one line (json's fast C encoder
+    writes only compact JSON): `kind`, `now`, `total` (hub copies listed), `clusters` (the
+    rows shown, each with every field, null when unknown) and `summary` (of the rows shown)."""
     document = {
         "kind": SCHEMA,
         "now": format_time(summary.now),
