@@ -12,8 +12,10 @@ from types import TracebackType
 
 from controller.demo.view import View
 from controller.hub.fleet import rows_of, summarise, summary_line
-from controller.kube.hub_copies import FleetReadError, list_hub_copies
+from controller.kube.api import KubeError
+from controller.kube.hub_copies import list_hub_copies
 from controller.kube.kubeconfig import KubeconfigSource
+from controller.kube.official import OfficialKube
 
 __all__ = ["FleetLine"]
 
@@ -25,7 +27,7 @@ class FleetLine:
     def __init__(
         self, kubeconfig: Path, *, now: Callable[[], datetime], view: View, every: float = 0.1
     ) -> None:
-        self._client = KubeconfigSource(kubeconfig).current()
+        self._kube = OfficialKube(KubeconfigSource(kubeconfig).current(), request_timeout=5.0)
         self._now = now
         self._view = view
         self._every = every
@@ -50,8 +52,8 @@ class FleetLine:
     def show(self) -> None:
         """Print the summary if a cluster's state (or the longest Degraded) changed."""
         try:
-            rows = rows_of(list_hub_copies(self._client, request_timeout=5.0).items)
-        except FleetReadError as error:
+            rows = rows_of(list_hub_copies(self._kube).items)
+        except KubeError as error:
             text = f"cannot list the hub copies: {error}"
             shown: object = text
         else:

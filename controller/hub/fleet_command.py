@@ -29,7 +29,7 @@ from statemachines.errors import AddonStatusError
 from statemachines.vocabulary import ConditionType
 
 if TYPE_CHECKING:
-    from kubernetes.client import ApiClient
+    from controller.kube.api import Kube
 
 __all__ = ["add_fleet_parser", "run_fleet", "watch_fleet"]
 
@@ -72,8 +72,10 @@ def add_fleet_parser(sub: Any) -> None:
 
 
 def run_fleet(args: argparse.Namespace) -> int:
-    from controller.kube.hub_copies import FleetReadError, list_hub_copies
+    from controller.kube.api import KubeError
+    from controller.kube.hub_copies import list_hub_copies
     from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource
+    from controller.kube.official import OfficialKube
 
     if args.interval <= 0:
         print("addon-status fleet: --interval must be positive", file=sys.stderr)
@@ -83,6 +85,7 @@ def run_fleet(args: argparse.Namespace) -> int:
     except KubeconfigError as error:
         print(f"addon-status fleet: {error}", file=sys.stderr)
         return 2
+    kube = OfficialKube(client, request_timeout=30.0)
     filters = Filters(frozenset(args.state), frozenset(args.excluded), tuple(args.cluster))
     json_format = args.format == "json"
     width = get_terminal_size((160, 24)).columns
@@ -92,11 +95,11 @@ def run_fleet(args: argparse.Namespace) -> int:
             return render(copies, now, filters=filters, json_format=json_format, width=width)
 
         with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):  # how a watch ends
-            watch_fleet(client, show, out=sys.stdout, interval=args.interval)
+            watch_fleet(kube, show, out=sys.stdout, interval=args.interval)
         return _closed_quietly()
     try:
-        listing = list_hub_copies(client)
-    except FleetReadError as error:
+        listing = list_hub_copies(kube)
+    except KubeError as error:
         print(f"addon-status fleet: {error}", file=sys.stderr)
         return 1
     now = datetime.now(UTC)
@@ -124,7 +127,7 @@ def _kubeconfig_path(flag: str | None) -> Path:
 
 
 def watch_fleet(
-    api_client: ApiClient,
+    kube: Kube,
     show: Callable[[Iterable[Mapping[str, Any]], datetime], str],
     *,
     out: TextIO,
@@ -141,7 +144,7 @@ def watch_fleet(
     stop, err = stop or threading.Event(), err or sys.stderr
     updates: queue.Queue[tuple[str, Any]] = queue.Queue()
     reader = threading.Thread(
-        target=_follow, args=(api_client, updates, stop, watch_seconds), daemon=True,
+        target=_follow, args=(kube, updates, stop, watch_seconds), daemon=True,
         name="fleet-watch",
     )  # fmt: skip
     reader.start()
@@ -202,13 +205,14 @@ def _key(copy: Mapping[str, Any]) -> tuple[str, str]:
 
 
 def _follow(
-    api_client: ApiClient,
+    kube: Kube,
     updates: queue.Queue[tuple[str, Any]],
     stop: threading.Event,
     watch_seconds: int,
 ) -> None:
     """List, then watch from the list's resourceVersion; resume a watch that ended, list
     again after 410 Gone or a failure (after a backoff), until `stop`."""
+    from controller.kube.api import resource_version
     from controller.kube.hub_copies import list_hub_copies, watch_hub_copies
 
     backoff, version = Backoff(initial=0.5, maximum=30.0), ""
@@ -216,7 +220,7 @@ def _follow(
     while not stop.is_set():
         try:
             if not version:
-                listing = list_hub_copies(api_client)
+                listing = list_hub_copies(kube)
                 updates.put(("list", listing.items))
                 version, failures = listing.resource_version, 0
         except AddonStatusError as error:
@@ -225,9 +229,9 @@ def _follow(
             stop.wait(backoff.delay(failures))
             continue
         try:
-            for event in watch_hub_copies(api_client, version, timeout_seconds=watch_seconds):
-                updates.put((event.type, event.copy))
-                version = event.resource_version or version
+            for event in watch_hub_copies(kube, version, timeout_seconds=watch_seconds):
+                updates.put((event.type, event.object))
+                version = resource_version(event.object) or version
                 broken = 0
                 if stop.is_set():
                     return

@@ -1,10 +1,10 @@
-"""The fleet view's reads of the hub: every cluster's hub copy of the addon in one list call
-across all namespaces, and a watch from that list's resourceVersion.
+"""The fleet view's reads of the hub, through the seam: every cluster's hub copy of the addon
+in one list call across all namespaces, and a watch from that list's resourceVersion.
 
 One list call, without `limit`: the API server answers it whole (from its watch cache on a
 real hub), which for 5,000 copies is one round trip instead of ten pages; `limit`/`continue`
-would only split the same work. The watch is plain `kubernetes.watch.Watch` with its own
-retries off, so the caller decides: `ListExpired` (410 Gone) means list again.
+would only split the same work. A failed watch raises the seam's errors (`GoneError` on 410):
+the caller lists again.
 """
 
 from __future__ import annotations
@@ -12,23 +12,12 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-from kubernetes import watch
-from kubernetes.client import ApiClient, CustomObjectsApi
-from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError
+from controller.kube.api import ADDON, ALL_NAMESPACES, Kube, KubeError, WatchEvent
+from controller.kube.api import resource_version as version_of
 
-from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
-from statemachines.errors import AddonStatusError
-
-__all__ = ["FleetReadError", "HubCopyEvent", "Listing", "list_hub_copies", "watch_hub_copies"]
-
-EventType = Literal["ADDED", "MODIFIED", "DELETED"]
-
-
-class FleetReadError(AddonStatusError):
-    """The hub did not answer a read; the message says what and why (never credentials)."""
+__all__ = ["Listing", "list_hub_copies", "watch_hub_copies"]
 
 
 @dataclass(frozen=True)
@@ -39,71 +28,35 @@ class Listing:
     resource_version: str
 
 
-@dataclass(frozen=True)
-class HubCopyEvent:
-    type: EventType
-    copy: dict[str, Any]
-
-    @property
-    def resource_version(self) -> str:
-        return str((self.copy.get("metadata") or {}).get("resourceVersion") or "")
-
-
-def list_hub_copies(api_client: ApiClient, *, request_timeout: float = 30.0) -> Listing:
-    """All hub copies (`ObservabilityAddon` in every namespace), in one call."""
-    api = CustomObjectsApi(api_client)
+def list_hub_copies(kube: Kube) -> Listing:
+    """All hub copies (`ObservabilityAddon` in every namespace), in one call. Raises
+    KubeError."""
     # Decoding 5,000 copies allocates ~300,000 containers, none in a cycle: the collector's
-    # passes over them (a third of the decode time, measured) find nothing, so it waits.
+    # passes over them (half the decode time or more, measured) find nothing, so it waits.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        answer = api.list_cluster_custom_object(
-            GROUP, VERSION, PLURAL, _request_timeout=request_timeout
-        )
-    except (ApiException, HTTPError, OSError) as error:
-        raise _read_error(error, "list") from error
+        answer = kube.list(ADDON, ALL_NAMESPACES)
     finally:
         if collecting:
             gc.enable()
-    if not isinstance(answer, dict) or not isinstance(answer.get("items"), list):
-        raise FleetReadError(f"list {KIND}: the hub answered something that is not a list")
-    items, meta = answer["items"], answer.get("metadata") or {}
-    return Listing([i for i in items if isinstance(i, dict)], str(meta.get("resourceVersion", "")))
+    items = answer.get("items")
+    if not isinstance(items, list):
+        raise KubeError(f"list {ADDON.kind} in every namespace: the answer has no items")
+    return Listing([i for i in items if isinstance(i, dict)], version_of(answer))
 
 
 def watch_hub_copies(
-    api_client: ApiClient,
-    resource_version: str,
-    *,
-    timeout_seconds: int = 300,
-    connect_timeout: float = 10.0,
-) -> Iterator[HubCopyEvent]:
-    """The hub copies' changes after `resource_version`, until the server ends the watch
-    (after `timeout_seconds`). Bookmarks are skipped; raises FleetReadError when the watch
-    fails, 410 Gone included (the caller lists again)."""
-    api = CustomObjectsApi(api_client)
-    # The read timeout outlasts the server's own, so only a dead connection hits it.
-    read_timeout = timeout_seconds + max(connect_timeout, 5.0)
-    stream = watch.Watch().stream(  # type: ignore[no-untyped-call]
-        api.list_cluster_custom_object,
-        GROUP,
-        VERSION,
-        PLURAL,
-        resource_version=resource_version,
-        timeout_seconds=timeout_seconds,
-        _request_timeout=(connect_timeout, read_timeout),
+    kube: Kube, resource_version: str, *, timeout_seconds: int = 300
+) -> Iterator[WatchEvent]:
+    """The hub copies' changes after `resource_version` (ADDED, MODIFIED, DELETED), until the
+    server ends the watch after `timeout_seconds`. Raises KubeError (GoneError on 410)."""
+    stream = kube.watch(
+        ADDON, ALL_NAMESPACES, resource_version=resource_version, timeout_seconds=timeout_seconds
     )
     try:
-        for raw in stream:
-            kind, obj = raw.get("type"), raw.get("raw_object", raw.get("object"))
-            if kind in ("ADDED", "MODIFIED", "DELETED") and isinstance(obj, dict):
-                yield HubCopyEvent(kind, obj)
-    except (ApiException, HTTPError, OSError) as error:
-        raise _read_error(error, "watch") from error
-
-
-def _read_error(error: Exception, what: str) -> FleetReadError:
-    if isinstance(error, ApiException):
-        status = int(error.status or 0)
-        return FleetReadError(f"{what} {KIND} on the hub: {status} {error.reason or ''}".rstrip())
-    return FleetReadError(f"{what} {KIND} on the hub: {type(error).__name__}: {error}")
+        for event in stream:
+            if event.type in ("ADDED", "MODIFIED", "DELETED"):
+                yield event
+    finally:
+        stream.close()

@@ -17,7 +17,7 @@ import pytest
 
 from controller.cli import main
 from controller.demo.command import SECOND_SCENARIO
-from tests.hub.fakes import eventually
+from tests.support import eventually
 
 ROOT = Path(__file__).parents[2]
 

@@ -21,11 +21,12 @@ from kubernetes import client
 from controller.cli import main
 from controller.hub.fleet import Filters, render
 from controller.hub.fleet_command import watch_fleet
-from controller.kube.hub_objects import GROUP, PLURAL, VERSION
+from controller.kube.addons import GROUP, PLURAL, VERSION
 from controller.kube.kubeconfig import KubeconfigSource, kubeconfig_yaml
+from controller.kube.official import OfficialKube
 from kubesim import APIServer
 from tests.hub.conftest import ADMIN, CRD, TOKENS, addon, api_client
-from tests.hub.fakes import eventually
+from tests.support import eventually
 
 pytestmark = pytest.mark.integration
 CLUSTERS = ("edge-1", "edge-2", "prod-1")
@@ -124,7 +125,7 @@ def test_fleet_with_an_unreachable_hub_is_a_one_line_error(
     path.write_text(kubeconfig_yaml(server=url, token=ADMIN), encoding="utf-8")
     assert main(["fleet", "--kubeconfig", str(path)]) == 1
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "list ObservabilityAddon on the hub" in err
+    assert err.count("\n") == 1 and "list ObservabilityAddon in every namespace" in err
 
 
 class Screen(io.StringIO):
@@ -142,7 +143,7 @@ def watching(kubeconfig: Path) -> Iterator[Screen]:
         return render(copies, now, filters=Filters(), json_format=True)
 
     screen, stop = Screen(), threading.Event()
-    api = KubeconfigSource(kubeconfig).current()
+    api = OfficialKube(KubeconfigSource(kubeconfig).current())
     thread = threading.Thread(
         target=watch_fleet, args=(api, show),
         kwargs={"out": screen, "interval": 0.05, "stop": stop, "watch_seconds": 2,
