@@ -25,7 +25,6 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from controller.demo.fleet_line import FleetLine
 from controller.demo.scenario_file import EPOCH, Scenario, read, start_generation
 from controller.demo.scenario_run import Player, Result, SteppedClock, System
 from controller.demo.view import View
@@ -254,6 +253,8 @@ def _demo(
     duration: float | None,
     stop: threading.Event,
 ) -> Result:
+    from controller.demo.fleet_line import FleetLine  # the client: only once the demo starts
+
     starts = [EPOCH + i * STAGGER for i in range(len(scenarios))]
     clocks = [SteppedClock(start) for start in starts]
     if duration is not None:
