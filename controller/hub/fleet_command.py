@@ -149,7 +149,8 @@ def watch_fleet(
     )  # fmt: skip
     reader.start()
     copies: dict[tuple[str, str], Mapping[str, Any]] = {}
-    problem, drawn, tty = "", None, out.isatty()
+    drawn: dict[tuple[str, str], Mapping[str, Any]] | None = None  # the copies last drawn
+    problem, tty = "", out.isatty()
     while not stop.is_set():
         changed = _drain(updates, copies, timeout=interval)
         if changed is None:
@@ -160,12 +161,12 @@ def watch_fleet(
             problem = changed
         elif changed:
             problem = ""
-        frame = show(copies.values(), now())
         if tty:
+            frame = show(copies.values(), now())
             out.write(_CLEAR + frame + (f"\n{problem}\n" if problem else "\n"))
-        elif changed is True and frame != drawn:
-            out.write(frame + "\n\n")
-            drawn = frame
+        elif changed is True and copies != drawn:  # a fresh list of the same copies: nothing new
+            out.write(show(copies.values(), now()) + "\n\n")
+            drawn = dict(copies)
         out.flush()
 
 
