@@ -35,6 +35,7 @@ from controller.hub.mirror import CLUSTER_STATES, MANAGED_CLUSTER_ADDON, cluster
 from controller.hub.mirror import standard_conditions as standard
 from controller.kube.api import (
     ADDON,
+    ALL_NAMESPACES,
     ConflictError,
     ErrorKind,
     GoneError,
@@ -223,7 +224,7 @@ class HubSide:
             self._stopping.wait(self._backoff.delay(failures))
 
     def _list(self) -> str:
-        listed = self._kube.list(ADDON, "", field_selector=f"metadata.name={self.copy_name}")
+        listed = self._kube.list(ADDON, ALL_NAMESPACES, field_selector=f"metadata.name={self.copy_name}")
         copies = {
             str(item["metadata"]["namespace"]): _standard(item)
             for item in listed.get("items") or []
@@ -242,7 +243,7 @@ class HubSide:
     def _follow(self, version: str) -> str:
         stream = self._kube.watch(
             ADDON,
-            "",
+            ALL_NAMESPACES,
             resource_version=version,
             timeout_seconds=self._watch_seconds,
             field_selector=f"metadata.name={self.copy_name}",
@@ -338,7 +339,7 @@ class HubSide:
     def _refresh_selection(self) -> None:
         """The namespaces the label selector picks, then every namespace queued."""
         try:
-            listed = self._kube.list(NAMESPACE, "", label_selector=self._selector)
+            listed = self._kube.list(NAMESPACE, ALL_NAMESPACES, label_selector=self._selector)
         except KubeError as error:
             self._metrics.errors.labels(kind=error.kind.value).inc()
             log.warning("cannot list the namespaces %r: %s", self._selector, error.detail)

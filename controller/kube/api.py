@@ -28,6 +28,7 @@ from statemachines.errors import AddonStatusError
 
 __all__ = [
     "ADDON",
+    "ALL_NAMESPACES",
     "EVENT",
     "LEASE",
     "ConflictError",
@@ -62,11 +63,11 @@ class Resource:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     def path(self, namespace: str, name: str = "", subresource: str = "") -> str:
-        """The URL path; `namespace` "" is every namespace (a cluster-wide list or watch), or
-        a cluster-scoped resource."""
+        """The URL path; `namespace` ALL_NAMESPACES (a list or a watch only) spans them all (and
+        is the path of a cluster-scoped resource, such as Namespace)."""
         root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        path = f"{root}/namespaces/{namespace}" if namespace else root
-        path += f"/{self.plural}"
+        scope = f"/namespaces/{namespace}" if namespace else ""
+        path = f"{root}{scope}/{self.plural}"
         if name:
             path += f"/{name}"
         if subresource:
@@ -79,6 +80,7 @@ ADDON = Resource(
     "ObservabilityAddon",
 )
 LEASE = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+ALL_NAMESPACES = ""  # as client-go's metav1.NamespaceAll: a list or a watch across namespaces
 EVENT = Resource("", "v1", "events", "Event")
 
 
@@ -223,7 +225,7 @@ class Kube(Protocol):
         field_selector: str = "",
         label_selector: str = "",
     ) -> dict[str, Any]:
-        """The collection (`namespace` "": in every namespace); its
+        """The collection (in every namespace for ALL_NAMESPACES); its
         `metadata.resourceVersion` is the one a watch starts from."""
         ...
 

@@ -108,7 +108,7 @@ class FakeKube:
         field_selector: str = "",
         label_selector: str = "",
     ) -> dict[str, Any]:
-        """`namespace` "" lists every namespace; a label selector of `key=value` terms only."""
+        """A label selector of `key=value` terms only."""
         self._enter("list", resource, "")
         wanted = field_selector.removeprefix("metadata.name=") if field_selector else None
         labels = dict(term.split("=", 1) for term in label_selector.split(",") if term)
@@ -116,7 +116,7 @@ class FakeKube:
             items = [
                 copy.deepcopy(obj)
                 for (kind, ns, name), obj in self._objects.items()
-                if kind == resource and namespace in ("", ns) and wanted in (None, name)
+                if kind == resource and namespace in (ns, "") and wanted in (None, name)
                 and labels.items() <= ((obj.get("metadata") or {}).get("labels") or {}).items()
             ]
             version = str(self._version)
@@ -334,7 +334,7 @@ class FakeKube:
 
     def _matches(self, stream: _Stream, key: Key) -> bool:
         resource, namespace, name = key
-        return resource == stream.resource and stream.namespace in ("", namespace) and (
+        return resource == stream.resource and stream.namespace in (namespace, "") and (
             not stream.name or name == stream.name
         )
 
