@@ -224,7 +224,8 @@ class HubSide:
             self._stopping.wait(self._backoff.delay(failures))
 
     def _list(self) -> str:
-        listed = self._kube.list(ADDON, ALL_NAMESPACES, field_selector=f"metadata.name={self.copy_name}")
+        by_name = f"metadata.name={self.copy_name}"
+        listed = self._kube.list(ADDON, ALL_NAMESPACES, field_selector=by_name)
         copies = {
             str(item["metadata"]["namespace"]): _standard(item)
             for item in listed.get("items") or []
