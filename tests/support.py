@@ -1,11 +1,15 @@
-"""What every kind of test shares: waiting for something another thread does."""
+"""What every kind of test shares: waiting for something another thread does, and the
+settings `run` would parse from a command line inside a cluster."""
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable
 
-__all__ = ["WAIT", "eventually"]
+from controller.options import RunOptions, add_run_flags
+
+__all__ = ["IN_CLUSTER", "WAIT", "eventually", "run_options"]
 
 WAIT = 10.0  # seconds any single wait may take at most (a loaded 2-core machine)
 
@@ -17,3 +21,13 @@ def eventually(check: Callable[[], object], what: str = "", *, timeout: float = 
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what or check}")
         time.sleep(0.005)
+
+
+IN_CLUSTER = {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}
+
+
+def run_options(argv: list[str], environ: dict[str, str] | None = None) -> RunOptions:
+    """The options `run` would take from `argv` and `environ`, inside a cluster."""
+    parser = argparse.ArgumentParser()
+    add_run_flags(parser)
+    return RunOptions.from_args(parser.parse_args(argv), IN_CLUSTER | (environ or {}))

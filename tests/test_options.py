@@ -16,18 +16,11 @@ from controller.options import (
     RunOptions,
     add_run_flags,
 )
-
-IN_CLUSTER = {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}
-
-
-def options(argv: list[str], environ: dict[str, str] | None = None) -> RunOptions:
-    parser = argparse.ArgumentParser()
-    add_run_flags(parser)
-    return RunOptions.from_args(parser.parse_args(argv), IN_CLUSTER | (environ or {}))
+from tests.support import run_options
 
 
 def test_defaults() -> None:
-    o = options([])
+    o = run_options([])
     assert (o.addon_name, o.addon_namespace, o.kubeconfig) == (
         DEFAULT_NAME,
         DEFAULT_NAMESPACE,
@@ -40,19 +33,19 @@ def test_defaults() -> None:
 
 def test_a_flag_wins_over_its_variable_which_wins_over_the_default() -> None:
     env = {"ADDON_STATUS_DEGRADE_AFTER": "5m", "ADDON_STATUS_ADDON_NAME": "from-env"}
-    o = options(["--degrade-after", "2m"], env)
+    o = run_options(["--degrade-after", "2m"], env)
     assert o.degrade_after == timedelta(minutes=2)
     assert o.addon_name == "from-env"
 
 
 def test_the_history_limit_is_the_addons_setting() -> None:
-    assert options([]).config().history_limit == 10
-    assert options(["--history-limit", "0"]).config().history_limit == 0
-    assert options([], {"ADDON_STATUS_HISTORY_LIMIT": "3"}).config().history_limit == 3
+    assert run_options([]).config().history_limit == 10
+    assert run_options(["--history-limit", "0"]).config().history_limit == 0
+    assert run_options([], {"ADDON_STATUS_HISTORY_LIMIT": "3"}).config().history_limit == 3
 
 
 def test_collectors_and_addresses_are_parsed() -> None:
-    o = options(["--collectors", "metrics-collector", "--probe-address", "127.0.0.1:0"])
+    o = run_options(["--collectors", "metrics-collector", "--probe-address", "127.0.0.1:0"])
     assert [c.name for c in o.config().collectors] == ["metrics-collector"]
     assert (o.probe_address.host, o.probe_address.port) == ("127.0.0.1", 0)
 
@@ -60,8 +53,8 @@ def test_collectors_and_addresses_are_parsed() -> None:
 def test_a_kubeconfig_from_the_flag_or_kubeconfig(tmp_path: Path) -> None:
     path = tmp_path / "config"
     path.write_text("apiVersion: v1\n")
-    assert options(["--kubeconfig", str(path)]).kubeconfig == path
-    assert options([], {"KUBECONFIG": str(path)}).kubeconfig == path
+    assert run_options(["--kubeconfig", str(path)]).kubeconfig == path
+    assert run_options([], {"KUBECONFIG": str(path)}).kubeconfig == path
 
 
 @pytest.mark.parametrize(
@@ -109,7 +102,7 @@ def test_mistakes_are_one_line_naming_the_option(
     argv: list[str], environ: dict[str, str], message: str
 ) -> None:
     with pytest.raises(OptionsError) as caught:
-        options(argv, environ)
+        run_options(argv, environ)
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
 
@@ -125,13 +118,13 @@ def test_the_profile_is_chosen_by_flag_or_variable() -> None:
     """`--profile acm` (section 11): the core's configuration writes the acm names."""
     from statemachines.vocabulary import ACM, SEED
 
-    assert options([]).config().profile is SEED
-    assert options(["--profile", "acm"]).config().profile is ACM
-    assert options([], {"ADDON_STATUS_PROFILE": "acm"}).config().profile is ACM
+    assert run_options([]).config().profile is SEED
+    assert run_options(["--profile", "acm"]).config().profile is ACM
+    assert run_options([], {"ADDON_STATUS_PROFILE": "acm"}).config().profile is ACM
 
 
 def test_an_unknown_profile_is_one_line_naming_the_flag() -> None:
     with pytest.raises(OptionsError) as error:
-        options(["--profile", "ocm"])
+        run_options(["--profile", "ocm"])
     assert str(error.value).startswith("--profile / ADDON_STATUS_PROFILE: ")
     assert "'seed' or 'acm'" in str(error.value)

@@ -4,7 +4,6 @@ the default, and a mistake is one line naming the flag and the variable."""
 
 from __future__ import annotations
 
-import argparse
 from datetime import timedelta
 from pathlib import Path
 
@@ -16,21 +15,12 @@ from controller.options import (
     DEFAULT_LEASE,
     DEFAULT_NAMESPACE,
     OptionsError,
-    RunOptions,
-    add_run_flags,
 )
-
-IN_CLUSTER = {"KUBERNETES_SERVICE_HOST": "10.0.0.1"}
-
-
-def options(argv: list[str], environ: dict[str, str] | None = None) -> RunOptions:
-    parser = argparse.ArgumentParser()
-    add_run_flags(parser)
-    return RunOptions.from_args(parser.parse_args(argv), IN_CLUSTER | (environ or {}))
+from tests.support import run_options
 
 
 def test_defaults_run_one_replica_without_a_hub() -> None:
-    o = options([])
+    o = run_options([])
     assert (o.leader_elect, o.hub_kubeconfig, o.hub_ref) == (False, None, None)
     assert o.lease_ref == AddonRef(DEFAULT_NAMESPACE, DEFAULT_LEASE)
     assert (o.lease_duration, o.renew_deadline, o.retry_period) == (
@@ -64,7 +54,7 @@ def test_defaults_run_one_replica_without_a_hub() -> None:
 def test_a_switch_follows_flag_over_variable_over_default(
     argv: list[str], environ: dict[str, str], expected: bool
 ) -> None:
-    assert options(argv, environ).leader_elect is expected
+    assert run_options(argv, environ).leader_elect is expected
 
 
 def test_the_report_apis_flags_read_their_variables_too() -> None:
@@ -73,7 +63,7 @@ def test_the_report_apis_flags_read_their_variables_too() -> None:
         "ADDON_STATUS_OPERATOR_IDENTITY": "system:serviceaccount:x:operator",
         "ADDON_STATUS_COLLECTOR_IDENTITY": "metrics-collector=a, uwl-metrics-collector=b",
     }
-    report = options(["--operator-identity", "from-flag"], env).report_args()
+    report = run_options(["--operator-identity", "from-flag"], env).report_args()
     assert report.report_address == "127.0.0.1:9443"
     assert report.operator_identity == ("from-flag",)
     assert report.collector_identity == ("metrics-collector=a", "uwl-metrics-collector=b")
@@ -82,10 +72,10 @@ def test_the_report_apis_flags_read_their_variables_too() -> None:
 def test_the_hub_copy_is_named_by_the_cluster_and_the_addon(tmp_path: Path) -> None:
     hub = tmp_path / "hub-kubeconfig"
     hub.write_text("apiVersion: v1\n")
-    o = options(["--hub-kubeconfig", str(hub), "--addon-name", "spoke-addon"],
+    o = run_options(["--hub-kubeconfig", str(hub), "--addon-name", "spoke-addon"],
                 {"ADDON_STATUS_CLUSTER_NAME": "cluster7"})  # fmt: skip
     assert o.hub_ref == AddonRef("cluster7", "spoke-addon")
-    renamed = options(["--hub-kubeconfig", str(hub), "--cluster-name", "cluster7",
+    renamed = run_options(["--hub-kubeconfig", str(hub), "--cluster-name", "cluster7",
                        "--hub-addon-name", "hub-addon"])  # fmt: skip
     assert renamed.hub_ref == AddonRef("cluster7", "hub-addon")
 
@@ -110,7 +100,7 @@ def test_the_hub_copy_is_named_by_the_cluster_and_the_addon(tmp_path: Path) -> N
 )  # fmt: skip
 def test_a_mistake_is_one_line_naming_flag_and_variable(argv: list[str], message: str) -> None:
     with pytest.raises(OptionsError, match=message.replace("(", r"\(").replace("+", r"\+")):
-        options(argv)
+        run_options(argv)
 
 
 def test_the_lease_identity_is_the_pod_name_else_unique_per_process() -> None:
