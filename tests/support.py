@@ -1,5 +1,6 @@
-"""What every kind of test shares: waiting for something another thread does, and the
-settings `run` would parse from a command line inside a cluster."""
+"""What every kind of test shares: waiting for something another thread does, the settings
+`run` would parse from a command line inside a cluster, and a real `kubernetes` client for an
+embedded API server."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import argparse
 import time
 from collections.abc import Callable
 
-from controller.options import RunOptions, add_run_flags
+from kubernetes import client
 
-__all__ = ["IN_CLUSTER", "WAIT", "eventually", "run_options"]
+from controller.options import RunOptions, add_run_flags
+from kubesim import APIServer
+
+__all__ = ["IN_CLUSTER", "WAIT", "api_client", "eventually", "run_options"]
 
 WAIT = 10.0  # seconds any single wait may take at most (a loaded 2-core machine)
 
@@ -31,3 +35,12 @@ def run_options(argv: list[str], environ: dict[str, str] | None = None) -> RunOp
     parser = argparse.ArgumentParser()
     add_run_flags(parser)
     return RunOptions.from_args(parser.parse_args(argv), IN_CLUSTER | (environ or {}))
+
+
+def api_client(server: APIServer, token: str | None = None) -> client.ApiClient:
+    """A client of `server` over HTTP, as the bearer of `token` (anonymous without one)."""
+    configuration = client.Configuration(host=server.url)
+    if token is not None:
+        configuration.api_key = {"BearerToken": token}
+        configuration.api_key_prefix = {"BearerToken": "Bearer"}
+    return client.ApiClient(configuration)

@@ -12,6 +12,7 @@ import pytest
 from kubernetes import client
 
 from kubesim import APIServer
+from tests.support import api_client
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "base" / "crd.yaml"
 GROUP = "observability.open-cluster-management.io"
@@ -28,18 +29,10 @@ def server() -> Iterator[APIServer]:
         yield srv
 
 
-def make_client(server: APIServer, token: str | None = None) -> client.ApiClient:
-    config = client.Configuration(host=server.url)
-    if token is not None:
-        config.api_key = {"BearerToken": token}
-        config.api_key_prefix = {"BearerToken": "Bearer"}
-    return client.ApiClient(config)
-
-
 @pytest.fixture
 def api(server: APIServer) -> Iterator[client.ApiClient]:
-    with make_client(server) as api_client:
-        yield api_client
+    with api_client(server) as c:
+        yield c
 
 
 @pytest.fixture

@@ -18,9 +18,9 @@ from tests.kubesim.conftest import (
     VERSION,
     addon,
     condition,
-    make_client,
     status_of,
 )
+from tests.support import api_client
 
 pytestmark = pytest.mark.integration
 CONTROLLER = UserInfo(
@@ -36,7 +36,7 @@ def secured() -> Iterator[APIServer]:
 
 @pytest.mark.parametrize("token", ["wrong-token", None])
 def test_a_request_without_a_known_token_is_401(secured: APIServer, token: str | None) -> None:
-    with make_client(secured, token) as api, pytest.raises(client.ApiException) as caught:
+    with api_client(secured, token) as api, pytest.raises(client.ApiException) as caught:
         client.CoreV1Api(api).list_namespace()
     assert status_of(caught.value) == {
         "kind": "Status",
@@ -50,13 +50,13 @@ def test_a_request_without_a_known_token_is_401(secured: APIServer, token: str |
 
 
 def test_a_rotated_token_stops_working_and_the_new_one_works(secured: APIServer) -> None:
-    with make_client(secured, "controller-token") as api:
+    with api_client(secured, "controller-token") as api:
         client.CoreV1Api(api).list_namespace()
         secured.set_tokens({"rotated-token": CONTROLLER})
         with pytest.raises(client.ApiException) as caught:
             client.CoreV1Api(api).list_namespace()
         assert caught.value.status == 401
-    with make_client(secured, "rotated-token") as api:
+    with api_client(secured, "rotated-token") as api:
         assert client.CoreV1Api(api).list_namespace().items
 
 
@@ -68,7 +68,7 @@ def test_without_a_token_table_callers_are_anonymous(
 
 
 def test_the_audit_log_names_each_call_as_rbac_does(secured: APIServer) -> None:
-    with make_client(secured, "controller-token") as api:
+    with api_client(secured, "controller-token") as api:
         client.CoreV1Api(api).create_namespace(
             client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE))
         )

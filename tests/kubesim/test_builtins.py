@@ -9,7 +9,8 @@ import pytest
 from kubernetes import client, dynamic, watch
 
 from kubesim import APIServer, UserInfo
-from tests.kubesim.conftest import CRD, GROUP, NAME, VERSION, make_client, status_of
+from tests.kubesim.conftest import CRD, GROUP, NAME, VERSION, status_of
+from tests.support import api_client
 
 pytestmark = pytest.mark.integration
 LEASE = "addon-status-controller"
@@ -198,7 +199,7 @@ def test_a_token_review_answers_from_the_token_table() -> None:
     )
     with (
         APIServer([CRD], tokens={"reviewer": UserInfo("reviewer"), "collector": user}) as srv,
-        make_client(srv, "reviewer") as api,
+        api_client(srv, "reviewer") as api,
     ):
         reviews = client.AuthenticationV1Api(api)
         known = reviews.create_token_review(

@@ -20,9 +20,9 @@ from tests.kubesim.conftest import (
     VERSION,
     addon,
     condition,
-    make_client,
     status_of,
 )
+from tests.support import api_client
 
 pytestmark = pytest.mark.integration
 Custom = client.CustomObjectsApi
@@ -138,7 +138,7 @@ def test_a_restart_on_the_same_port_keeps_the_data(
     assert server.url == url
     stored = server.get_object(GROUP, VERSION, PLURAL, namespace, NAME)
     assert stored is not None and stored["metadata"]["uid"] == created["metadata"]["uid"]
-    with make_client(server) as api:
+    with api_client(server) as api:
         fresh = client.CustomObjectsApi(api).create_namespaced_custom_object(
             GROUP, VERSION, namespace, PLURAL, addon("second")
         )

@@ -22,9 +22,9 @@ from tests.kubesim.conftest import (
     VERSION,
     addon,
     condition,
-    make_client,
     status_of,
 )
+from tests.support import api_client
 
 pytestmark = pytest.mark.integration
 
@@ -36,7 +36,7 @@ SHARED = [p / "shared" / "upstream" / UPSTREAM_CRD.name for p in (REPO.parent, R
 
 @pytest.fixture
 def upstream() -> Iterator[client.CustomObjectsApi]:
-    with APIServer([UPSTREAM_CRD]) as server, make_client(server) as api:
+    with APIServer([UPSTREAM_CRD]) as server, api_client(server) as api:
         core = client.CoreV1Api(api)
         core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
         custom = client.CustomObjectsApi(api)

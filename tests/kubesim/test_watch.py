@@ -25,8 +25,8 @@ from tests.kubesim.conftest import (
     VERSION,
     addon,
     condition,
-    make_client,
 )
+from tests.support import api_client
 
 pytestmark = pytest.mark.integration
 Custom = client.CustomObjectsApi
@@ -217,14 +217,14 @@ def test_a_dropped_watch_breaks_the_clients_stream(
 def test_stopping_the_server_ends_watches_cleanly_and_keeps_data(
     server: APIServer, namespace: str
 ) -> None:
-    with make_client(server) as api:
+    with api_client(server) as api:
         custom = client.CustomObjectsApi(api)
         created = custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, addon())
         later(0.3, server.stop)
         _, events = stream(custom, namespace)
         assert summary(list(events)) == [("ADDED", NAME, 1)]
     server.start()
-    with make_client(server) as api:
+    with api_client(server) as api:
         again = client.CustomObjectsApi(api).get_namespaced_custom_object(
             GROUP, VERSION, namespace, PLURAL, NAME
         )
@@ -256,7 +256,7 @@ def test_an_object_leaving_a_label_selector_is_deleted_from_the_watch(
 
 
 def test_bookmarks_carry_a_resource_version_to_resume_from() -> None:
-    with APIServer([CRD], bookmark_interval=0.2) as server, make_client(server) as api:
+    with APIServer([CRD], bookmark_interval=0.2) as server, api_client(server) as api:
         custom = client.CustomObjectsApi(api)
         client.CoreV1Api(api).create_namespace(
             client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE))

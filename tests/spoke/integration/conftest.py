@@ -21,6 +21,7 @@ from controller.spoke.controller import SpokeController
 from kubesim import APIServer
 from tests.spoke.fakes import NAME, NAMESPACE, FakeClock
 from tests.spoke.support import spoke_controller
+from tests.support import api_client
 
 CRD = Path(__file__).resolve().parents[3] / "manifests" / "base" / "crd.yaml"
 LOOPBACK = Address(host="127.0.0.1", port=0)
@@ -39,14 +40,6 @@ SpokeFactory = Callable[..., SpokeController]
 def server() -> Iterator[APIServer]:
     with APIServer([CRD], watch_history=200) as srv:
         yield srv
-
-
-def api_client(server: APIServer, token: str | None = None) -> client.ApiClient:
-    configuration = client.Configuration(host=server.url)
-    if token is not None:
-        configuration.api_key = {"BearerToken": token}
-        configuration.api_key_prefix = {"BearerToken": "Bearer"}
-    return client.ApiClient(configuration)
 
 
 @pytest.fixture

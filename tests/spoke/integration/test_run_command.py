@@ -22,7 +22,8 @@ from controller.kube.addons import PLURAL
 from controller.options import add_run_flags
 from kubesim import APIServer, UserInfo
 from tests.spoke.fakes import NAMESPACE
-from tests.spoke.integration.conftest import CRD, Addon, api_client
+from tests.spoke.integration.conftest import CRD, Addon
+from tests.support import api_client
 
 pytestmark = pytest.mark.integration
 
