@@ -20,6 +20,7 @@ from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
 from controller.kube.kubeconfig import KubeconfigSource, kubeconfig_yaml
 from controller.ops.leader import SystemClock
 from kubesim import APIServer, UserInfo
+from tests import support
 from tests.kube.mount import SecretMount
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "base" / "crd.yaml"
@@ -35,10 +36,7 @@ TOKENS = {
 
 
 def api_client(server: APIServer, token: str = ADMIN) -> client.ApiClient:
-    config = client.Configuration(host=server.url)
-    config.api_key = {"BearerToken": token}
-    config.api_key_prefix = {"BearerToken": "Bearer"}
-    return client.ApiClient(config)
+    return support.api_client(server, token)
 
 
 def addon(namespace: str) -> dict[str, Any]:

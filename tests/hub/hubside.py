@@ -18,6 +18,7 @@ from controller.hub_app import HubReplica, HubSettings
 from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
 from controller.ops.backoff import Backoff
 from kubesim import APIServer, UserInfo
+from tests.support import api_client
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 COPY_CRD: Final = ROOT / "manifests" / "base" / "crd.yaml"
@@ -61,10 +62,7 @@ def acm(true: str = "Degraded", reason: str = "Disabled", message: str = "",
 
 
 def api(server: APIServer, token: str = "admin") -> client.ApiClient:
-    config = client.Configuration(host=server.url)
-    config.api_key = {"BearerToken": token}
-    config.api_key_prefix = {"BearerToken": "Bearer"}
-    return client.ApiClient(config)
+    return api_client(server, token)
 
 
 class Hub:

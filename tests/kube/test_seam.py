@@ -29,6 +29,7 @@ from controller.kube.api import (
 from controller.kube.fake import FakeKube
 from controller.kube.official import OfficialKube
 from kubesim import APIServer, UserInfo
+from tests.support import api_client
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "base" / "crd.yaml"
 NAMESPACE = "open-cluster-management-addon-observability"
@@ -43,15 +44,14 @@ def kube(request: pytest.FixtureRequest) -> Iterator[Kube]:
         yield FakeKube(tokens={ADMIN: USER})
         return
     tokens = {ADMIN: UserInfo("admin", groups=("system:masters",))}
-    with APIServer([CRD], tokens=tokens, watch_history=3) as server:
-        config = client.Configuration(host=server.url)
-        config.api_key = {"BearerToken": ADMIN}
-        config.api_key_prefix = {"BearerToken": "Bearer"}
-        with client.ApiClient(config) as api:
-            client.CoreV1Api(api).create_namespace(
-                client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE))
-            )
-            yield OfficialKube(api, request_timeout=5.0)
+    with (
+        APIServer([CRD], tokens=tokens, watch_history=3) as server,
+        api_client(server, ADMIN) as api,
+    ):
+        client.CoreV1Api(api).create_namespace(
+            client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE))
+        )
+        yield OfficialKube(api, request_timeout=5.0)
 
 
 def addon(**spec: Any) -> dict[str, Any]:

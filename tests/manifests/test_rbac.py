@@ -38,7 +38,7 @@ from tests.manifests.rbac import (
     unauthorized,
     unused,
 )
-from tests.support import eventually
+from tests.support import api_client, eventually
 
 pytestmark = pytest.mark.integration
 
@@ -183,13 +183,6 @@ class Calls:
     hub_grants: list[Grant]
 
 
-def _api(server: APIServer, token: str) -> client.ApiClient:
-    configuration = client.Configuration(host=server.url)
-    configuration.api_key = {"BearerToken": token}
-    configuration.api_key_prefix = {"BearerToken": "Bearer"}
-    return client.ApiClient(configuration)
-
-
 def _create_addon(server: APIServer, ref: AddonRef) -> None:
     body = {
         "apiVersion": f"{GROUP}/{VERSION}",
@@ -197,7 +190,7 @@ def _create_addon(server: APIServer, ref: AddonRef) -> None:
         "metadata": {"name": ref.name},
         "spec": {"enableMetrics": True},
     }
-    with _api(server, "admin") as admin:
+    with api_client(server, "admin") as admin:
         client.CustomObjectsApi(admin).create_namespaced_custom_object(
             GROUP, VERSION, ref.namespace, PLURAL, body
         )
@@ -295,7 +288,7 @@ def run_replica(tmp_path: Path, *, create_missing: bool = False, overlay: str = 
 def _exercise(spoke: APIServer, hub: APIServer, options: RunOptions, who: Identities) -> None:
     hub_ref = options.hub_ref
     assert hub_ref is not None
-    with _api(spoke, "controller") as api:
+    with api_client(spoke, "controller") as api:
         replica = Replica(options, api_client=api, identity=POD_NAME, hub_backoff=(0.02, 0.2))
         replica.start()
         try:

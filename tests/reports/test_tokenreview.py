@@ -17,6 +17,7 @@ from controller.reports.auth import AuthenticationError, Identity, TokenReviewAu
 from controller.reports.server import ReportServer
 from kubesim import APIServer, UserInfo
 from tests.reports.conftest import MC_SA, OPERATOR_SA, TOKENS, UWL_SA, ServerFactory, call
+from tests.support import api_client
 
 pytestmark = pytest.mark.integration
 
@@ -50,11 +51,8 @@ def apiserver() -> Iterator[APIServer]:
 
 @pytest.fixture
 def spoke(apiserver: APIServer) -> Iterator[client.ApiClient]:
-    configuration = client.Configuration(host=apiserver.url)
-    configuration.api_key = {"BearerToken": CONTROLLER_TOKEN}
-    configuration.api_key_prefix = {"BearerToken": "Bearer"}
-    with client.ApiClient(configuration) as api_client:
-        yield api_client
+    with api_client(apiserver, CONTROLLER_TOKEN) as spoke_client:
+        yield spoke_client
 
 
 @pytest.fixture

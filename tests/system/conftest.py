@@ -28,6 +28,7 @@ from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
 from controller.kube.kubeconfig import kubeconfig_yaml
 from controller.options import Address, RunOptions
 from kubesim import APIServer, UserInfo
+from tests import support
 from tests.spoke.fakes import FakeClock
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "base" / "crd.yaml"
@@ -57,10 +58,7 @@ ReplicaFactory = Callable[..., Replica]
 
 
 def api_client(server: APIServer, token: str = ADMIN) -> client.ApiClient:
-    configuration = client.Configuration(host=server.url)
-    configuration.api_key = {"BearerToken": token}
-    configuration.api_key_prefix = {"BearerToken": "Bearer"}
-    return client.ApiClient(configuration)
+    return support.api_client(server, token)
 
 
 def create_addon(server: APIServer, namespace: str) -> None:
