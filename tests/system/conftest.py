@@ -129,15 +129,21 @@ def boot(reporter: ReportClient) -> None:
 
 
 @pytest.fixture
-def spoke_server() -> Iterator[APIServer]:
-    with APIServer([CRD], tokens=SPOKE_TOKENS) as server:
+def crd() -> Path:
+    """The addon's CRD both servers serve (a test module overrides it to serve another)."""
+    return CRD
+
+
+@pytest.fixture
+def spoke_server(crd: Path) -> Iterator[APIServer]:
+    with APIServer([crd], tokens=SPOKE_TOKENS) as server:
         create_addon(server, SPOKE_NAMESPACE)
         yield server
 
 
 @pytest.fixture
-def hub_server() -> Iterator[APIServer]:
-    with APIServer([CRD], tokens=HUB_TOKENS) as server:
+def hub_server(crd: Path) -> Iterator[APIServer]:
+    with APIServer([crd], tokens=HUB_TOKENS) as server:
         create_addon(server, CLUSTER)
         yield server
 

@@ -8,8 +8,9 @@ election lose nothing, and the window still ends on time."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -25,18 +26,15 @@ from tests.spoke.fakes import T0, FakeClock
 from tests.support import eventually
 from tests.system.conftest import (
     CLUSTER,
-    HUB_TOKENS,
     MC,
     NAME,
     SPOKE_NAMESPACE,
-    SPOKE_TOKENS,
     UWL,
     WAIT,
     ReplicaFactory,
     api_client,
     condition,
     conditions,
-    create_addon,
     status_of,
     status_writes,
     true_type,
@@ -49,17 +47,9 @@ STANDARD = ["Available", "Progressing", "Degraded"]
 
 
 @pytest.fixture
-def spoke_server() -> Iterator[APIServer]:
-    with APIServer([UPSTREAM_CRD], tokens=SPOKE_TOKENS) as server:
-        create_addon(server, SPOKE_NAMESPACE)
-        yield server
-
-
-@pytest.fixture
-def hub_server() -> Iterator[APIServer]:
-    with APIServer([UPSTREAM_CRD], tokens=HUB_TOKENS) as server:
-        create_addon(server, CLUSTER)
-        yield server
+def crd() -> Path:
+    """Both servers serve the upstream ObservabilityAddon CRD, as ACM installs it."""
+    return UPSTREAM_CRD
 
 
 def kept(server: APIServer) -> tuple[dict[str, Any], dict[str, Any]]:
