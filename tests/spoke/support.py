@@ -3,6 +3,7 @@ status dict."""
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from controller.kube.addons import AddonStore
@@ -10,19 +11,23 @@ from controller.kube.official import ApiClient, OfficialKube
 from controller.options import RunOptions
 from controller.spoke.controller import SpokeController
 from controller.spoke.worker import Worker
-from statemachines import Config, Report
+from statemachines import Config, Report, VerdictKind
 from statemachines.vocabulary import Reason
+from tests.spoke.fakes import FakeAddonStore
 
 __all__ = [
     "MC",
     "UWL",
     "WAIT",
+    "boot",
     "collector",
     "condition",
+    "hold_writes",
     "ready",
     "report",
     "settle",
     "spoke_controller",
+    "submit_in_background",
     "true_type",
 ]
 
@@ -87,3 +92,35 @@ def spoke_controller(
         probe_address=options.probe_address,
         **kwargs,
     )
+
+
+def boot(worker: Worker) -> None:
+    """The seed's boot sequence: deployed, then both collectors forward."""
+    for r in (
+        report(Reason.UPDATE_SUCCESSFUL, None, message="deployed"),
+        report(Reason.FORWARD_SUCCESSFUL, MC, message="sent"),
+        report(Reason.FORWARD_SUCCESSFUL, UWL, message="sent"),
+    ):
+        assert worker.submit(r, timeout=WAIT).kind is VerdictKind.ACCEPTED
+    settle(worker)
+
+
+def hold_writes(store: FakeAddonStore) -> tuple[threading.Event, threading.Event]:
+    """(entered, release): the next status PUTs block inside the store until `release`."""
+    entered, release = threading.Event(), threading.Event()
+
+    def hold(_: FakeAddonStore) -> None:
+        entered.set()
+        release.wait(WAIT)
+
+    store.before_replace = hold
+    return entered, release
+
+
+def submit_in_background(worker: Worker, r: Any) -> tuple[threading.Thread, list[VerdictKind]]:
+    answers: list[VerdictKind] = []
+    caller = threading.Thread(
+        target=lambda: answers.append(worker.submit(r, timeout=WAIT).kind), daemon=True
+    )
+    caller.start()
+    return caller, answers
