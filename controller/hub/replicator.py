@@ -118,7 +118,6 @@ class Publication:
 
     sequence: int
     status: Mapping[str, Any]
-    published_at: float
 
 
 class _Stopping(Exception):  # noqa: N818 - a signal, not an error
@@ -185,7 +184,7 @@ class HubReplicator:
         with self._wake:
             now = self._clock.monotonic()
             sequence = (self._latest.sequence if self._latest else 0) + 1
-            self._latest = Publication(sequence, snapshot, now)
+            self._latest = Publication(sequence, snapshot)
             if self._first_unsynced_at is None:
                 self._first_unsynced_at = now
             if self._taken is not None and self._successor_at is None:
