@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -13,9 +14,14 @@ from statemachines.config import Config
 from statemachines.errors import ReportError
 from statemachines.vocabulary import Actor, Reason, State
 
-__all__ = ["Report", "Verdict", "VerdictKind", "parse_report"]
+__all__ = ["MAX_GENERATION", "Report", "Verdict", "VerdictKind", "parse_report"]
 
 _FIELDS = ("collector", "reason", "message", "observedGeneration")
+# metadata.generation is an int64: a report may not claim one the CR cannot hold.
+MAX_GENERATION = 2**63 - 1
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# C0 and C1 controls and DEL, except tab and newline.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +74,10 @@ def parse_report(raw: object, config: Config) -> Report:
     """A well-formed report from decoded JSON or YAML, or ReportError naming the field."""
     if not isinstance(raw, Mapping):
         raise ReportError("", f"a report is a JSON object, not {type(raw).__name__}")
-    for key in raw:
+    for key, value in raw.items():
+        name = str(key).encode("utf-8", "backslashreplace").decode()  # printable as a field
+        _check_unicode(name, key)
+        _check_unicode(name, value)
         if key not in _FIELDS:
             raise ReportError(str(key), f"unknown field; a report has {', '.join(_FIELDS)}")
     reason_text = raw.get("reason")
@@ -94,7 +103,27 @@ def parse_report(raw: object, config: Config) -> Report:
         raise ReportError("message", "must be a string")
     generation = raw.get("observedGeneration")
     if generation is not None and (
-        not isinstance(generation, int) or isinstance(generation, bool) or generation < 0
+        not isinstance(generation, int)
+        or isinstance(generation, bool)
+        or not 0 <= generation <= MAX_GENERATION
     ):
-        raise ReportError("observedGeneration", "must be a non-negative integer")
-    return Report(reason, collector, None if message is None else cut_message(message), generation)
+        raise ReportError(
+            "observedGeneration",
+            f"must be an integer from 0 to {MAX_GENERATION} (2^63-1, an int64 like the CR's "
+            "metadata.generation)",
+        )
+    if message is not None:
+        message = cut_message(_CONTROL.sub("\ufffd", message))
+    return Report(reason, collector, message, generation)
+
+
+def _check_unicode(field: str, value: object) -> None:
+    """A string the CR could not store as sent: a lone UTF-16 surrogate (JSON `"\\ud800"`) is
+    no Unicode scalar value; the API server would store U+FFFD in its place, so that the status
+    would silently differ from what the reporter said."""
+    if isinstance(value, str) and (found := _SURROGATE.search(value)) is not None:
+        raise ReportError(
+            field,
+            f"not valid Unicode: a lone surrogate U+{ord(found.group()):04X} at character "
+            f"{found.start()}",
+        )

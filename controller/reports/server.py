@@ -37,6 +37,7 @@ from controller.reports.auth import (
     Identity,
 )
 from controller.reports.openapi import ERROR_REASONS, REPORTS_PATH, SPEC_PATH, openapi_document
+from controller.reports.payload import load_json
 from controller.reports.tls import ServingCertificate, ServingCertificateError
 from controller.spoke.worker import NotLeader, WorkerError
 from statemachines.config import Config
@@ -238,7 +239,7 @@ class _Handler(BaseHTTPRequestHandler):
         if len(body) < length:
             raise _RefusalError(400, "the body ended before Content-Length bytes")
         try:
-            return json.loads(body, parse_constant=_no_constant)
+            return load_json(body)
         except (ValueError, RecursionError) as error:
             raise _RefusalError(400, f"the body is not valid JSON: {error}") from error
 
@@ -309,10 +310,6 @@ def _content_length(value: str | None) -> int:
     if not text.isdigit():
         raise _RefusalError(400, f"Content-Length {value!r} is not a byte count")
     return int(text)
-
-
-def _no_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
 
 
 def _encode(body: Mapping[str, Any]) -> bytes:
