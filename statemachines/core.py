@@ -66,7 +66,8 @@ def apply(state: AddonState, report: Report, now: datetime, *, config: Config) -
     state, changes = _fire_due(state, now, config)
     names = [report.collector] if report.collector else [c.name for c in config.collectors]
     judged = [
-        _judge(_heard(state.collector(n), now), report, now, config.settings[n]) for n in names
+        _judge(_heard(state.collector(n), now), report, now, config.settings[n], state.generation)
+        for n in names
     ]
     refused = any(v.kind is VerdictKind.REFUSED for _, v, _ in judged)
     for new, _, change in judged:
@@ -79,9 +80,6 @@ def apply(state: AddonState, report: Report, now: datetime, *, config: Config) -
         elif old.stale:  # the report ended staleness: a visible change of its own
             changes = (*changes, Change(now, old.name, "report", _label(old), _label(after)))
     verdict = judged[0][1] if len(judged) == 1 else _combined([j[1] for j in judged], config)
-    if verdict.kind is not VerdictKind.REFUSED and report.observed_generation is not None:
-        # A reporter that saw generation N proves the CR is at N at least.
-        state = replace(state, generation=max(state.generation, report.observed_generation))
     if state.collectors != before.collectors or state.generation != before.generation:
         state = write_conditions(state, config, now)
     return _outcome(before, state, verdict, changes, config)
@@ -138,11 +136,16 @@ def _heard(c: CollectorState, now: datetime) -> CollectorState:
 
 
 def _judge(
-    c: CollectorState, report: Report, now: datetime, settings: Settings
+    c: CollectorState, report: Report, now: datetime, settings: Settings, cr_generation: int
 ) -> tuple[CollectorState, Verdict, Change | None]:
     """One collector's answer to one report: generation, heartbeat, machine, dampening."""
     before = c
     generation = report.observed_generation
+    if generation is not None and generation > cr_generation:
+        # A reporter never raises the generation the controller works at (the shell has read
+        # the CR again before it called this).
+        detail = f"generation {generation} is newer than the addon CR's {cr_generation}"
+        return c, _verdict(VerdictKind.REFUSED, c, detail, rule="FutureGeneration"), None
     if (
         generation is not None
         and c.observed_generation is not None

@@ -10,6 +10,7 @@ never hang the worker. The loop that keeps a watch going is `controller.spoke.wa
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -152,9 +153,20 @@ def _translated(error: Exception, what: str) -> StoreError:
     if isinstance(error, ApiException):
         status = int(error.status) if error.status else None
         message = f"{what}: {status} {error.reason or ''}".rstrip()
+        if status in (400, 422) and (detail := _status_message(error.body)):
+            message += f": {detail}"  # which field the server refused, and why
         kind = _BY_STATUS.get(status or 0, StoreError)
         return kind(message, status=status)
     return StoreError(f"{what}: {type(error).__name__}: {error}")
+
+
+def _status_message(body: object) -> str:
+    """The `message` of the Status an API server answered with ("" if there is none)."""
+    try:
+        message = json.loads(body).get("message")  # type: ignore[arg-type]
+    except (TypeError, ValueError, AttributeError):
+        return ""
+    return message if isinstance(message, str) else ""
 
 
 class KubeAddonStore:

@@ -32,6 +32,7 @@ from controller.ops.metrics import ControllerMetrics
 from statemachines.vocabulary import ConditionType, Profile
 
 __all__ = [
+    "REJECTED_AS_INVALID",
     "SpokeStatus",
     "StatusHook",
     "StatusWriter",
@@ -45,6 +46,8 @@ StatusHook = Callable[[dict[str, Any]], None]
 
 log = logging.getLogger(__name__)
 
+# The answers that say the status itself is wrong: writing it again cannot succeed.
+REJECTED_AS_INVALID = frozenset({400, 422})
 COLLECTORS = "collectors"
 CONDITIONS = "conditions"
 
@@ -199,7 +202,8 @@ class SpokeStatus:
 
     def write(self, desired: Mapping[str, Any]) -> None:
         """Make the CR hold `desired`. A failure is logged and leaves `dirty` set for a retry
-        after backoff; AddonNotFoundError is raised (after that) for the caller to note."""
+        after backoff; AddonNotFoundError, and a StoreError whose status is in
+        REJECTED_AS_INVALID, are raised (after that) for the caller to act on."""
         try:
             result = self._writer.write(desired, known=self._known)
         except StoreError as error:
@@ -210,7 +214,7 @@ class SpokeStatus:
                 "cannot write the status; retrying",
                 extra={"error": str(error), "retryIn": round(delay, 3)},
             )
-            if isinstance(error, AddonNotFoundError):
+            if isinstance(error, AddonNotFoundError) or error.status in REJECTED_AS_INVALID:
                 raise
             return
         self.dirty = False

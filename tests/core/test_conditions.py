@@ -274,6 +274,8 @@ def test_conditions_follow_the_generation_a_reporter_saw() -> None:
                      id="report-to-every-collector-refused-by-one"),
         pytest.param((MC, UF, None), (MC, FS, 5), V.REFUSED, "RequiresForwardFailure",
                      id="refused-report-sets-no-generation"),
+        pytest.param((MC, FS, 3), (MC, US, 6), V.REFUSED, "FutureGeneration",
+                     id="newer-than-the-cr-is-refused"),
     ],
 )  # fmt: skip
 def test_outdated_generation_is_refused(
@@ -282,7 +284,7 @@ def test_outdated_generation_is_refused(
     verdict: VerdictKind,
     rule: str | None,
 ) -> None:
-    run = Run.begin()
+    run = Run.begin(generation=5)  # the CR's generation: no report may claim a newer one
     run.report(first[1], first[0], "first", generation=first[2])
     collectors = run.state.collectors
     run.at(MIN).report(second[1], second[0], "second", generation=second[2])

@@ -223,6 +223,8 @@ def test_the_conditions_follow_the_crs_generation(
 def test_a_report_of_an_outdated_generation_is_refused(
     make_worker: WorkerFactory, store: FakeAddonStore
 ) -> None:
+    store.change_spec({"enableMetrics": False})
+    store.change_spec({"enableMetrics": True})  # generation 3
     worker = make_worker()
     boot(worker)
     worker.submit(report(R.UPDATE_SUCCESSFUL, None, generation=3), timeout=WAIT)

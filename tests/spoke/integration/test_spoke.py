@@ -222,8 +222,10 @@ def test_a_dropped_watch_and_410_gone_do_not_lose_the_spec_generation(
 
 
 def test_a_report_of_an_outdated_generation_is_refused(
-    server: APIServer, spoke: SpokeFactory
+    server: APIServer, addon: Addon, spoke: SpokeFactory
 ) -> None:
+    addon.change_spec(enableMetrics=False)
+    addon.change_spec(enableMetrics=True)  # generation 3
     worker = spoke().worker
     boot(worker)
     worker.submit(report(R.UPDATE_SUCCESSFUL, None, generation=3), timeout=WAIT)
