@@ -39,7 +39,7 @@ from controller.reports.auth import (
 from controller.reports.openapi import ERROR_REASONS, REPORTS_PATH, SPEC_PATH, openapi_document
 from controller.reports.payload import load_json
 from controller.reports.tls import ServingCertificate, ServingCertificateError
-from controller.spoke.worker import NotLeader, WorkerError
+from controller.spoke.worker import NotLeader, StatusRejectedError, WorkerError
 from statemachines.config import Config
 from statemachines.errors import ConfigError, ReportError
 from statemachines.reports import Report, Verdict, parse_report
@@ -246,6 +246,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _judge(self, report: Report) -> Verdict:
         try:
             return self.service.sink.submit(report, timeout=self.service.submit_timeout)
+        except StatusRejectedError as error:
+            raise _RefusalError(422, str(error)) from error
         except NotLeader as error:
             message = str(error) or "not the leader"
             raise _RefusalError(503, message, reason="NotLeader", headers=_ELSEWHERE) from error

@@ -94,10 +94,13 @@ class SpokeController:
         config: Config | None = None,
         watch_seconds: int = 300,
         max_wait: float = 30.0,
+        unready_after: float = 30.0,
     ) -> None:
         """`config` replaces the one the options describe (the demo plays a scenario's);
         `lease_held` is leader election's `is_leader` (see `Worker`); `max_wait` is the longest
-        the worker sleeps without looking at `clock` (short for a clock faster than real time).
+        the worker sleeps without looking at `clock` (short for a clock faster than real time);
+        `unready_after` is how long a status change may wait to be written before `/readyz`
+        fails.
         """
         self._own_client: kube_client.ApiClient | None = None
         if store is None:
@@ -125,6 +128,7 @@ class SpokeController:
             leader=leader,
             lease_held=lease_held,
             max_wait=max_wait,
+            unready_after=unready_after,
         )
         self.watch = AddonWatch(
             self.store,
@@ -145,6 +149,9 @@ class SpokeController:
             readiness={
                 "worker": lambda: self.worker.alive,
                 "addon": lambda: self.worker.present,
+                # A leader whose status writes keep failing cannot do its job: say so, so
+                # that Kubernetes shows it (and stops sending it reports).
+                "status-write": lambda: self.worker.writing,
             },
         )
         # --- the report API plugs in here (controller.reports.server.ReportServer) -------------

@@ -12,6 +12,12 @@ verdict travels through the queue and may arrive late: a Lease whose renew deadl
 stops the writes at once, so two replicas never write the status at the same time. The status
 as this replica finds it on becoming leader (or at start, when it leads) goes to the status
 hooks like a written one, so that hub replication starts from the CR and not from nothing.
+
+A status the API server rejects as invalid (400, 422) cannot be written by trying again: the
+machines are rolled back to what the CR holds (a fresh read), a Warning Event and a metric say
+so, and `take_rejection()` tells the worker, which answers the report that led there. A report
+that claims a generation newer than the one the watch delivered makes the reconciler read the
+CR first (the watch may be behind); the core then refuses it if it is still ahead.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ from statemachines import (
     start,
     to_status,
 )
+from statemachines.conditions import cut_message
 
 __all__ = ["Clock", "Reconciler"]
 
@@ -85,6 +92,7 @@ class Reconciler:
         self._state: AddonState | None = None
         self._uid: str | None = None
         self._sync_retry = Retry()  # reading the CR on becoming leader
+        self._rejection: str | None = None  # a status write refused as invalid, not yet told
 
     @property
     def state(self) -> AddonState:
@@ -111,8 +119,13 @@ class Reconciler:
 
     def judge(self, report: Report) -> Outcome:
         """The core's outcome for `report`, counted but not adopted yet: the caller `settle`s it
-        and answers the verdict once the CR holds it. Only while `accepting`."""
+        and answers the verdict once the CR holds it. Only while `accepting`.
+
+        Raises StoreError when the report claims a newer generation than the one known and
+        the CR cannot be read to check it (the caller answers: retry)."""
         assert self.leading, "a follower judges no report"
+        if (report.observed_generation or 0) > self.state.generation:
+            self.observe(WatchEvent("SYNC", self._store.get()))
         outcome = apply(self.state, report, self._clock(), config=self.config)
         assert outcome.verdict is not None
         self._metrics.count_verdict(report.reason.value, outcome.verdict)
@@ -148,6 +161,12 @@ class Reconciler:
         elif not self.synced:
             self._sync_retry.succeeded()
             self._sync()
+
+    def take_rejection(self) -> str | None:
+        """Why the API server rejected the last status write as invalid, once; None if none
+        was rejected since the last call. The machines are back at the CR's state by then."""
+        rejection, self._rejection = self._rejection, None
+        return rejection
 
     def catch_up(self) -> None:
         """Rebuild after becoming leader, fire the timers due, retry a pending write."""
@@ -211,6 +230,28 @@ class Reconciler:
             self.status.write(to_status(self.state))
         except AddonNotFoundError:
             self.present = False
+        except StoreError as error:  # rejected as invalid: see SpokeStatus.write
+            self._roll_back(str(error))
+
+    def _roll_back(self, why: str) -> None:
+        """Back to the CR as stored: writing the rejected status again cannot succeed, and
+        waiting for it would hold every later report (the worker would be wedged)."""
+        log.error("the API server rejected the status as invalid; rolled back", extra={"why": why})
+        self._rejection = why
+        self._metrics.status_rejections.inc()
+        message = cut_message(f"status rolled back to the stored one: {why}")
+        at = self._clock()
+        self._record_events([EventRecord("StatusRejected", message, "Warning", at, self._uid)])
+        self.status.dirty = False
+        try:
+            obj = self._store.get()
+        except StoreError:
+            self.synced = False  # _sync() rebuilds from the CR once it can be read
+            self._sync_retry.failed()
+            return
+        self._rebuild(obj, strict=False)
+        if not self.status.dirty:
+            self.status.retry.succeeded()  # nothing left to write: no backoff for the next one
 
     def _sync(self) -> None:
         """Rebuild the machines from a fresh read of the CR (on becoming leader)."""
