@@ -93,6 +93,7 @@ class Reconciler:
         self._uid: str | None = None
         self._sync_retry = Retry()  # reading the CR on becoming leader
         self._rejection: str | None = None  # a status write refused as invalid, not yet told
+        self._rejections = 0  # how many were refused so far
 
     @property
     def state(self) -> AddonState:
@@ -212,10 +213,13 @@ class Reconciler:
         if outcome.conditions is None or not self.leading:
             return  # nothing to write, or not ours to write
         log.debug("status changed", extra={"trigger": cause})
-        self._record_events(records_for(outcome, before, self._clock(), uid=self._uid))
+        records = records_for(outcome, before, self._clock(), uid=self._uid)
+        rejections = self._rejections
         self.status.dirty = True
         if self.status.retry.due:
             self._flush()
+        if self._rejections == rejections:  # a rolled-back change is no news
+            self._record_events(records)
 
     # ---- inside ----------------------------------------------------------------------------
 
@@ -238,6 +242,7 @@ class Reconciler:
         waiting for it would hold every later report (the worker would be wedged)."""
         log.error("the API server rejected the status as invalid; rolled back", extra={"why": why})
         self._rejection = why
+        self._rejections += 1
         self._metrics.status_rejections.inc()
         message = cut_message(f"status rolled back to the stored one: {why}")
         at = self._clock()
