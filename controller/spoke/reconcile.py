@@ -52,7 +52,6 @@ from statemachines import (
     start,
     to_status,
 )
-from statemachines.conditions import cut_message
 
 __all__ = ["Clock", "Reconciler"]
 
@@ -244,7 +243,8 @@ class Reconciler:
         self._rejection = why
         self._rejections += 1
         self._metrics.status_rejections.inc()
-        message = cut_message(f"status rolled back to the stored one: {why}")
+        # kube-apiserver keeps at most 1024 characters of a recorded Event's message.
+        message = f"status rolled back to the stored one: {why}"[:1024]
         at = self._clock()
         self._record_events([EventRecord("StatusRejected", message, "Warning", at, self._uid)])
         self.status.dirty = False
