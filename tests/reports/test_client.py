@@ -48,9 +48,9 @@ def test_report_returns_the_verdict(server: ReportServer) -> None:
         verdict = client.report(reason="UpdateSuccessful", message="deployed")
         assert verdict["verdict"] == "accepted"
         assert verdict["collector"] is None
-        blocked = client.report(MC, reason="UpdateFailure", observed_generation=2)
+        blocked = client.report(MC, reason="UpdateFailure", observed_generation=1)
     with ReportClient(server.url, token=TOKENS["mc"]) as client:
-        refused = client.report(MC, reason="ForwardSuccessful", observed_generation=2)
+        refused = client.report(MC, reason="ForwardSuccessful", observed_generation=1)
     assert (blocked["verdict"], blocked["state"]) == ("accepted", "Degraded")
     assert (refused["verdict"], refused["reason"]) == ("refused", "UpdateFailure")
     assert refused["rule"]

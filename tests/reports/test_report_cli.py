@@ -47,7 +47,7 @@ def test_a_verdict_is_printed_and_exits_0(
     code, out, err = run(
         capsys,
         *("--url", server.url, "--reason", "UpdateSuccessful", "--message", "deployed"),
-        *("--token-file", token_files["operator"], "--observed-generation", "3"),
+        *("--token-file", token_files["operator"], "--observed-generation", "1"),
     )
     assert (code, err) == (0, "")
     assert json.loads(out)["verdict"] == "accepted"
