@@ -19,7 +19,6 @@ __all__ = ["MAX_GENERATION", "Report", "Verdict", "VerdictKind", "parse_report"]
 _FIELDS = ("collector", "reason", "message", "observedGeneration")
 # metadata.generation is an int64: a report may not claim one the CR cannot hold.
 MAX_GENERATION = 2**63 - 1
-_SURROGATE = re.compile("[\ud800-\udfff]")
 # C0 and C1 controls and DEL, except tab and newline.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -113,7 +112,9 @@ def parse_report(raw: object, config: Config) -> Report:
             "metadata.generation)",
         )
     if message is not None:
-        message = cut_message(_CONTROL.sub("\ufffd", message))
+        # isprintable() is false for every control character (and for tab, newline and
+        # some spaces): a fast path, the regex alone costs several microseconds per message.
+        message = cut_message(message if message.isprintable() else _CONTROL.sub("\ufffd", message))
     return Report(reason, collector, message, generation)
 
 
@@ -121,9 +122,13 @@ def _check_unicode(field: str, value: object) -> None:
     """A string the CR could not store as sent: a lone UTF-16 surrogate (JSON `"\\ud800"`) is
     no Unicode scalar value; the API server would store U+FFFD in its place, so that the status
     would silently differ from what the reporter said."""
-    if isinstance(value, str) and (found := _SURROGATE.search(value)) is not None:
+    if not isinstance(value, str):
+        return
+    try:
+        value.encode("utf-8")  # fails on surrogates alone, at C speed
+    except UnicodeEncodeError as error:
         raise ReportError(
             field,
-            f"not valid Unicode: a lone surrogate U+{ord(found.group()):04X} at character "
-            f"{found.start()}",
-        )
+            f"not valid Unicode: a lone surrogate U+{ord(value[error.start]):04X} at character "
+            f"{error.start}",
+        ) from None
