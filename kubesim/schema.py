@@ -189,10 +189,10 @@ def _validate(
             errors.append(FieldError.type_invalid(where, actual, message))
             return
     elif _number_format_mismatch(value, schema):
-        # kube-openapi's typeValidator checks a format before the type: a float64 in an int64
-        # field is "of type int64: \"double\"".
-        message = f"{where} in body must be of type {schema['format']}: \"double\""
-        errors.append(FieldError.type_invalid(where, "double", message))
+        # kube-openapi's typeValidator checks a format before the type, and names a float64's
+        # format "float64"; apiextensions makes that a TypeInvalid field error.
+        message = f"{where} in body must be of type {schema['format']}: \"float64\""
+        errors.append(FieldError.type_invalid(where, "float64", message))
         return
     elif "type" in schema and not _type_ok(value, schema["type"]):
         message = f"{where} in body must be of type {schema['type']}: {go_quote(_type_name(value))}"

@@ -8,8 +8,9 @@ rules), which replaces invalid UTF-8 and lone UTF-16 surrogates with U+FFFD inst
 the literal is one and as float64 otherwise; kube-openapi's type validator counts a float64 as
 an integer only within +-(2^53-1) (swag.IsFloat64AJSONInteger) and checks a schema's `format`
 first, so an out-of-range integer in an `integer`/`int64` field is a 422
-`... must be of type int64: "double"` (from the validator's source; not yet observed on a real
-server)."""
+`...: Invalid value: "float64": ... must be of type int64: "float64"` (read from the sources of
+kube-openapi's validate/type.go and apiextensions' kubeOpenAPIResultToFieldErrors; not yet
+observed on a real server)."""
 
 from __future__ import annotations
 
@@ -95,7 +96,9 @@ def test_an_integer_field_refuses_numbers_outside_int64(
         _write_status(custom, namespace, observedGeneration=generation)
     status = status_of(caught.value)
     assert (caught.value.status, status["reason"]) == (422, "Invalid")
-    assert f'{WHERE} in body must be of type int64: "double"' in status["message"]
+    assert status["message"].endswith(
+        f'{WHERE}: Invalid value: "float64": {WHERE} in body must be of type int64: "float64"'
+    )
     assert status["details"]["causes"][0]["field"] == WHERE
 
 
