@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import Future
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from controller.kube.addons import EventRecord, StoreError
+from controller.ops.metrics import ControllerMetrics
 from controller.spoke.worker import StatusRejectedError, Worker, WorkerError
-from statemachines import Verdict, VerdictKind
+from statemachines import Report, Verdict, VerdictKind
 from statemachines.vocabulary import Reason, State
 from tests.spoke.conftest import WorkerFactory
 from tests.spoke.fakes import FakeAddonStore
@@ -54,18 +57,28 @@ def test_a_write_rejected_as_invalid_is_answered_to_its_report_and_rolled_back(
 def test_reports_rolled_back_with_a_rejected_write_are_sent_back_to_be_judged_again(
     make_worker: WorkerFactory, store: FakeAddonStore
 ) -> None:
-    worker = make_worker()
+    metrics = ControllerMetrics(CollectorRegistry())
+    worker = make_worker(metrics=metrics)
     _boot(worker)
     stored = store.status
-    # The first write fails (the API server is away), the retry carrying both reports is
-    # rejected: nobody can tell which report made it invalid.
-    store.faults["replace_status"] = [StoreError("503", status=503), _invalid()]
-    answers: list[Future[Verdict]] = []
-    for r in (report(R.UPDATE_FAILURE, MC), report(R.DISABLED_METRICS, "uwl-metrics-collector")):
-        answer: Future[Verdict] = Future()
-        threading.Thread(target=_submit, args=(worker, r, answer), daemon=True).start()
-        answers.append(answer)
-        time.sleep(0.05)  # in this order
+    # The first report's write fails (the API server is away) once the second report waits in
+    # the queue; the retry, carrying both, is rejected: nobody can tell which one made it so.
+    gate, writes = threading.Event(), [0]
+
+    def api_server(_: FakeAddonStore) -> None:
+        writes[0] += 1
+        if writes[0] == 1:
+            gate.wait(WAIT)
+            raise StoreError("503", status=503)
+        if writes[0] == 2:
+            raise _invalid()
+
+    store.before_replace = api_server
+    answers = [_submit(worker, report(R.UPDATE_FAILURE, MC))]
+    _until(lambda: writes[0] == 1)  # the worker is inside the first write
+    answers.append(_submit(worker, report(R.DISABLED_METRICS, "uwl-metrics-collector")))
+    _until(lambda: metrics.registry.get_sample_value("addon_status_queue_depth") == 1)
+    gate.set()
     for answer in answers:
         with pytest.raises(WorkerError) as caught:
             answer.result(timeout=WAIT)
@@ -75,11 +88,25 @@ def test_reports_rolled_back_with_a_rejected_write_are_sent_back_to_be_judged_ag
     assert worker.submit(report(R.UPDATE_FAILURE, MC), timeout=WAIT).kind is VerdictKind.ACCEPTED
 
 
-def _submit(worker: Worker, r: object, answer: Future[Verdict]) -> None:
-    try:
-        answer.set_result(worker.submit(r, timeout=WAIT))  # type: ignore[arg-type]
-    except Exception as error:
-        answer.set_exception(error)
+def _until(check: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def _submit(worker: Worker, r: Report) -> Future[Verdict]:
+    """Submit from a thread of its own (a report API connection); the answer as a future."""
+    answer: Future[Verdict] = Future()
+
+    def send() -> None:
+        try:
+            answer.set_result(worker.submit(r, timeout=WAIT))
+        except Exception as error:
+            answer.set_exception(error)
+
+    threading.Thread(target=send, daemon=True).start()
+    return answer
 
 
 def test_a_worker_that_cannot_write_is_not_writing_until_it_can(
