@@ -10,7 +10,8 @@ from pathlib import Path
 
 from statemachines.diagrams import DIAGRAMS
 from statemachines.errors import ScenarioError
-from statemachines.scenario import load, run
+from statemachines.scenario import load
+from statemachines.simulation import run
 
 __all__ = ["main"]
 

@@ -2,15 +2,7 @@
 staleness, aggregation and conditions. No I/O, no Kubernetes, no threads, no wall clock."""
 
 from statemachines.config import Config
-from statemachines.core import (
-    Change,
-    Outcome,
-    advance,
-    apply,
-    next_wakeup,
-    observe_generation,
-    start,
-)
+from statemachines.core import advance, apply, next_wakeup, observe_generation, start
 from statemachines.errors import (
     AddonStatusError,
     ConfigError,
@@ -18,25 +10,31 @@ from statemachines.errors import (
     ScenarioError,
     StoredStateError,
 )
+from statemachines.generations import from_the_future
+from statemachines.outcome import Cause, Change, Outcome, Position
 from statemachines.reports import Report, Verdict, VerdictKind, parse_report
 from statemachines.settings import Settings
-from statemachines.state import AddonState, CollectorState, to_status
-from statemachines.vocabulary import SEED, ConditionType, Profile, Reason, State
+from statemachines.state import AddonState, CollectorState
+from statemachines.stored import to_status
+from statemachines.vocabulary import SEED, ConditionType, Profile, Reason, Rule, State
 
 __all__ = [
     "SEED",
     "AddonState",
     "AddonStatusError",
+    "Cause",
     "Change",
     "CollectorState",
     "ConditionType",
     "Config",
     "ConfigError",
     "Outcome",
+    "Position",
     "Profile",
     "Reason",
     "Report",
     "ReportError",
+    "Rule",
     "ScenarioError",
     "Settings",
     "State",
@@ -45,6 +43,7 @@ __all__ = [
     "VerdictKind",
     "advance",
     "apply",
+    "from_the_future",
     "next_wakeup",
     "observe_generation",
     "parse_report",

@@ -1,5 +1,5 @@
-"""The aggregator: the collectors' states -> the addon's standard conditions, and the collector
-conditions beside them.
+"""The aggregator (section 5 of the rules): the collectors' states -> the addon's standard type
+that is True, the reason it keeps and the message naming every collector.
 
 The operator's overrides come first (`NotSupported`, then `Disabled`, of the primary collector);
 then the precedence table over the collectors that count. The result does not depend on the
@@ -8,16 +8,15 @@ order of the collectors: precedence is a total order and the message is sorted b
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
-from statemachines.conditions import Condition, find_condition, transition_time
+from statemachines.conditions import Condition
 from statemachines.config import Config
-from statemachines.settings import format_duration
 from statemachines.state import AddonState, CollectorState
 from statemachines.vocabulary import ConditionType, Reason, State
 
-__all__ = ["Aggregate", "aggregate", "collector_condition", "collector_reason", "write_conditions"]
+__all__ = ["Aggregate", "aggregate", "collector_reason"]
 
 _OUT_OF_TABLE = (State.DISABLED, State.NOT_SUPPORTED)
 
@@ -36,12 +35,9 @@ def collector_reason(c: CollectorState) -> Reason:
     return c.reason or Reason.UPDATE_SUCCESSFUL
 
 
-def aggregate(state: AddonState, config: Config) -> Aggregate:
-    own = [collector_condition(c, config, state.generation) for c in state.collectors]
-    return _aggregate(state, config, own)
-
-
-def _aggregate(state: AddonState, config: Config, own: list[Condition]) -> Aggregate:
+def aggregate(state: AddonState, config: Config, own: Sequence[Condition]) -> Aggregate:
+    """`own` are the collectors' conditions, in the order of `state.collectors`: the message
+    quotes them."""
     message = _message(state, config, own)
     primary = state.collector(config.primary.name)
     if primary.state is State.NOT_SUPPORTED:
@@ -57,7 +53,7 @@ def _aggregate(state: AddonState, config: Config, own: list[Condition]) -> Aggre
     return Aggregate(config.profile.spec(kept).leads_to, kept, message)
 
 
-def _message(state: AddonState, config: Config, own: list[Condition]) -> str:
+def _message(state: AddonState, config: Config, own: Sequence[Condition]) -> str:
     """`MetricsCollector: ForwardSuccessful (metrics sent); UwlMetricsCollector: ...`."""
     parts = []
     for c, condition in sorted(zip(state.collectors, own, strict=True), key=lambda p: p[0].name):
@@ -66,52 +62,3 @@ def _message(state: AddonState, config: Config, own: list[Condition]) -> str:
         detail = f" ({condition.message})" if condition.message else ""
         parts.append(f"{name}: {condition.reason}{detail}")
     return "; ".join(parts)
-
-
-def collector_condition(c: CollectorState, config: Config, generation: int) -> Condition:
-    """The collector's own condition: its last accepted reason and message, Unknown while stale."""
-    spec = config.spec(c.name)
-    assert spec is not None and c.changed_at is not None
-    if c.stale:
-        limit = format_duration(config.settings[c.name].staleness_limit)
-        underneath = f"{c.state.value} ({(c.reason or Reason.NO_REPORT_YET).value})"
-        message = f"no report for {limit} (staleAfter); last known state {underneath}"
-        return Condition(
-            spec.condition_type, "Unknown", Reason.REPORTS_STALE, message, c.changed_at, generation
-        )
-    if c.reason is None:
-        return Condition(
-            spec.condition_type,
-            "True",
-            Reason.NO_REPORT_YET,
-            "no report yet",
-            c.changed_at,
-            generation,
-        )
-    return Condition(spec.condition_type, "True", c.reason, c.message, c.changed_at, generation)
-
-
-def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonState:
-    """`state` with its conditions recomputed: the standard types in their fixed order, then one
-    per configured collector, then any condition of someone else's, untouched.
-
-    Standard conditions keep their transition time unless their status flips (the False ones
-    carry the kept reason too, so each says why); a collector condition's transition time is
-    the collector's own (section 1 of the rules).
-    """
-    collectors = [collector_condition(c, config, state.generation) for c in state.collectors]
-    result = _aggregate(state, config, collectors)
-    previous = state.conditions
-    standard = []
-    for type_ in ConditionType:
-        status = "True" if type_ is result.type else "False"
-        since = transition_time(find_condition(previous, type_), status, now)
-        standard.append(
-            Condition(type_, status, result.reason, result.message, since, state.generation)
-        )
-    ours = {*ConditionType, *(c.condition_type for c in config.profile.collectors)}
-    foreign = tuple(c for c in previous if c.type not in ours)
-    conditions = (*standard, *collectors, *foreign)
-    if conditions == previous:
-        return state
-    return AddonState(state.collectors, state.generation, conditions)

@@ -1,13 +1,11 @@
-"""Kubernetes conditions: the value, and set / find / remove helpers that return new lists.
-
-The helpers keep the `meta.SetStatusCondition` rule: `lastTransitionTime` moves only when the
-condition's status changes. Reasons are checked against the Kubernetes pattern and messages are
-cut (never rejected) at the API's limit.
+"""Kubernetes conditions: the value, how its times are written, and the rules every condition
+keeps: `lastTransitionTime` moves only when the status changes (`meta.SetStatusCondition`),
+reasons match the Kubernetes pattern, messages are cut (never rejected) at the API's limit.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
@@ -19,10 +17,9 @@ __all__ = [
     "Condition",
     "cut_message",
     "find_condition",
+    "format_precise",
     "format_time",
     "parse_time",
-    "remove_condition",
-    "set_condition",
     "transition_time",
 ]
 
@@ -40,6 +37,12 @@ def cut_message(message: str) -> str:
 def format_time(moment: datetime) -> str:
     """RFC 3339, UTC, whole seconds: what `metav1.Time` serialises to."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def format_precise(moment: datetime) -> str:
+    """RFC 3339, UTC, microseconds kept: the times of our own status fields (a window's start),
+    so that a restored window, and the deadline a verdict names, are exact."""
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def parse_time(text: str) -> datetime:
@@ -102,22 +105,3 @@ def find_condition(conditions: tuple[Condition, ...], type_: str) -> Condition |
 def transition_time(old: Condition | None, status: str, now: datetime) -> datetime:
     """The `meta.SetStatusCondition` rule: the time moves only when the status changes."""
     return old.last_transition_time if old is not None and old.status == status else now
-
-
-def set_condition(conditions: tuple[Condition, ...], new: Condition) -> tuple[Condition, ...]:
-    """`conditions` with `new` in place of its type (appended if absent).
-
-    An existing condition whose status does not change keeps its `lastTransitionTime`.
-    """
-    for index, old in enumerate(conditions):
-        if old.type == new.type:
-            since = transition_time(old, new.status, new.last_transition_time)
-            new = replace(new, last_transition_time=since)
-            if new == old:
-                return conditions
-            return (*conditions[:index], new, *conditions[index + 1 :])
-    return (*conditions, new)
-
-
-def remove_condition(conditions: tuple[Condition, ...], type_: str) -> tuple[Condition, ...]:
-    return tuple(c for c in conditions if c.type != type_)

@@ -1,8 +1,10 @@
-"""The two transition definitions of a collector's state machine, as data.
+"""The two transition definitions of a collector's state machine, as data, and `fire`.
 
 The endpoint operator's rows and the metrics collector's rows are kept apart (and drawn apart in
 `diagrams/`); a collector's machine is their union. The same rows build the runtime
 `transitions` machine and the mermaid diagrams, so the picture cannot drift from the behaviour.
+`fire` is the one question the core asks the machine: where does this reason take the collector,
+or which guard (or missing row) stops it.
 """
 
 from __future__ import annotations
@@ -14,23 +16,26 @@ from typing import Any
 
 from transitions import EventData, Machine
 
-from statemachines.vocabulary import Reason, State
+from statemachines.vocabulary import Reason, Rule, State
 
 __all__ = [
     "COLLECTOR_ROWS",
     "OPERATOR_ROWS",
     "REQUIRES_FORWARD_FAILURE",
+    "ROWS",
     "WINDOW_ELAPSED",
+    "Blocked",
     "CollectorModel",
     "Guard",
     "Row",
     "build_machine",
+    "fire",
     "rows_from",
 ]
 
-# Its INFO logging triples the cost of a trigger, and it warns on every refusal, which is a
-# verdict here, not a problem.
-logging.getLogger("transitions").setLevel(logging.ERROR)
+# Its INFO logging triples the cost of a trigger. (Refusals never reach it as invalid triggers,
+# which it would log as warnings: `fire` asks the rows first.)
+logging.getLogger("transitions").setLevel(logging.WARNING)
 
 
 class CollectorModel:
@@ -45,9 +50,10 @@ class CollectorModel:
 
 @dataclass(frozen=True, slots=True)
 class Guard:
-    """A pure predicate on a transition. Its `rule` names it when it refuses a report."""
+    """A pure predicate on a transition. Its `rule` names it when it refuses a report; None
+    for the dampening window, which makes a report pending instead of refusing it."""
 
-    rule: str
+    rule: Rule | None
     label: str  # how the diagram writes it, in square brackets
     test: Callable[[EventData], bool]
     explain: str
@@ -71,14 +77,14 @@ def _window_elapsed(event: EventData) -> bool:
 
 
 REQUIRES_FORWARD_FAILURE = Guard(
-    rule="RequiresForwardFailure",
+    rule=Rule.REQUIRES_FORWARD_FAILURE,
     label="ForwardFailure",
     test=_reason_is_forward_failure,
     explain="only a Degraded state caused by ForwardFailure can change this way; "
     "an UpdateFailure is cleared only by UpdateSuccessful",
 )
 WINDOW_ELAPSED = Guard(
-    rule="DampeningWindow",
+    rule=None,
     label="window elapsed",
     test=_window_elapsed,
     explain="the signal has not held for the whole dampening window yet",
@@ -115,6 +121,7 @@ COLLECTOR_ROWS: tuple[Row, ...] = (
     Row(R.FORWARD_FAILURE, S.AVAILABLE, S.DEGRADED, (WINDOW_ELAPSED,)),
 )
 
+ROWS = OPERATOR_ROWS + COLLECTOR_ROWS
 INITIAL = State.PROGRESSING
 
 
@@ -131,7 +138,7 @@ def build_machine(rows: tuple[Row, ...]) -> Machine:
         transitions=[_as_transition(r) for r in rows],
         auto_transitions=False,  # `to_<state>()` would bypass the table
         send_event=True,
-        ignore_invalid_triggers=True,  # a refusal is a verdict, not an exception
+        ignore_invalid_triggers=False,  # `fire` never sends one: it would be a bug here
     )
 
 
@@ -142,3 +149,43 @@ def _as_transition(row: Row) -> dict[str, Any]:
         "dest": row.dest,
         "conditions": [g.test for g in row.guards],
     }
+
+
+MACHINE = build_machine(ROWS)
+
+
+@dataclass(frozen=True, slots=True)
+class Blocked:
+    """Why the machine does not move: the first failing guard, or no row at all."""
+
+    guard: Guard | None  # None: no row from this state on this reason
+    why: str
+
+    @property
+    def rule(self) -> Rule | None:
+        """The refusing rule; None when only the dampening window is not over yet."""
+        return self.guard.rule if self.guard is not None else Rule.NO_TRANSITION
+
+
+def fire(
+    state: State, reason: Reason | None, trigger: Reason, *, window_elapsed: bool
+) -> State | Blocked:
+    """The state `trigger` moves a collector in (`state`, `reason`) to, or what blocks it.
+
+    The rows are asked first, so the `transitions` machine only ever sees a trigger that has a
+    row: an invalid one would be logged by the library as a warning, and a refusal is a verdict.
+    """
+    rows = rows_from(ROWS, state, trigger)
+    if not rows:
+        allowed = sorted({r.trigger.value for r in ROWS if r.source is state})
+        why = f"no transition from {state.value} on it (allowed: {', '.join(allowed)})"
+        return Blocked(None, why)
+    model = CollectorModel(state, reason)
+    if MACHINE.events[trigger.value].trigger(model, window_elapsed=window_elapsed):
+        return State(model.state)
+    event = EventData(None, None, MACHINE, model, (), {"window_elapsed": window_elapsed})
+    for row in rows:
+        for guard in row.guards:
+            if not guard.test(event):
+                return Blocked(guard, guard.explain)
+    raise AssertionError("a row whose guards hold was not taken")  # pragma: no cover

@@ -9,16 +9,17 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from statemachines.conditions import cut_message, format_time
+from statemachines.conditions import cut_message, format_precise
 from statemachines.config import Config
 from statemachines.errors import ReportError
-from statemachines.vocabulary import Actor, Reason, State
+from statemachines.vocabulary import Actor, Reason, Rule, State
 
-__all__ = ["MAX_GENERATION", "Report", "Verdict", "VerdictKind", "parse_report"]
+__all__ = ["GENERATION_LIMIT", "Report", "Verdict", "VerdictKind", "parse_report"]
+
+GENERATION_LIMIT = 2**63  # observedGeneration is an int64 on the CR: 0 <= n < 2^63
+_GENERATION_RANGE = "must be an integer 0 <= n < 2^63"
 
 _FIELDS = ("collector", "reason", "message", "observedGeneration")
-# metadata.generation is an int64: a report may not claim one the CR cannot hold.
-MAX_GENERATION = 2**63 - 1
 # C0 and C1 controls and DEL, except tab and newline.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -32,12 +33,17 @@ class Report:
     message: str | None = None  # None: the report has no message (a heartbeat keeps the old one)
     observed_generation: int | None = None
 
+    def __post_init__(self) -> None:
+        generation = self.observed_generation
+        if generation is not None and not 0 <= generation < GENERATION_LIMIT:
+            raise ReportError("observedGeneration", _GENERATION_RANGE)
+
 
 class VerdictKind(StrEnum):
     ACCEPTED = "accepted"  # the collector moved (state or reason changed)
     PENDING = "pending"  # a dampening window is open; the move happens at its deadline
     HEARTBEAT = "heartbeat"  # the current reason again: nothing moves
-    REFUSED = "refused"  # the machine has no transition for it: nothing changes
+    REFUSED = "refused"  # a rule (`Rule`) refuses it: nothing changes
 
 
 # Which verdict a report to every collector gets when no collector refuses it.
@@ -51,8 +57,8 @@ class Verdict:
     state: State  # the collector's state after the report
     reason: Reason | None  # the collector's reason after the report
     detail: str
-    rule: str | None = None  # the rule that refused it
-    deadline: datetime | None = None  # when a pending window ends
+    rule: Rule | None = None  # the rule that refused it
+    deadline: datetime | None = None  # when a pending window ends, exactly
 
     def to_api(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -63,9 +69,10 @@ class Verdict:
             "detail": self.detail,
         }
         if self.rule:
-            out["rule"] = self.rule
+            out["rule"] = self.rule.value
         if self.deadline:
-            out["deadline"] = format_time(self.deadline)
+            # The instant the CR stores (pendingSince + window), microseconds kept.
+            out["deadline"] = format_precise(self.deadline)
         return out
 
 
@@ -101,16 +108,8 @@ def parse_report(raw: object, config: Config) -> Report:
     if "message" in raw and not isinstance(message, str):
         raise ReportError("message", "must be a string")
     generation = raw.get("observedGeneration")
-    if generation is not None and (
-        not isinstance(generation, int)
-        or isinstance(generation, bool)
-        or not 0 <= generation <= MAX_GENERATION
-    ):
-        raise ReportError(
-            "observedGeneration",
-            f"must be an integer from 0 to {MAX_GENERATION} (2^63-1, an int64 like the CR's "
-            "metadata.generation)",
-        )
+    if generation is not None and (not isinstance(generation, int) or isinstance(generation, bool)):
+        raise ReportError("observedGeneration", _GENERATION_RANGE)
     if message is not None:
         # isprintable() is false for every control character (and for tab, newline and
         # some spaces): a fast path, the regex alone costs several microseconds per message.

@@ -22,6 +22,7 @@ __all__ = [
     "Profile",
     "Reason",
     "ReasonSpec",
+    "Rule",
     "State",
 ]
 
@@ -53,6 +54,19 @@ class Reason(StrEnum):
     REPORTS_STALE = "ReportsStale"
     # Sentinel for the condition of a collector that has not been reported on yet.
     NO_REPORT_YET = "NoReportYet"
+
+
+class Rule(StrEnum):
+    """The rules that refuse a report; a `refused` verdict names exactly one of them."""
+
+    # The machine has no row from the collector's state on the reported reason (section 2).
+    NO_TRANSITION = "NoTransition"
+    # Only Degraded because of ForwardFailure may move this way; UpdateFailure blocks it.
+    REQUIRES_FORWARD_FAILURE = "RequiresForwardFailure"
+    # Older than a generation the collector already took (section 6).
+    OUTDATED_GENERATION = "OutdatedGeneration"
+    # Newer than the addon CR's metadata.generation: a reporter never raises it (section 6).
+    FUTURE_GENERATION = "FutureGeneration"
 
 
 class Actor(StrEnum):

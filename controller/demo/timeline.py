@@ -7,8 +7,9 @@ from datetime import timedelta
 from typing import Any
 
 from statemachines.reports import Verdict, VerdictKind
-from statemachines.scenario import EPOCH, Run, TimelineRow
+from statemachines.scenario import EPOCH
 from statemachines.settings import format_duration
+from statemachines.simulation import Run, TimelineRow
 from statemachines.vocabulary import ConditionType
 
 __all__ = ["as_json", "as_table"]

@@ -127,9 +127,8 @@ class ControllerMetrics:
 
     def count_moves(self, changes: Iterable[Change]) -> None:
         for change in changes:
-            self.transitions.labels(
-                change.collector, _state_of(change.before), _state_of(change.after), change.cause
-            ).inc()
+            before, after = change.before.state.value, change.after.state.value
+            self.transitions.labels(change.collector, before, after, change.cause.value).inc()
 
     def show_states(self, states: Iterable[tuple[str, State, bool]]) -> None:
         """Set the per-collector gauges from (collector, state, stale) triples."""
@@ -139,11 +138,6 @@ class ControllerMetrics:
                     1 if state is current else 0
                 )
             self.collector_stale.labels(collector).set(1 if stale else 0)
-
-
-def _state_of(label: str) -> str:
-    """`Available (ForwardSuccessful)` -> `Available`: the state part of the core's label."""
-    return label.split(" ", 1)[0]
 
 
 class _Server(ThreadingMixIn, WSGIServer):

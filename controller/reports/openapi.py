@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from statemachines.config import Config
-from statemachines.reports import MAX_GENERATION, VerdictKind
+from statemachines.reports import GENERATION_LIMIT, VerdictKind
 from statemachines.vocabulary import Actor, Reason, State
 
 __all__ = ["ERROR_REASONS", "REPORTS_PATH", "SPEC_PATH", "openapi_document"]
@@ -67,7 +67,7 @@ def _report_schema(config: Config) -> dict[str, Any]:
                 "type": ["integer", "null"],
                 "format": "int64",
                 "minimum": 0,
-                "maximum": MAX_GENERATION,
+                "maximum": GENERATION_LIMIT - 1,
                 "description": "the addon CR's generation the reporter saw; written without a "
                 "fraction (3, not 3.0)",
             },

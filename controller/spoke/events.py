@@ -18,9 +18,8 @@ from datetime import datetime
 from typing import Literal
 
 from controller.kube.addons import AddonStore, EventRecord, StoreError
+from statemachines import AddonState, Cause, Change, Outcome
 from statemachines.conditions import Condition
-from statemachines.core import Change, Outcome
-from statemachines.state import AddonState
 from statemachines.vocabulary import ConditionType, State
 
 __all__ = ["ADDON_CHANGED", "COLLECTOR_CHANGED", "EventRecorder", "records_for"]
@@ -29,7 +28,6 @@ log = logging.getLogger(__name__)
 
 COLLECTOR_CHANGED = "CollectorStateChanged"
 ADDON_CHANGED = "AddonStatusChanged"
-_STALENESS = "staleness"
 
 
 def records_for(
@@ -53,13 +51,11 @@ def records_for(
 
 
 def _collector_record(change: Change, uid: str | None) -> EventRecord:
-    degraded = change.after.split(" ", 1)[0] == State.DEGRADED.value
-    kind: Literal["Normal", "Warning"] = (
-        "Warning" if degraded or change.cause == _STALENESS else "Normal"
-    )
+    warn = change.after.state is State.DEGRADED or change.cause is Cause.STALENESS
+    kind: Literal["Normal", "Warning"] = "Warning" if warn else "Normal"
     return EventRecord(
         reason=COLLECTOR_CHANGED,
-        message=f"{change.collector}: {change.before} -> {change.after} (by {change.cause})",
+        message=f"{change.collector}: {change.label} (by {change.cause.value})",
         type=kind,
         at=change.at,
         uid=uid,

@@ -202,9 +202,9 @@ class Reconciler:
                 "collector moved",
                 extra={
                     "collector": change.collector,
-                    "from": change.before,
-                    "to": change.after,
-                    "cause": change.cause,
+                    "from": change.before.label,
+                    "to": change.after.label,
+                    "cause": change.cause.value,
                 },
             )
         self._metrics.count_moves(outcome.changes)

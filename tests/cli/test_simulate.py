@@ -137,8 +137,39 @@ def test_json_format_is_machine_readable(run_cli: Simulate) -> None:
             id="unknown-condition-type",
         ),
         pytest.param(
+            "generation: 3\nsteps:\n - at: 0s\n   generation: 2",
+            "steps[0].generation: goes back from 3",
+            id="generation-goes-back",
+        ),
+        pytest.param(
+            "generation: 0\nsteps:\n - at: 0s\n   expect: {addon: Progressing}",
+            "generation: Input should be greater than or equal to 1",
+            id="generation-zero",
+        ),
+        pytest.param(
+            "generation: 9223372036854775808\nsteps:\n - at: 0s\n   expect: {addon: Progressing}",
+            "generation: Input should be less than 9223372036854775808",
+            id="generation-beyond-int64",
+        ),
+        pytest.param(
+            "steps:\n - at: 0s\n   generation: two",
+            "steps[0].generation: Input should be a valid integer",
+            id="generation-not-an-integer",
+        ),
+        pytest.param(
+            "steps:\n - at: 0s\n   report: {reason: UpdateSuccessful}\n"
+            "   expect: {rule: Forbidden}",
+            "steps[0].expect.rule: Input should be 'NoTransition'",
+            id="rule-not-in-the-vocabulary",
+        ),
+        pytest.param(
+            "steps:\n - at: 0s\n   expect: {collectors: {metrics-collector: {stale: maybe}}}",
+            "steps[0].expect.collectors.metrics-collector.stale: Input should be a valid boolean",
+            id="stale-not-a-boolean",
+        ),
+        pytest.param(
             "steps:\n - at: 0s\n   note: nothing",
-            "steps[0]: a step needs a `report`, an `expect` or both",
+            "steps[0]: a step needs a `report`, a `generation`, an `expect` or more",
             id="empty-step",
         ),
     ],

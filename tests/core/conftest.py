@@ -15,10 +15,12 @@ from typing import Any
 
 from statemachines.conditions import Condition, find_condition
 from statemachines.config import Config
-from statemachines.core import Outcome, advance, apply, observe_generation, start
+from statemachines.core import advance, apply, observe_generation, start
+from statemachines.outcome import Outcome
 from statemachines.reports import Verdict, VerdictKind, parse_report
 from statemachines.settings import Settings
-from statemachines.state import AddonState, CollectorState, to_status
+from statemachines.state import AddonState, CollectorState
+from statemachines.stored import to_status
 from statemachines.vocabulary import ConditionType, Reason, State
 
 __all__ = [

@@ -2,8 +2,8 @@
 order, the `lastTransitionTime` of a standard condition that moves only with its status, no
 write when nothing changed (a heartbeat with the same message, a refused report), the reason
 pattern, messages cut at 32768 characters and never rejected, RFC 3339 UTC times in whole
-seconds, `observedGeneration` on every condition and the `OutdatedGeneration` refusal; and the
-set / find / remove condition helpers (STYLE.md item 6).
+seconds, `observedGeneration` on every condition, the `OutdatedGeneration` and
+`FutureGeneration` refusals; and the find helper.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from statemachines.conditions import Condition, find_condition, remove_condition, set_condition
+from statemachines.conditions import Condition, find_condition
+from statemachines.core import start
 from statemachines.reports import VerdictKind
-from statemachines.state import to_status
+from statemachines.stored import to_status
 from statemachines.vocabulary import ConditionType, Reason, State
 from tests.core.conftest import MC, MIN, SEC, STANDARD, T0, UWL, Run, Target, expect, reach
 
@@ -248,13 +249,52 @@ def test_every_condition_carries_observed_generation(
         expect(run, written=written)
 
 
-def test_conditions_follow_the_generation_a_reporter_saw() -> None:
-    """A report's observedGeneration may raise the generation the conditions carry; all of them
-    carry the same one."""
+@pytest.mark.parametrize(
+    ("steps", "verdict", "rule"),
+    [
+        pytest.param([(1, FS, MC, "sent", 3)], V.REFUSED, "FutureGeneration",
+                     id="newer-than-the-cr-is-refused"),
+        pytest.param([(1, US, None, "deployed", 3)], V.REFUSED, "FutureGeneration",
+                     id="report-to-every-collector-is-refused"),
+        pytest.param([(1, FS, MC, "sent", 2**53 + 1), (2, FS, MC, "sent", 2)], V.ACCEPTED, None,
+                     id="the-real-generation-is-not-locked-out"),
+        pytest.param([(1, (GENERATION, 3)), (2, FS, MC, "sent", 3)], V.ACCEPTED, None,
+                     id="judged-once-the-cr-is-that-new"),
+        pytest.param([(1, FS, MC, "sent", 2)], V.ACCEPTED, None, id="the-crs-own-is-judged"),
+    ],
+)  # fmt: skip
+def test_future_generation_is_refused(
+    steps: list[tuple[Any, ...]], verdict: VerdictKind, rule: str | None
+) -> None:
+    """A report claiming a generation newer than the CR's `metadata.generation` is refused and
+    never raises the generation the conditions carry; only the CR does."""
     run = Run.begin(generation=2)
-    run.report(FS, MC, "sent", generation=4)
-    generations = {c.observed_generation for c in run.state.conditions}
-    assert len(generations) == 1 and generations.pop() >= 2
+    for minute, action, *rest in steps:
+        run.at(at(minute))
+        if isinstance(action, tuple):
+            run.observe(action[1])
+        else:
+            collector, message, generation = rest
+            run.report(action, collector, message, generation=generation)
+    expect(run, verdict=verdict, rule=rule)
+    cr = max([2, *(a[1] for _, a, *_ in steps if isinstance(a, tuple))])
+    assert run.state.generation == cr
+    assert {c.observed_generation for c in run.state.conditions} == {cr}
+    if verdict is V.REFUSED:
+        expect(run, written=False, state=S.PROGRESSING, reason=None)
+
+
+def test_a_stored_future_generation_is_not_believed_on_restart() -> None:
+    """A status written before FutureGeneration existed may carry a generation from the future;
+    starting from it, the core works at the CR's and rewrites the conditions with it."""
+    run = Run.begin(generation=2)
+    run.report(FS, MC, "sent")
+    stored = to_status(run.state)
+    for condition in stored["conditions"]:
+        condition["observedGeneration"] = 2**53 + 1
+    state = start(run.config, run.now, status=stored, generation=2)
+    assert state.generation == 2
+    assert {c.observed_generation for c in state.conditions} == {2}
 
 
 @pytest.mark.parametrize(
@@ -274,8 +314,6 @@ def test_conditions_follow_the_generation_a_reporter_saw() -> None:
                      id="report-to-every-collector-refused-by-one"),
         pytest.param((MC, UF, None), (MC, FS, 5), V.REFUSED, "RequiresForwardFailure",
                      id="refused-report-sets-no-generation"),
-        pytest.param((MC, FS, 3), (MC, US, 6), V.REFUSED, "FutureGeneration",
-                     id="newer-than-the-cr-is-refused"),
     ],
 )  # fmt: skip
 def test_outdated_generation_is_refused(
@@ -284,7 +322,7 @@ def test_outdated_generation_is_refused(
     verdict: VerdictKind,
     rule: str | None,
 ) -> None:
-    run = Run.begin(generation=5)  # the CR's generation: no report may claim a newer one
+    run = Run.begin(generation=5)
     run.report(first[1], first[0], "first", generation=first[2])
     collectors = run.state.collectors
     run.at(MIN).report(second[1], second[0], "second", generation=second[2])
@@ -304,37 +342,6 @@ def _c(
 
 
 @pytest.mark.parametrize(
-    ("before", "new", "after"),
-    [
-        pytest.param((), _c("Available", "True", 5), (_c("Available", "True", 5),),
-                     id="add-to-empty"),
-        pytest.param((_c("Degraded", "False", 1), _c("Progressing", "True", 1)),
-                     _c("Available", "False", 5),
-                     (_c("Degraded", "False", 1), _c("Progressing", "True", 1),
-                      _c("Available", "False", 5)),
-                     id="add-beside-others"),
-        pytest.param((_c("Degraded", "False", 1), _c("Available", "False", 1)),
-                     _c("Available", "True", 5, "Up"),
-                     (_c("Degraded", "False", 1), _c("Available", "True", 5, "Up")),
-                     id="change-a-status"),
-        pytest.param((_c("Available", "True", 1), _c("Degraded", "False", 1)),
-                     _c("Available", "True", 5, "Other", "new words"),
-                     (_c("Available", "True", 1, "Other", "new words"),
-                      _c("Degraded", "False", 1)),
-                     id="keep-the-transition-time"),
-    ],
-)  # fmt: skip
-def test_set_condition(
-    before: tuple[Condition, ...], new: Condition, after: tuple[Condition, ...]
-) -> None:
-    """Returns a new list: the condition in place of its type (appended if absent), its
-    transition time kept unless its status changes; the input is left as it was."""
-    copy = tuple(before)
-    assert set_condition(before, new) == after
-    assert before == copy
-
-
-@pytest.mark.parametrize(
     ("conditions", "type_", "found"),
     [
         pytest.param((), "Available", None, id="find-in-empty"),
@@ -347,23 +354,3 @@ def test_find_condition(
     conditions: tuple[Condition, ...], type_: str, found: Condition | None
 ) -> None:
     assert find_condition(conditions, type_) == found
-
-
-@pytest.mark.parametrize(
-    ("conditions", "type_", "left"),
-    [
-        pytest.param((), "Available", (), id="remove-from-empty"),
-        pytest.param((_c("Degraded", "False", 1), _c("Available", "True", 2),
-                      _c("Progressing", "False", 3)), "Available",
-                     (_c("Degraded", "False", 1), _c("Progressing", "False", 3)),
-                     id="remove-keeps-the-others-in-order"),
-        pytest.param((_c("Degraded", "False", 1),), "Available", (_c("Degraded", "False", 1),),
-                     id="remove-absent"),
-    ],
-)  # fmt: skip
-def test_remove_condition(
-    conditions: tuple[Condition, ...], type_: str, left: tuple[Condition, ...]
-) -> None:
-    copy = tuple(conditions)
-    assert remove_condition(conditions, type_) == left
-    assert conditions == copy

@@ -2,8 +2,8 @@
 before `Available -> Degraded` (pending verdict with the deadline, later failures keep it), what
 cancels it (a success, an operator transition; not a refused report), the timer that completes it
 at the deadline without any report (transition time = deadline, message of the last failure),
-its persistence outside the conditions across a restart, `degradeAfter: 0`, and the mirrored
-`recoverAfter` window. Time moves only by the test.
+its persistence outside the conditions across a restart, the exact deadline a verdict names,
+`degradeAfter: 0`, and the mirrored `recoverAfter` window. Time moves only by the test.
 """
 
 from __future__ import annotations
@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
+from statemachines.conditions import parse_time
 from statemachines.reports import VerdictKind
-from statemachines.state import to_status
+from statemachines.stored import to_status
 from statemachines.vocabulary import ConditionType, Reason, State
 from tests.core.conftest import MC, T0, Run, expect
 
@@ -307,3 +308,18 @@ def test_recover_after_mirrors_the_dampening_window(
     config: dict[str, Any], steps: list[Step]
 ) -> None:
     _timeline(steps, **config)
+
+
+def test_pending_deadline_is_the_instant_the_cr_stores() -> None:
+    """The deadline a `pending` answer names is the window's start as stored on the CR
+    (`pendingSince`, microseconds kept) plus the window: not cut to whole seconds, which would
+    read up to a second early."""
+    run = Run.begin(collectors=[MC])
+    run.report(FS, MC, "sent")
+    run.at(T0 + timedelta(minutes=1, microseconds=400_000)).report(FF, MC, "503")
+    verdict = run.last.verdict
+    assert verdict is not None and verdict.kind is V.PENDING
+    since = parse_time(to_status(run.state)["collectors"][0]["pendingSince"])
+    assert verdict.deadline == since + timedelta(minutes=10)
+    assert verdict.to_api()["deadline"] == "2025-01-01T12:11:00.400000Z"
+    assert parse_time(verdict.to_api()["deadline"]) == since + timedelta(minutes=10)

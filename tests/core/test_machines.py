@@ -3,18 +3,19 @@ operator's and the metrics collector's definitions (the unlocking ones and
 `Degraded(ForwardFailure) -> Degraded(UpdateFailure)` included), the heartbeat rule, the first
 report that is never a heartbeat, the refused examples (with a verdict naming the current state,
 reason and rule), and the whole (state, reason) grid: whatever the two definitions do not allow
-is refused and changes nothing.
+is refused and changes nothing, names a rule of the vocabulary, and logs no warning.
 """
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from statemachines.reports import VerdictKind
-from statemachines.vocabulary import ConditionType, Reason, State
+from statemachines.vocabulary import ConditionType, Reason, Rule, State
 from tests.core.conftest import MC, MIN, T0, UWL, Run, expect
 
 R, S, V = Reason, State, VerdictKind
@@ -314,3 +315,35 @@ def test_a_heartbeat_changes_the_message_only_when_it_carries_one(
     assert outcome.verdict is not None and outcome.verdict.kind.value == "heartbeat"
     assert outcome.state.collector("metrics-collector").message == kept
     assert (outcome.conditions is None) == (kept == "metrics sent")  # no change, no write
+
+
+def test_every_refusal_rule_is_in_the_vocabulary() -> None:
+    """STYLE.md item 1 for rules: whatever the core refuses, over the whole (state, reason) grid
+    and with generations older and newer than allowed, names a `Rule` of the vocabulary, and
+    every `Rule` is produced by something."""
+    produced: set[object] = set()
+    for source in SOURCES:
+        for reason in IDS:
+            for generation in (None, 1, 3):
+                run = Run.begin(collectors=[MC], generation=2)
+                for step in SOURCES[source][2]:
+                    run.report(step, MC, "reached", generation=2)
+                verdict = run.at(MIN).report(reason, MC, "probe", generation=generation).verdict
+                assert verdict is not None
+                if verdict.kind is V.REFUSED:
+                    assert isinstance(verdict.rule, Rule), verdict
+                    produced.add(verdict.rule)
+                else:
+                    assert verdict.rule is None, verdict
+    assert produced == set(Rule)
+
+
+def test_a_refusal_logs_no_warning(caplog: pytest.LogCaptureFixture) -> None:
+    """A refusal is a verdict, not a problem: the `transitions` library, even at DEBUG, logs no
+    warning for one (no row, or a failing guard)."""
+    caplog.set_level(logging.DEBUG, logger="transitions")
+    run = _from("disabled")
+    expect(run, run.report(R.FORWARD_SUCCESSFUL, MC), rule=Rule.NO_TRANSITION)
+    run = _from("degraded-update")
+    expect(run, run.report(R.FORWARD_SUCCESSFUL, MC), rule=Rule.REQUIRES_FORWARD_FAILURE)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

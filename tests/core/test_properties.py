@@ -5,6 +5,7 @@ sequences on a random clock:
 - forwarding that never stays failing for a whole `degradeAfter` never leaves Available, and an
   alternating signal shorter than the window never crosses it, in either direction (section 3);
 - a refused report changes no collector's state or reason, and writes nothing (section 2);
+- no report raises the generation the core works at, whatever it claims (section 6);
 - a state survives the CR's status: to_status -> JSON -> from_status / start (sections 3, 6);
 - every written condition keeps the writing rules and the vocabulary (section 6, STYLE item 1).
 """
@@ -23,7 +24,7 @@ from hypothesis import strategies as st
 
 from statemachines.core import start
 from statemachines.reports import VerdictKind
-from statemachines.state import from_status, to_status
+from statemachines.stored import from_status, to_status
 from statemachines.vocabulary import SEED, Actor, ConditionType, Reason, State
 from tests.core.conftest import MC, STANDARD, T0, UWL, Run, Target, reach, standard_true
 
@@ -57,13 +58,14 @@ SETTINGS = st.fixed_dictionaries(
     }
 )
 # (milliseconds since the previous step, reason or None for time passing, collector or None
-#  for every collector, message, observedGeneration)
+#  for every collector, message, observedGeneration: up to one past the CR's)
+CR_GENERATION = 4
 STEP = st.tuples(
     st.integers(0, 6 * 60_000),
     st.one_of(st.none(), st.sampled_from(REPORTABLE)),
     st.sampled_from([MC, UWL, None]),
     st.sampled_from(["", "sent", "503", "bad image"]),
-    st.one_of(st.none(), st.integers(1, 4)),
+    st.one_of(st.none(), st.integers(1, CR_GENERATION + 1)),
 )
 STEPS = st.lists(STEP, max_size=14)
 ORDERS = st.sampled_from([[MC], [MC, UWL], [UWL, MC], [UWL]])
@@ -87,7 +89,7 @@ def _say(run: Run, step: tuple[Any, ...]) -> VerdictKind | None:
 
 
 def _reached(order: list[str], config: dict[str, Any], steps: list[tuple[Any, ...]]) -> Run:
-    run = Run.begin(collectors=order, settings=config)
+    run = Run.begin(collectors=order, settings=config, generation=CR_GENERATION)
     for step in steps:
         _say(run, step)
     return run
@@ -121,8 +123,8 @@ def test_aggregation_does_not_depend_on_collector_order_along_any_history(
 ) -> None:
     """The same reports, configured in either order: after every step the collectors agree,
     the verdicts agree and the standard conditions are equal."""
-    one = Run.begin(collectors=[MC, UWL], settings=config)
-    other = Run.begin(collectors=[UWL, MC], settings=config)
+    one = Run.begin(collectors=[MC, UWL], settings=config, generation=CR_GENERATION)
+    other = Run.begin(collectors=[UWL, MC], settings=config, generation=CR_GENERATION)
     for step in steps:
         assert _say(one, step) is _say(other, step)
         assert sorted(one.state.collectors, key=lambda c: c.name) == sorted(
@@ -244,6 +246,19 @@ def test_refused_report_changes_no_collector(
     if not any(c.stale for c in before.collectors):
         assert run.state == before
         assert run.last.conditions is None
+
+
+@PROPERTY
+@given(order=ORDERS, config=SETTINGS, steps=STEPS)
+def test_no_report_raises_the_generation(
+    order: list[str], config: dict[str, Any], steps: list[tuple[Any, ...]]
+) -> None:
+    """Whatever generations the reports claim, the core works at the CR's and every condition
+    carries it: only the CR raises it (FutureGeneration)."""
+    run = _reached(order, config, steps)
+    assert run.state.generation == CR_GENERATION
+    assert {c.observed_generation for c in run.state.conditions} == {CR_GENERATION}
+    assert all((c.observed_generation or 0) <= CR_GENERATION for c in run.state.collectors)
 
 
 # ---------------------------------------------------------------- serialisation

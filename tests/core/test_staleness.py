@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from statemachines.reports import VerdictKind
-from statemachines.state import to_status
+from statemachines.stored import to_status
 from statemachines.vocabulary import ConditionType, Reason, State
 from tests.core.conftest import MC, MIN, SEC, T0, UWL, Run, Target, expect, reach
 
@@ -204,7 +204,7 @@ def test_disabled_and_not_supported_are_never_stale(reason: Reason) -> None:
 def test_the_report_that_ends_staleness_is_a_recorded_change() -> None:
     """Staleness ending is visible (Unknown -> True), so it is a Change: the shell turns
     Changes into Kubernetes Events and the timeline into rows."""
-    from statemachines import Config, Report, advance, apply, start
+    from statemachines import Cause, Config, Position, Report, advance, apply, start
 
     config = Config.create(collectors=["metrics-collector"])
     state = start(config, T0)
@@ -213,6 +213,9 @@ def test_the_report_that_ends_staleness_is_a_recorded_change() -> None:
     assert state.collector(MC).stale
     outcome = apply(state, Report(FS, MC), at(31), config=config)
     assert outcome.verdict is not None and outcome.verdict.kind is V.HEARTBEAT
-    assert [(c.collector, c.before, c.after) for c in outcome.changes] == [
-        (MC, "Available (ForwardSuccessful, stale)", "Available (ForwardSuccessful)")
+    assert [(c.collector, c.cause, c.before, c.after) for c in outcome.changes] == [
+        (MC, Cause.REPORT, Position(State.AVAILABLE, FS, stale=True), Position(State.AVAILABLE, FS))
     ]
+    assert outcome.changes[0].label == (
+        "Available (ForwardSuccessful, stale) -> Available (ForwardSuccessful)"
+    )

@@ -15,8 +15,8 @@ import pytest
 from statemachines.config import Config
 from statemachines.errors import ReportError
 from statemachines.machines import COLLECTOR_ROWS, OPERATOR_ROWS
-from statemachines.reports import VerdictKind, parse_report
-from statemachines.state import to_status
+from statemachines.reports import Report, VerdictKind, parse_report
+from statemachines.stored import to_status
 from statemachines.vocabulary import SEED, Actor, ConditionType, Reason, State
 from tests.core.conftest import MC, MIN, T0, UWL, Run, Target, expect, reach
 
@@ -210,6 +210,10 @@ def test_report_without_collector_is_one_step_for_every_collector(
                      "observedGeneration", id="generation-boolean"),
         pytest.param({"collector": MC, "reason": "UpdateFailure", "observedGeneration": "3"},
                      "observedGeneration", id="generation-string"),
+        pytest.param({"collector": MC, "reason": "UpdateFailure", "observedGeneration": 2**63},
+                     "observedGeneration", id="generation-beyond-int64"),
+        pytest.param({"collector": MC, "reason": "UpdateFailure", "observedGeneration": 10**21},
+                     "observedGeneration", id="generation-far-beyond-int64"),
         pytest.param({"collector": MC, "reason": "UpdateFailure", "severity": "high"},
                      "severity", id="unknown-field"),
         pytest.param(["UpdateFailure"], "", id="not-an-object"),
@@ -222,6 +226,20 @@ def test_bad_report_is_an_error_naming_the_field(raw: object, field: str) -> Non
         parse_report(raw, config)
     assert error.value.field == field
     assert str(error.value).startswith(f"{field}: " if field else "")
+
+
+@pytest.mark.parametrize(
+    ("generation", "valid"),
+    [(0, True), (2**63 - 1, True), (2**63, False), (-1, False), (10**21, False)],
+)
+def test_a_report_holds_only_an_int64_generation(generation: int, valid: bool) -> None:
+    """The CR stores observedGeneration as an int64: the core's report refuses anything else,
+    however it was built."""
+    if valid:
+        assert Report(Reason.UPDATE_FAILURE, MC, None, generation).observed_generation == generation
+    else:
+        with pytest.raises(ReportError, match=r"^observedGeneration: "):
+            Report(Reason.UPDATE_FAILURE, MC, None, generation)
 
 
 def test_misspelled_update_successful_is_accepted_and_written_correctly() -> None:

@@ -37,7 +37,7 @@ def test_observed_generation_outside_int64_is_422(
     assert code == 422
     error = answer["error"]
     assert isinstance(error, dict) and error["field"] == "observedGeneration"
-    assert "2^63-1" in error["message"]
+    assert "0 <= n < 2^63" in error["message"]
     assert sink.judged == []
 
 

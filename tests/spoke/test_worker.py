@@ -223,10 +223,10 @@ def test_the_conditions_follow_the_crs_generation(
 def test_a_report_of_an_outdated_generation_is_refused(
     make_worker: WorkerFactory, store: FakeAddonStore
 ) -> None:
-    store.change_spec({"enableMetrics": False})
-    store.change_spec({"enableMetrics": True})  # generation 3
     worker = make_worker()
     boot(worker)
+    for interval in (60, 120):  # the CR at generation 3
+        worker.observe(WatchEvent("MODIFIED", store.change_spec({"interval": interval})))
     worker.submit(report(R.UPDATE_SUCCESSFUL, None, generation=3), timeout=WAIT)
     settle(worker)
     writes = len(store.puts)
@@ -234,6 +234,24 @@ def test_a_report_of_an_outdated_generation_is_refused(
     settle(worker)
     assert (verdict.kind, verdict.rule) == (VerdictKind.REFUSED, "OutdatedGeneration")
     assert len(store.puts) == writes
+
+
+def test_a_report_of_a_future_generation_does_not_lock_out_the_real_one(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    """The worker side of FutureGeneration: a report claiming a generation the CR does not have
+    is refused and writes nothing; the CR's own generation is still judged afterwards."""
+    worker = make_worker()
+    boot(worker)
+    writes = len(store.puts)
+    verdict = worker.submit(report(R.UPDATE_SUCCESSFUL, None, generation=2**53 + 1), timeout=WAIT)
+    settle(worker)
+    assert (verdict.kind, verdict.rule) == (VerdictKind.REFUSED, "FutureGeneration")
+    assert len(store.puts) == writes
+    verdict = worker.submit(report(R.UPDATE_SUCCESSFUL, None, generation=1), timeout=WAIT)
+    assert verdict.kind is VerdictKind.ACCEPTED
+    settle(worker)
+    assert {c["observedGeneration"] for c in store.status["conditions"]} == {1}
 
 
 def test_another_writers_change_to_our_status_is_repaired_theirs_kept(

@@ -25,6 +25,7 @@ from controller.spoke.controller import SpokeController
 from controller.spoke.worker import Worker
 from kubesim import APIServer, RequestInfo
 from statemachines import Report, VerdictKind
+from statemachines.errors import ReportError
 from statemachines.vocabulary import Reason
 from tests.reports.conftest import Answer, call
 from tests.spoke.fakes import NAME, NAMESPACE
@@ -126,12 +127,15 @@ def test_a_lone_surrogate_reaching_the_worker_is_stored_as_u_fffd_and_the_worker
     assert collector(addon.status, MC)["state"] == "Degraded"
 
 
-def test_a_generation_no_int64_holds_reaching_the_worker_is_refused_and_the_worker_goes_on(
+def test_a_generation_no_int64_holds_never_reaches_the_worker_and_the_worker_goes_on(
     addon: Addon, spoke: SpokeFactory
 ) -> None:
     worker = spoke().worker
     _boot(worker)
-    verdict = worker.submit(report(R.UPDATE_FAILURE, MC, generation=10**21), timeout=WAIT)
+    with pytest.raises(ReportError, match="observedGeneration"):
+        report(R.UPDATE_FAILURE, MC, generation=10**21)  # the Report itself refuses it
+    largest = report(R.UPDATE_FAILURE, MC, generation=2**63 - 1)
+    verdict = worker.submit(largest, timeout=WAIT)
     assert (verdict.kind, verdict.rule) == (VerdictKind.REFUSED, "FutureGeneration")
     after = worker.submit(report(R.UPDATE_FAILURE, MC, generation=1), timeout=WAIT)
     assert after.kind is VerdictKind.ACCEPTED

@@ -224,10 +224,12 @@ def test_a_dropped_watch_and_410_gone_do_not_lose_the_spec_generation(
 def test_a_report_of_an_outdated_generation_is_refused(
     server: APIServer, addon: Addon, spoke: SpokeFactory
 ) -> None:
-    addon.change_spec(enableMetrics=False)
-    addon.change_spec(enableMetrics=True)  # generation 3
     worker = spoke().worker
     boot(worker)
+    addon.change_spec(interval="1m")
+    generation = addon.change_spec(interval="2m")
+    eventually(lambda: generations(addon) == {generation}, "the conditions to follow the spec")
+    assert generation == 3
     worker.submit(report(R.UPDATE_SUCCESSFUL, None, generation=3), timeout=WAIT)
     settle(worker)
     writes = status_puts(server)

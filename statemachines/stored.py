@@ -1,0 +1,114 @@
+"""The addon's state on the CR and back: `status.conditions` and `status.collectors`.
+
+A restart or a failover resumes exactly where it stopped, open dampening windows included; only
+the staleness clocks restart (nobody could report to a stopped controller).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from statemachines import dampening
+from statemachines.conditions import Condition, format_precise, parse_time
+from statemachines.config import Config
+from statemachines.errors import StoredStateError
+from statemachines.state import AddonState, CollectorState, Pending, initial_state
+from statemachines.vocabulary import Reason, State
+
+__all__ = ["from_status", "to_status"]
+
+
+def to_status(state: AddonState) -> dict[str, Any]:
+    return {
+        "conditions": [c.to_api() for c in state.conditions],
+        "collectors": [_collector_to_api(c) for c in state.collectors],
+    }
+
+
+def _collector_to_api(c: CollectorState) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": c.name, "state": c.state.value}
+    if c.reason is not None:
+        out["reason"] = c.reason.value
+    if c.message:
+        out["message"] = c.message
+    if c.changed_at is not None:
+        out["lastTransitionTime"] = format_precise(c.changed_at)
+    if c.observed_generation is not None:
+        out["observedGeneration"] = c.observed_generation
+    if c.stale:
+        out["stale"] = True
+    if c.pending is not None:
+        out["pendingReason"] = c.pending.reason.value
+        out["pendingSince"] = format_precise(c.pending.since)
+        out["pendingMessage"] = c.pending.message
+    return out
+
+
+def from_status(
+    status: dict[str, Any] | None, config: Config, now: datetime, generation: int = 0
+) -> AddonState:
+    """The state stored in `status`, for the configured collectors; the staleness clock restarts.
+
+    `generation` is the CR's `metadata.generation` and the only one believed: a condition that
+    carries a higher `observedGeneration` (written before FutureGeneration existed) is rewritten.
+    A configured collector absent from the status starts fresh; an unconfigured one is dropped.
+    Raises StoredStateError naming the field that cannot be read.
+    """
+    status = status or {}
+    stored = {}
+    for index, raw in enumerate(status.get("collectors") or []):
+        where = f"status.collectors[{index}]"
+        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
+            raise StoredStateError(where, "expected an object with a name")
+        stored[raw["name"]] = (where, raw)
+    conditions = []
+    for index, raw in enumerate(status.get("conditions") or []):
+        try:
+            conditions.append(Condition.from_api(raw))
+        except (KeyError, TypeError, ValueError) as error:
+            raise StoredStateError(f"status.conditions[{index}]", str(error)) from error
+    fresh = initial_state(config, now, generation)
+    collectors = tuple(
+        _collector_from_api(*stored[c.name], now) if c.name in stored else c
+        for c in fresh.collectors
+    )
+    return AddonState(collectors, generation, tuple(conditions))
+
+
+def _collector_from_api(where: str, raw: dict[str, Any], now: datetime) -> CollectorState:
+    field_name = "state"
+    try:
+        state = State(raw["state"])
+        field_name = "reason"
+        reason = Reason(raw["reason"]) if raw.get("reason") else None
+        field_name = "lastTransitionTime"
+        changed = parse_time(raw["lastTransitionTime"]) if raw.get("lastTransitionTime") else None
+        field_name = "pendingSince"
+        pending = None
+        if raw.get("pendingReason"):
+            pending = Pending(
+                Reason(raw["pendingReason"]),
+                parse_time(raw["pendingSince"]),
+                str(raw.get("pendingMessage", "")),
+            )
+        field_name = "observedGeneration"
+        generation = int(raw["observedGeneration"]) if "observedGeneration" in raw else None
+    except (KeyError, TypeError, ValueError) as error:
+        raise StoredStateError(f"{where}.{field_name}", f"cannot be read: {error}") from error
+    if pending is not None and not dampening.fits(state, reason, pending.reason):
+        raise StoredStateError(
+            f"{where}.pendingReason",
+            f"a {pending.reason.value} window cannot be open in {state.value} ({reason})",
+        )
+    return CollectorState(
+        name=raw["name"],
+        state=state,
+        reason=reason,
+        message=str(raw.get("message", "")),
+        changed_at=changed,
+        observed_generation=generation,
+        pending=pending,
+        stale=bool(raw.get("stale", False)),
+        heard_at=now,
+    )

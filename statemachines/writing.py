@@ -1,0 +1,58 @@
+"""Writing conditions (section 6 of the rules): the conditions the CR carries for a state.
+
+The standard types in their fixed order, then one per configured collector, then any condition
+of someone else's, untouched. Every one carries the CR's generation the state was computed for.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from statemachines.aggregate import aggregate
+from statemachines.conditions import Condition, find_condition, transition_time
+from statemachines.config import Config
+from statemachines.settings import format_duration
+from statemachines.state import AddonState, CollectorState
+from statemachines.vocabulary import ConditionType, Reason
+
+__all__ = ["collector_condition", "write_conditions"]
+
+
+def collector_condition(c: CollectorState, config: Config, generation: int) -> Condition:
+    """The collector's own condition: its last accepted reason and message, Unknown while stale.
+    Its transition time is the collector's own (section 1)."""
+    spec = config.spec(c.name)
+    assert spec is not None and c.changed_at is not None
+    type_, at = spec.condition_type, c.changed_at
+    if c.stale:
+        limit = format_duration(config.settings[c.name].staleness_limit)
+        underneath = f"{c.state.value} ({(c.reason or Reason.NO_REPORT_YET).value})"
+        message = f"no report for {limit} (staleAfter); last known state {underneath}"
+        return Condition(type_, "Unknown", Reason.REPORTS_STALE, message, at, generation)
+    if c.reason is None:
+        return Condition(type_, "True", Reason.NO_REPORT_YET, "no report yet", at, generation)
+    return Condition(type_, "True", c.reason, c.message, at, generation)
+
+
+def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonState:
+    """`state` with its conditions recomputed at `now` (the same object if nothing changed).
+
+    A standard condition keeps its transition time unless its status flips; the False ones carry
+    the kept reason and message too, so each says why.
+    """
+    collectors = [collector_condition(c, config, state.generation) for c in state.collectors]
+    result = aggregate(state, config, collectors)
+    previous = state.conditions
+    standard = []
+    for type_ in ConditionType:
+        status = "True" if type_ is result.type else "False"
+        since = transition_time(find_condition(previous, type_), status, now)
+        standard.append(
+            Condition(type_, status, result.reason, result.message, since, state.generation)
+        )
+    ours = {*ConditionType, *(c.condition_type for c in config.profile.collectors)}
+    foreign = tuple(c for c in previous if c.type not in ours)
+    conditions = (*standard, *collectors, *foreign)
+    if conditions == previous:
+        return state
+    return AddonState(state.collectors, state.generation, conditions)
