@@ -3,8 +3,9 @@
 An embedded spoke API server and an embedded hub API server (the same Kubernetes-semantics
 server the integration tests use, loading the project's CRD), the real controller over HTTP
 (the same assembly as `run`), and a simulated endpoint operator and collectors that play a
-scenario over the report API on an accelerated clock. A live view prints every report with its
-verdict and every change of the addon's conditions on the spoke and on the hub.
+scenario over the report API (`controller.demo.scenario_run`). Every report is printed with its
+verdict, and every change of the addon's conditions on the spoke and on the hub; every `expect`
+of the scenario is checked on the CRs, and the exit code says whether all held, like `simulate`.
 """
 
 from __future__ import annotations
@@ -14,75 +15,34 @@ import signal
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import FrameType
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any
 
+from controller.demo.scenario_file import EPOCH, Scenario, read, start_generation
+from controller.demo.scenario_run import Player, Result, SteppedClock, System
+from controller.demo.view import View
 from controller.kube.addons import GROUP, PLURAL, VERSION
 from controller.kube.kubeconfig import kubeconfig_yaml
 from controller.options import DEFAULT_NAME, DEFAULT_NAMESPACE
-from controller.reports.client import ReportClient, ReportRejected, ReportUnavailable
+from controller.reports.client import ReportClient
 from kubesim import APIServer, UserInfo
-from statemachines.conditions import parse_time
 from statemachines.errors import AddonStatusError, ScenarioError
-from statemachines.scenario import Scenario, Step, load
 from statemachines.settings import format_duration
-from statemachines.vocabulary import ConditionType
 
-__all__ = ["DemoClock", "add_demo_parser", "play"]
+if TYPE_CHECKING:  # the controller is imported when the demo starts: `--help` stays light
+    from controller.app import Replica
+
+__all__ = ["Demo", "add_demo_parser", "run_demo", "running"]
 
 ADDON, SPOKE_NAMESPACE, CLUSTER = DEFAULT_NAME, DEFAULT_NAMESPACE, "cluster1"
 HUB_TOKEN = "demo-hub-token"  # a demo credential for the embedded hub; never a real one
 ROOT = Path(__file__).resolve().parents[2]
 CRD = ROOT / "manifests" / "base" / "crd.yaml"
 DEFAULT_SCENARIO = Path(__file__).with_name("story.yaml")
-
-
-class DemoClock:
-    """Simulated time running `scale` times faster than the wall clock, from `start`."""
-
-    def __init__(self, scale: float, start: datetime | None = None) -> None:
-        self.scale = scale
-        self.start = start or datetime.now(UTC).replace(microsecond=0)
-        self._origin = time.monotonic()
-        self.story = self.start  # when the story began: the servers take a moment to start
-
-    def __call__(self) -> datetime:
-        return self.start + timedelta(seconds=(time.monotonic() - self._origin) * self.scale)
-
-    def begin_story(self) -> None:
-        self.story = self()
-
-    def offset(self) -> timedelta:
-        """Simulated time since the story began."""
-        return self() - self.story
-
-    def sleep_until(self, offset: timedelta, stop: threading.Event) -> bool:
-        """Wait until simulated `offset`; False when `stop` was set first."""
-        real = (offset - self.offset()).total_seconds() / self.scale
-        return not stop.wait(max(0.0, real))
-
-
-@dataclass
-class Printer:
-    clock: DemoClock
-    out: TextIO
-    lock: threading.Lock
-
-    def line(self, kind: str, text: str) -> None:
-        stamp = _stamp(self.clock.offset())
-        with self.lock:
-            print(f"[{stamp}] {kind:<7} {text}", file=self.out, flush=True)
-
-
-def _stamp(offset: timedelta) -> str:
-    seconds = int(offset.total_seconds())
-    return f"{seconds // 60:3d}m{seconds % 60:02d}s"
 
 
 @contextmanager
@@ -115,113 +75,22 @@ def hub_kubeconfig(hub: APIServer, directory: Path) -> Path:
     return path
 
 
-def addon_summary(obj: dict[str, Any] | None) -> str:
-    """`Degraded (ForwardFailure)`: the standard condition that is True, or what is missing."""
-    conditions = ((obj or {}).get("status") or {}).get("conditions") or []
-    standard = set(ConditionType)
-    true = [c for c in conditions if c.get("type") in standard and c.get("status") == "True"]
-    if not true:
-        return "no status yet"
-    return f"{true[0]['type']} ({true[0]['reason']})"
-
-
-def collectors_summary(obj: dict[str, Any] | None) -> str:
-    collectors = ((obj or {}).get("status") or {}).get("collectors") or []
-    parts = []
-    for c in collectors:
-        reason = "ReportsStale" if c.get("stale") else c.get("reason", "no reason")
-        pending = f", {c['pendingReason']} pending" if c.get("pendingReason") else ""
-        parts.append(f"{c['name']} {c['state']} ({reason}{pending})")
-    return "; ".join(parts)
-
-
-class LiveView:
-    """Polls the spoke and the hub CRs and prints each change as it becomes visible."""
-
-    def __init__(self, spoke: APIServer, hub: APIServer, printer: Printer) -> None:
-        self._reads = [
-            ("spoke", spoke, SPOKE_NAMESPACE),
-            ("hub", hub, CLUSTER),
-        ]
-        self._printer = printer
-        self._seen: dict[str, str] = {}
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="demo-view", daemon=True)
-
-    def start(self) -> None:
-        self._thread.start()
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self.poll()
-
-    def latest(self, where: str) -> str:
-        return self._seen.get(where, "")
-
-    def poll(self) -> None:
-        for where, server, namespace in self._reads:
-            obj = server.get_object(GROUP, VERSION, PLURAL, namespace, ADDON)
-            text = addon_summary(obj)
-            detail = collectors_summary(obj) if where == "spoke" else ""
-            view = f"{text:<32} {detail}".rstrip()
-            if self._seen.get(where) != view:
-                self._seen[where] = view
-                self._printer.line(where, view)
-
-    def _loop(self) -> None:
-        while not self._stop.wait(0.02):
-            self.poll()
-
-
-def play(
-    scenario: Scenario,
-    report: Callable[[Step], dict[str, Any]],
-    *,
-    clock: DemoClock,
-    printer: Printer,
-    stop: threading.Event,
-) -> tuple[int, int]:
-    """Send each step's report at its simulated time; returns (reports sent, refused)."""
-    sent = refused = 0
-    clock.begin_story()
-    for step in scenario.steps:
-        if step.report is None:
-            continue
-        if not clock.sleep_until(step.at, stop):
-            break
-        who = step.report.collector or "operator -> all"
-        text = f"{who}: {step.report.reason.value}"
-        if step.report.message:
-            text += f" {step.report.message!r}"
-        try:
-            verdict = report(step)
-        except (ReportRejected, ReportUnavailable) as error:
-            printer.line("report", f"{text} => not delivered: {error}")
-            continue
-        sent += 1
-        answer = verdict["verdict"]
-        if answer == "refused":
-            refused += 1
-            answer = f"REFUSED by {verdict.get('rule')}: {verdict.get('detail')}"
-        elif answer == "pending" and verdict.get("deadline"):
-            deadline = parse_time(verdict["deadline"]) - clock.story
-            answer = f"pending: the dampening window ends at {_stamp(deadline).strip()}"
-        note = f"   # {step.note}" if step.note else ""
-        printer.line("report", f"{text} => {answer}{note}")
-    return sent, refused
-
-
 def add_demo_parser(sub: Any) -> None:
     demo = sub.add_parser(
-        "demo", help="run spoke + hub API servers, the controller and simulated reporters"
+        "demo",
+        help="run spoke + hub API servers, the controller and simulated reporters",
+        description="Plays a scenario end to end and checks every `expect` on the CRs: exit 0 "
+        "when all hold, 1 when one fails, 2 when the file is invalid (like `simulate`).",
     )
-    demo.add_argument("--scenario", help="scenario YAML to play (default: the built-in story)")
+    demo.add_argument(
+        "--scenario", help="scenario YAML to play and check (default: the built-in story)"
+    )
     demo.add_argument(
         "--time-scale",
         type=float,
-        default=60.0,
-        help="simulated seconds per real second (default 60: a minute per second)",
+        default=None,
+        help="simulated seconds per real second (default: 60 for the built-in story; with "
+        "--scenario, no waiting: each step as soon as the last one settled)",
     )
     demo.add_argument(
         "--duration",
@@ -235,25 +104,29 @@ def add_demo_parser(sub: Any) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     path = Path(args.scenario) if args.scenario else DEFAULT_SCENARIO
     try:
-        scenario = load(path.read_text(encoding="utf-8"), source=path.name)
+        scenario = read(path)
     except OSError as error:
         print(f"{path}: cannot read: {error.strerror}", file=sys.stderr)
         return 2
     except ScenarioError as error:
         print(f"{path}: invalid scenario: {error}", file=sys.stderr)
         return 2
-    if args.time_scale <= 0:
+    scale = args.time_scale if args.time_scale is not None else None if args.scenario else 60.0
+    if scale is not None and scale <= 0:
         print("--time-scale must be positive", file=sys.stderr)
         return 2
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, _stopper(stop))
     try:
-        return _demo(scenario, scale=args.time_scale, duration=args.duration, stop=stop)
+        result = _demo(scenario, scale=scale, duration=args.duration, stop=stop)
     except AddonStatusError as error:
         print(f"demo: {error}", file=sys.stderr)
         return 1
     finally:
         signal.signal(signal.SIGINT, previous)
+    for failure in result.failures:
+        print(f"{path}: {failure}", file=sys.stderr)
+    return 0 if result.ok else 1
 
 
 def _stopper(stop: threading.Event) -> Callable[[int, FrameType | None], None]:
@@ -263,17 +136,25 @@ def _stopper(stop: threading.Event) -> Callable[[int, FrameType | None], None]:
     return handle
 
 
-def _demo(
-    scenario: Scenario, *, scale: float, duration: float | None, stop: threading.Event
-) -> int:
+@dataclass(frozen=True)
+class Demo:
+    """The running demo: both API servers, the controller, and the system the player drives."""
+
+    spoke: APIServer
+    hub: APIServer
+    controller: Replica
+    system: System
+
+
+@contextmanager
+def running(scenario: Scenario, clock: SteppedClock) -> Iterator[Demo]:
+    """The servers and the controller for `scenario`'s configuration, on `clock`."""
     from controller.app import demo_controller
 
-    clock = DemoClock(scale)
-    printer = Printer(clock, sys.stdout, threading.Lock())
-    if duration is not None:
-        threading.Timer(duration, stop.set).start()
     with ExitStack() as stack:
         spoke, hub = stack.enter_context(api_servers())
+        if start_generation(scenario) != 1:
+            _change_generation(spoke, start_generation(scenario))
         temporary = tempfile.TemporaryDirectory(prefix="addon-status-demo-")
         workdir = Path(stack.enter_context(temporary))
         controller = stack.enter_context(
@@ -285,60 +166,87 @@ def _demo(
                 clock=clock,
             )
         )
-        _banner(
-            scenario, spoke, hub, urls=(controller.report_url, controller.metrics_url), scale=scale
-        )
-        view = LiveView(spoke, hub, printer)
-        view.start()
-        stack.callback(view.stop)
         client = stack.enter_context(ReportClient(controller.report_url, deadline=10.0))
+        system = System(
+            worker=controller.worker,
+            report=client.report,
+            spoke_status=lambda: _status(spoke, SPOKE_NAMESPACE),
+            hub_status=lambda: _status(hub, CLUSTER),
+            hub_copy=controller.options.hub_copy,
+            change_generation=lambda generation: _change_generation(spoke, generation),
+        )
+        yield Demo(spoke, hub, controller, system)
 
-        def report(step: Step) -> dict[str, Any]:
-            assert step.report is not None
-            return client.report(
-                step.report.collector,
-                reason=step.report.reason.value,
-                message=step.report.message,
-                observed_generation=step.report.observed_generation,
-            )
 
-        sent, refused = play(scenario, report, clock=clock, printer=printer, stop=stop)
-        _settle(view, stop, seconds=3.0)
+def _demo(
+    scenario: Scenario, *, scale: float | None, duration: float | None, stop: threading.Event
+) -> Result:
+    clock = SteppedClock(EPOCH)
+    if duration is not None:
+        timer = threading.Timer(duration, stop.set)
+        timer.daemon = True
+        timer.start()
+    with running(scenario, clock) as demo:
+        urls = (demo.controller.report_url, demo.controller.metrics_url)
+        _banner(scenario, demo.spoke, demo.hub, urls=urls, scale=scale)
+        view = View(clock, EPOCH, sys.stdout)
+        player = Player(scenario, demo.system, clock=clock, view=view, scale=scale, stop=stop)
+        result = player.run()
         if duration is not None:
             stop.wait()
-        view.poll()
-        spoke_writes = spoke.count_requests(resource=PLURAL, subresource="status")
-        hub_writes = hub.count_requests(resource=PLURAL, subresource="status")
-        print(
-            f"\n{sent} reports ({refused} refused); {spoke_writes} spoke status writes, "
-            f"{hub_writes} hub status writes.\n"
-            f"spoke: {view.latest('spoke')}\nhub:   {view.latest('hub')}"
-        )
-    return 0
+        spoke_writes = demo.spoke.count_requests(resource=PLURAL, subresource="status")
+        hub_writes = demo.hub.count_requests(resource=PLURAL, subresource="status")
+    held = "every expectation held" if result.ok else f"{len(result.failures)} FAILED"
+    unplayed = result.steps - result.played
+    stopped = f"; stopped before the last {unplayed} step(s)" if unplayed else ""
+    print(
+        f"\n{result.reports} reports ({result.refused} refused); {spoke_writes} spoke status "
+        f"writes, {hub_writes} hub status writes.\n"
+        f"{result.checked} checked steps: {held}{stopped}.\n"
+        f"spoke: {view.latest.get('spoke', '')}\nhub:   {view.latest.get('hub', '')}"
+    )
+    return result
 
 
-def _settle(view: LiveView, stop: threading.Event, *, seconds: float) -> None:
-    """Give the hub copy a moment to catch up with the spoke before the summary."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not stop.is_set():
-        view.poll()
-        if view.latest("hub").split("  ")[0] == view.latest("spoke").split("  ")[0]:
-            return
-        stop.wait(0.1)
+def _status(server: APIServer, namespace: str) -> dict[str, Any]:
+    obj = server.get_object(GROUP, VERSION, PLURAL, namespace, ADDON) or {}
+    status: dict[str, Any] = obj.get("status") or {}
+    return status
+
+
+def _change_generation(server: APIServer, generation: int) -> None:
+    """The spoke CR as the API server stores it once its spec changed up to `generation` (which
+    the server owns: the demo writes it straight to storage; the watch delivers it)."""
+    obj = server.get_object(GROUP, VERSION, PLURAL, SPOKE_NAMESPACE, ADDON)
+    if obj is None:
+        raise AddonStatusError(f"the addon CR {SPOKE_NAMESPACE}/{ADDON} is gone")
+    obj["metadata"]["generation"] = generation
+    server.put_object(GROUP, VERSION, PLURAL, obj)
 
 
 def _banner(
-    scenario: Scenario, spoke: APIServer, hub: APIServer, *, urls: tuple[str, str], scale: float
+    scenario: Scenario,
+    spoke: APIServer,
+    hub: APIServer,
+    *,
+    urls: tuple[str, str],
+    scale: float | None,
 ) -> None:
     report_url, metrics_url = urls
-    last = max((s.at for s in scenario.steps), default=timedelta(0))
+    last = max(s.at for s in scenario.steps)
+    if scale is None:
+        pace = "none: each step as soon as the last one settled, on the scenario's clock"
+    else:
+        pace = (
+            f"{scale:g}x: the story's {format_duration(last)} take "
+            f"{last.total_seconds() / scale:.0f} s; Ctrl-C ends it"
+        )
     print(
         f"addon-status demo: {scenario.name}\n"
         f"  spoke API server  {spoke.url}   (CR {SPOKE_NAMESPACE}/{ADDON})\n"
         f"  hub API server    {hub.url}   (CR {CLUSTER}/{ADDON})\n"
         f"  report API        {report_url}/v1/reports   (curl {report_url}/openapi.json)\n"
         f"  metrics           {metrics_url}/metrics\n"
-        f"  time scale        {scale:g}x: the story's {format_duration(last)} take "
-        f"{last.total_seconds() / scale:.0f} s; Ctrl-C ends it\n",
+        f"  time scale        {pace}\n",
         flush=True,
     )

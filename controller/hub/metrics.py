@@ -2,7 +2,8 @@
 current" from "the hub has been unreachable for an hour".
 
 Each class registers its metrics on the registry it is given (tests give each their own
-`CollectorRegistry`); the replicator only calls the small methods below.
+`CollectorRegistry`); the replicator only calls the small methods below. The error counter
+starts at zero for every kind (`ErrorKind`), so the first failure of a kind shows in `increase()`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ import time
 from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+from controller.kube.hub_objects import ErrorKind
 
 __all__ = ["LAG_BUCKETS", "ReplicationMetrics"]
 
@@ -45,6 +48,8 @@ class ReplicationMetrics:
             ["kind"],
             registry=registry,
         )
+        for kind in ErrorKind:
+            self.errors.labels(kind=kind.value)
         self.lag = Histogram(
             "addon_status_hub_replication_lag_seconds",
             "From the first spoke status change not yet on the hub to the hub holding it "
@@ -66,7 +71,7 @@ class ReplicationMetrics:
     def found_unchanged(self) -> None:
         self.unchanged.inc()
 
-    def failed(self, kind: str) -> None:
+    def failed(self, kind: ErrorKind) -> None:
         self.errors.labels(kind=kind).inc()
 
     def synced(self, *, lag: float | None) -> None:

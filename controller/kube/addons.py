@@ -91,13 +91,19 @@ class WatchEvent:
 
 @dataclass(frozen=True, slots=True)
 class EventRecord:
-    """One Kubernetes Event to record on the addon CR (`uid` of the CR it is about)."""
+    """One Kubernetes Event to record on the addon CR (`uid` of the CR it is about).
+
+    `at` is the Event's last occurrence; a repeated one (see `controller.spoke.event_series`)
+    carries its `count`, its `first_at` and the `name` of the Event that holds the series."""
 
     reason: str
     message: str
     type: Literal["Normal", "Warning"]
     at: datetime
     uid: str | None = None
+    name: str | None = None
+    count: int = 1
+    first_at: datetime | None = None
 
 
 class WatchStream(Protocol):
@@ -135,8 +141,15 @@ class AddonStore(Protocol):
         version is no longer in the server's history."""
         ...
 
-    def record_event(self, record: EventRecord) -> None:
-        """Create a core v1 Event whose involvedObject is the CR. Raises StoreError."""
+    def record_event(self, record: EventRecord) -> str:
+        """Create a core v1 Event whose involvedObject is the CR, named `record.name` (else a
+        fresh name); the name it got. Raises StoreError."""
+        ...
+
+    def count_event(self, record: EventRecord) -> None:
+        """Patch the Event `record.name` with the record's count, last time and message (as
+        client-go's recorder does for a repeat). Raises StoreError; status 404 when the Event
+        is gone."""
         ...
 
 
@@ -244,11 +257,11 @@ class KubeAddonStore:
             connect_timeout=self._timeout,
         )
 
-    def record_event(self, record: EventRecord) -> None:
-        at = record.at.astimezone(UTC).replace(microsecond=0)
+    def record_event(self, record: EventRecord) -> str:
+        at = _seconds(record.at)
         # client-go names Events `<object>.<hex nanoseconds>`; the counter keeps two Events of
         # one second apart.
-        name = f"{self._ref.name}.{int(at.timestamp() * 1e9) + next(self._names):x}"
+        name = record.name or f"{self._ref.name}.{int(at.timestamp() * 1e9) + next(self._names):x}"
         body = client.CoreV1Event(
             metadata=client.V1ObjectMeta(name=name, namespace=self._ref.namespace),
             involved_object=client.V1ObjectReference(
@@ -261,9 +274,9 @@ class KubeAddonStore:
             reason=record.reason,
             message=record.message,
             type=record.type,
-            first_timestamp=at,
+            first_timestamp=_seconds(record.first_at or record.at),
             last_timestamp=at,
-            count=1,
+            count=record.count,
             source=client.V1EventSource(component=COMPONENT),
             reporting_component=COMPONENT,
             reporting_instance=self._instance or COMPONENT,
@@ -274,6 +287,32 @@ class KubeAddonStore:
             )
         except (ApiException, HTTPError, OSError) as error:
             raise _translated(error, f"record Event {record.reason}") from error
+        return name
+
+    def count_event(self, record: EventRecord) -> None:
+        if record.name is None:
+            raise ValueError("count_event needs the name of the Event that holds the series")
+        # The strategic merge patch client-go's recorder sends for a repeat.
+        patch = {
+            "count": record.count,
+            "lastTimestamp": _seconds(record.at).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "message": record.message,
+        }
+        try:
+            self._core.patch_namespaced_event(
+                record.name,
+                self._ref.namespace,
+                patch,
+                _content_type="application/strategic-merge-patch+json",
+                _request_timeout=self._timeout,
+            )
+        except (ApiException, HTTPError, OSError) as error:
+            raise _translated(error, f"count Event {record.reason}") from error
+
+
+def _seconds(at: datetime) -> datetime:
+    """An Event's timestamps are whole seconds (metav1.Time), in UTC."""
+    return at.astimezone(UTC).replace(microsecond=0)
 
 
 class _KubeWatchStream:

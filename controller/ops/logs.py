@@ -5,6 +5,10 @@ Log aggregators on a cluster parse one object per line; free text with a token p
 would be both unparseable and a leak. Fields are passed the standard way,
 `log.info("status written", extra={"resourceVersion": rv})`; any key that names a secret
 (`token`, `authorization`, `password`, ...) is replaced, and so is a bearer token in the text.
+
+urllib3 warns on each of its immediate retries of a refused connection, three lines per call
+while an API server is away; those lines are dropped, because the loops that make the calls tell
+an outage once when it starts and once when it ends, and count the tries in the metrics.
 """
 
 from __future__ import annotations
@@ -17,7 +21,14 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import IO, Any
 
-__all__ = ["REDACTED", "JsonFormatter", "RedactSecrets", "configure_logging", "redact"]
+__all__ = [
+    "REDACTED",
+    "DropClientRetries",
+    "JsonFormatter",
+    "RedactSecrets",
+    "configure_logging",
+    "redact",
+]
 
 REDACTED = "[REDACTED]"
 
@@ -69,6 +80,16 @@ class RedactSecrets(logging.Filter):
         return True
 
 
+class DropClientRetries(logging.Filter):
+    """Drops urllib3's per-retry warning (`Retrying (Retry(total=2, ...)) after connection
+    broken by ...`); the caller's own outage lines say the same once."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (
+            record.name == "urllib3.connectionpool" and str(record.msg).startswith("Retrying (")
+        )
+
+
 class JsonFormatter(logging.Formatter):
     """`{"time": ..., "level": ..., "logger": ..., "message": ..., <fields>}` on one line."""
 
@@ -94,6 +115,7 @@ def configure_logging(level: str = "info", *, stream: IO[str] | None = None) -> 
     """
     handler = logging.StreamHandler(stream or sys.stderr)
     handler.setFormatter(JsonFormatter())
+    handler.addFilter(DropClientRetries())
     handler.addFilter(RedactSecrets())
     root = logging.getLogger()
     for old in [h for h in root.handlers if isinstance(h.formatter, JsonFormatter)]:

@@ -4,12 +4,18 @@ An operator of a fleet asks three things of a spoke: what state each collector i
 it moves (flapping shows as a high transition rate), and whether the controller keeps up (queue
 depth, reconcile duration, write conflicts). Every metric is registered on the registry passed
 in, so that tests and two controllers in one process never share counters.
+
+Every labelled counter is exported from the start with the label values it can take, at zero:
+a series that appears only when it first counts is invisible to `increase()` and `rate()` for
+that first count, and an alert on "no sample" cannot tell a healthy controller from a broken
+scrape. The values come from the same tables the core runs (the machine rows, the vocabulary,
+the configured collectors).
 """
 
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
@@ -17,19 +23,37 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
 
 from controller.ops.serving import ServerThread
-from statemachines import Change, Verdict, VerdictKind
-from statemachines.vocabulary import State
+from statemachines import Cause, Change, Config, Verdict, VerdictKind
+from statemachines.machines import COLLECTOR_ROWS, OPERATOR_ROWS, WINDOW_ELAPSED
+from statemachines.vocabulary import Actor, Rule, State
 
-__all__ = ["ControllerMetrics", "MetricsServer"]
+__all__ = [
+    "EVENT_OUTCOMES",
+    "REFUSAL_RULES",
+    "TRIGGERS",
+    "WATCH_RESTART_CAUSES",
+    "ControllerMetrics",
+    "MetricsServer",
+]
 
 _PREFIX = "addon_status"
+# The label values the shell produces (the worker's item kinds and the timer, the watch loop's
+# restart causes, the Event recorder's outcomes) and the core's own rule and cause names.
+TRIGGERS = ("report", "watch", "tick", "leader", "timer")
+WATCH_RESTART_CAUSES = ("ended", "error", "gone")
+EVENT_OUTCOMES = ("recorded", "aggregated", "failed", "dropped")
+REFUSAL_RULES = tuple(rule.value for rule in Rule)
+_EVERY_COLLECTOR = "all"  # the collector label of an operator's report about every collector
 _DURATIONS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 
 
 class ControllerMetrics:
-    """The instruments, named once; the worker and the watch call the small methods below."""
+    """The instruments, named once; the worker and the watch call the small methods below.
 
-    def __init__(self, registry: CollectorRegistry) -> None:
+    With `config`, the per-collector counters start at zero for every collector it configures.
+    """
+
+    def __init__(self, registry: CollectorRegistry, config: Config | None = None) -> None:
         self.registry = registry
         self.collector_state = Gauge(
             f"{_PREFIX}_collector_state",
@@ -106,9 +130,16 @@ class ControllerMetrics:
             ["cause"],
             registry=registry,
         )
+        self.watch_connected = Gauge(
+            f"{_PREFIX}_watch_connected",
+            "1 while the list-and-watch on the addon CR works; 0 from a failed request until a "
+            "read succeeds again",
+            registry=registry,
+        )
         self.events = Counter(
             f"{_PREFIX}_kube_events",
-            "Kubernetes Events about the addon CR, by outcome (recorded, failed, dropped)",
+            "Kubernetes Events about the addon CR, by outcome (recorded: a new Event; "
+            "aggregated: the count of an existing one raised; failed; dropped)",
             ["outcome"],
             registry=registry,
         )
@@ -117,6 +148,28 @@ class ControllerMetrics:
             "1 while this replica writes the status and accepts reports",
             registry=registry,
         )
+        self._start_at_zero(config)
+
+    def _start_at_zero(self, config: Config | None) -> None:
+        for trigger in TRIGGERS:
+            self.reconciles.labels(trigger)
+            self.reconcile_duration.labels(trigger)
+        for cause in WATCH_RESTART_CAUSES:
+            self.watch_restarts.labels(cause)
+        for outcome in EVENT_OUTCOMES:
+            self.events.labels(outcome)
+        if config is None:
+            return
+        collectors = [c.name for c in config.collectors]
+        for collector in [*collectors, _EVERY_COLLECTOR]:
+            for kind in VerdictKind:
+                self.reports.labels(collector, kind.value)
+        for collector, reason in _reporters(config, collectors):
+            for rule in REFUSAL_RULES:
+                self.refused.labels(collector, reason, rule)
+        for collector in collectors:
+            for before, after, cause in _moves():
+                self.transitions.labels(collector, before, after, cause)
 
     def count_verdict(self, reason: str, verdict: Verdict) -> None:
         """One judged report; `reason` is the reason it reported."""
@@ -138,6 +191,33 @@ class ControllerMetrics:
                     1 if state is current else 0
                 )
             self.collector_stale.labels(collector).set(1 if stale else 0)
+
+
+def _reporters(config: Config, collectors: list[str]) -> Iterator[tuple[str, str]]:
+    """(collector label, reason) of every report that can be judged: a collector's reasons
+    about itself, the endpoint operator's about one collector or about every one."""
+    for spec in config.profile.reasons:
+        if spec.reported_by is None:
+            continue
+        for collector in collectors:
+            yield collector, spec.reason.value
+        if spec.reported_by is Actor.ENDPOINT_OPERATOR:
+            yield _EVERY_COLLECTOR, spec.reason.value
+
+
+def _moves() -> set[tuple[str, str, str]]:
+    """(from, to, cause) of every move a collector's machine can make: a row taken on a report,
+    a row a dampening window guards taken when the window runs out, staleness (which keeps the
+    state) wherever reports are expected."""
+    moves = set()
+    for row in OPERATOR_ROWS + COLLECTOR_ROWS:
+        moves.add((row.source.value, row.dest.value, Cause.REPORT.value))
+        if WINDOW_ELAPSED in row.guards:
+            moves.add((row.source.value, row.dest.value, Cause.DAMPENING_WINDOW.value))
+    for state in State:
+        if state not in (State.DISABLED, State.NOT_SUPPORTED):
+            moves.add((state.value, state.value, Cause.STALENESS.value))
+    return moves
 
 
 class _Server(ThreadingMixIn, WSGIServer):

@@ -21,6 +21,7 @@ from kubernetes import config as kube_config
 from prometheus_client import CollectorRegistry
 
 from controller.kube.addons import AddonStore, KubeAddonStore
+from controller.ops.backoff import Backoff
 from controller.ops.metrics import ControllerMetrics, MetricsServer
 from controller.ops.probes import ProbeServer
 from controller.options import RunOptions
@@ -93,6 +94,7 @@ class SpokeController:
         lease_held: Callable[[], bool] | None = None,
         config: Config | None = None,
         watch_seconds: int = 300,
+        watch_backoff: Backoff | None = None,
         max_wait: float = 30.0,
         unready_after: float = 30.0,
     ) -> None:
@@ -100,7 +102,7 @@ class SpokeController:
         `lease_held` is leader election's `is_leader` (see `Worker`); `max_wait` is the longest
         the worker sleeps without looking at `clock` (short for a clock faster than real time);
         `unready_after` is how long a status change may wait to be written before `/readyz`
-        fails.
+        fails; `watch_backoff` paces the watch's retries while the API server is away.
         """
         self._own_client: kube_client.ApiClient | None = None
         if store is None:
@@ -115,13 +117,14 @@ class SpokeController:
         self.options = options
         self.store = store
         self.registry = registry or CollectorRegistry()
-        self.metrics = ControllerMetrics(self.registry)
+        config = config or options.config()
+        self.metrics = ControllerMetrics(self.registry, config)
         self.recorder = EventRecorder(
             self.store, on_result=lambda outcome: self.metrics.events.labels(outcome).inc()
         )
         self.worker = Worker(
             self.store,
-            config or options.config(),
+            config,
             metrics=self.metrics,
             clock=clock,
             record_events=self.recorder.record,
@@ -134,7 +137,9 @@ class SpokeController:
             self.store,
             self.worker.observe,
             watch_seconds=watch_seconds,
+            backoff=watch_backoff,
             on_restart=lambda cause: self.metrics.watch_restarts.labels(cause).inc(),
+            on_connected=lambda connected: self.metrics.watch_connected.set(int(connected)),
         )
         self.metrics_server = MetricsServer(
             self.registry, host=options.metrics_address.host, port=options.metrics_address.port

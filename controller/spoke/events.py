@@ -5,7 +5,9 @@ becomes a `CollectorStateChanged` Event, and a change of the addon's standard co
 True (or of its reason) an `AddonStatusChanged` one; the words come from the core's
 `Outcome.changes`. Events are best effort, as in client-go: they are sent from a thread of their
 own through a bounded queue, so a slow or failing Events API never delays a status write, and
-when the queue is full the newest Events are dropped (and counted).
+when the queue is full the newest Events are dropped (and counted). Repeats are correlated as
+client-go's recorder does (`controller.spoke.event_series`): a move seen before raises the count
+of its Event instead of creating another.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from datetime import datetime
 from typing import Literal
 
 from controller.kube.addons import AddonStore, EventRecord, StoreError
+from controller.spoke.event_series import EventCorrelator
 from statemachines import AddonState, Cause, Change, Outcome
 from statemachines.conditions import Condition
 from statemachines.vocabulary import ConditionType, State
@@ -68,10 +71,13 @@ def _true_condition(state: AddonState) -> Condition | None:
 
 
 _STOP = object()
+_NOT_FOUND = 404
 
 
 class EventRecorder:
-    """Sends EventRecords on its own thread; `record` never blocks the caller."""
+    """Sends EventRecords on its own thread; `record` never blocks the caller. `on_result` hears
+    `recorded` (a new Event), `aggregated` (an existing Event's count raised), `failed` or
+    `dropped` for each record."""
 
     def __init__(
         self,
@@ -84,6 +90,7 @@ class EventRecorder:
         self._queue: queue.Queue[object] = queue.Queue(maxsize=capacity)
         self._on_result = on_result or (lambda outcome: None)
         self._thread: threading.Thread | None = None
+        self._correlator = EventCorrelator()
 
     def start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
@@ -115,7 +122,7 @@ class EventRecorder:
                 return
             assert isinstance(item, EventRecord)
             try:
-                self._store.record_event(item)
+                outcome = self._send(item)
             except StoreError as error:
                 self._on_result("failed")
                 log.warning(
@@ -127,4 +134,21 @@ class EventRecorder:
                 self._on_result("failed")
                 log.exception("recording an Event failed", extra={"reason": item.reason})
             else:
-                self._on_result("recorded")
+                self._on_result(outcome)
+
+    def _send(self, record: EventRecord) -> str:
+        """client-go's `recordToSink`: patch the Event of a repeat, create it when it is new or
+        was deleted meanwhile (404); tell the correlator the name the server holds."""
+        correlation = self._correlator.correlate(record)
+        event = correlation.event
+        if correlation.update and event.name is not None:
+            try:
+                self._store.count_event(event)
+            except StoreError as error:
+                if error.status != _NOT_FOUND:
+                    raise
+            else:
+                self._correlator.sent(correlation, event.name)
+                return "aggregated"
+        self._correlator.sent(correlation, self._store.record_event(event))
+        return "recorded"

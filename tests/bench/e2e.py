@@ -45,7 +45,6 @@ sys.path.insert(0, str(ROOT))
 
 from kubernetes import client  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
-from tests.spoke.fakes import NAME, NAMESPACE, FakeClock  # noqa: E402
 
 from controller.app import Replica  # noqa: E402
 from controller.kube.addons import GROUP, PLURAL, VERSION, AddonRef, KubeAddonStore, WatchEvent  # noqa: E402
@@ -57,6 +56,7 @@ from controller.spoke.worker import Worker  # noqa: E402
 from kubesim import DEFAULT_NAMESPACES, APIServer  # noqa: E402
 from statemachines import Report, VerdictKind, apply, start, to_status  # noqa: E402
 from statemachines.vocabulary import Reason  # noqa: E402
+from tests.spoke.fakes import NAME, NAMESPACE, FakeClock  # noqa: E402
 
 MC, UWL = "metrics-collector", "uwl-metrics-collector"
 R = Reason

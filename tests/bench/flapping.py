@@ -16,11 +16,10 @@ from datetime import datetime, timedelta
 from random import Random
 from typing import Any
 
-from tests.spoke.fakes import T0
-
 from controller.hub.replicator import CopyMode, hub_status_for, in_sync
 from statemachines import AddonState, Config, Report, advance, apply, start, to_status
 from statemachines.vocabulary import Reason
+from tests.spoke.fakes import T0
 
 __all__ = [
     "COLLECTORS",

@@ -96,3 +96,12 @@ def test_fleet_checks_every_hub_copy_and_has_no_hub_errors(fleet: tuple[str, str
     assert said(fleet[0], "every hub copy equals its spoke's final conditions")
     errors = next(line for line in fleet[0].splitlines() if "hub errors:" in line)
     assert errors.split(":", 1)[1].split() == ["0", "0"]
+
+
+def test_events_creates_fewer_events_than_moves_and_sends_each_once() -> None:
+    figures = rows(run("events.py", "--reports", "200"))
+    without = figures["Events created per report, without correlation"][0]
+    created = figures["Events created per report, correlated"][0]
+    patched = figures["Event patches per report, correlated"][0]
+    assert 0 < created < without
+    assert created + patched == pytest.approx(without, abs=0.001)

@@ -138,6 +138,40 @@ def test_an_event_is_created_patched_and_listed(core: client.CoreV1Api, namespac
     assert [e.count for e in found.items] == [2]
 
 
+def test_a_repeat_is_a_strategic_merge_patch_of_count_last_time_and_message(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    """kube-apiserver applies client-go's repeat patch to a core/v1 Event unconditionally (the
+    Event strategy allows updates without a resourceVersion): count, lastTimestamp and message
+    change, firstTimestamp and the object reference stay, the resourceVersion moves."""
+    created = core.create_namespaced_event(namespace, _event(namespace, namespace))
+    later = "2026-01-01T12:05:00Z"
+    patched = core.patch_namespaced_event(
+        f"{NAME}.1",
+        namespace,
+        {"count": 2, "lastTimestamp": later, "message": "again"},
+        _content_type="application/strategic-merge-patch+json",
+    )
+    assert (patched.count, patched.message) == (2, "again")
+    assert patched.last_timestamp == datetime(2026, 1, 1, 12, 5, tzinfo=UTC)
+    assert patched.first_timestamp == created.first_timestamp
+    assert patched.involved_object == created.involved_object
+    assert int(patched.metadata.resource_version) > int(created.metadata.resource_version)
+
+
+def test_patching_an_event_that_expired_is_404_not_found(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    """An Event deleted (by its TTL) answers a patch with kube-apiserver's NotFound Status, which
+    is what tells client-go's recorder to create it again."""
+    with pytest.raises(client.ApiException) as caught:
+        core.patch_namespaced_event(f"{NAME}.gone", namespace, {"count": 2})
+    status = status_of(caught.value)
+    assert (caught.value.status, status["reason"]) == (404, "NotFound")
+    assert status["details"] == {"name": f"{NAME}.gone", "kind": "events"}
+    assert status["message"] == f'events "{NAME}.gone" not found'
+
+
 def test_an_event_about_an_object_elsewhere_is_422(core: client.CoreV1Api, namespace: str) -> None:
     with pytest.raises(client.ApiException) as caught:
         core.create_namespaced_event(namespace, _event(namespace, "default"))

@@ -1,10 +1,12 @@
 """The part of kustomize that manifests/ uses, in Python, so that the manifest tests see the
 objects a `kubectl apply -k` would create even where no kustomize binary is installed.
 
-It reads `resources` (files and directories, recursively), `namespace`, `images` and delete
-patches chosen by a label selector, and refuses any other field: a kustomization that starts
-using more of kustomize must extend this build (and its comparison with `kubectl kustomize`
-in test_kustomize.py) rather than be silently misread.
+It reads `resources` (files and directories, recursively), `components` (directories of
+`kind: Component`, applied to what the kustomization has so far), `namespace`, `images`, delete
+patches chosen by a label selector and JSON patches (`add`, `replace`) chosen by kind and name,
+and refuses any other field: a kustomization that starts using more of kustomize must extend
+this build (and its comparison with `kubectl kustomize` in test_kustomize.py) rather than be
+silently misread.
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ MANIFESTS: Final = ROOT / "manifests"
 CLUSTER_SCOPED: Final = frozenset(
     {"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Namespace"}
 )
-_FIELDS: Final = frozenset({"apiVersion", "kind", "resources", "namespace", "patches", "images"})
+_FIELDS: Final = frozenset(
+    {"apiVersion", "kind", "resources", "components", "namespace", "patches", "images"}
+)
 
 Obj = dict[str, Any]
 
@@ -75,8 +79,9 @@ def kustomization_roots() -> list[Path]:
     return sorted(p.parent for p in MANIFESTS.rglob("kustomization.yaml"))
 
 
-def build(directory: Path) -> Build:
-    """The objects `kubectl kustomize directory` prints (in file order, not kustomize's)."""
+def build(directory: Path, *, onto: list[Obj] | None = None) -> Build:
+    """The objects `kubectl kustomize directory` prints (in file order, not kustomize's); a
+    component is built `onto` the objects of the kustomization that uses it."""
     path = directory / "kustomization.yaml"
     if not path.is_file():
         raise KustomizeError(f"{directory}: no kustomization.yaml")
@@ -84,15 +89,17 @@ def build(directory: Path) -> Build:
     unknown = set(spec) - _FIELDS
     if unknown:
         raise KustomizeError(f"{path}: {sorted(unknown)} not supported by this build")
-    result = Build(files={path.resolve()})
+    result = Build(objects=list(onto or []), files={path.resolve()})
     for entry in spec.get("resources") or []:
         _add_resource(result, directory, str(entry), source=path)
+    for entry in spec.get("components") or []:
+        _apply_component(result, directory, str(entry), source=path)
     namespace = spec.get("namespace")
     if namespace:
         for obj in result.objects:
             _set_namespace(obj, str(namespace))
     for patch in spec.get("patches") or []:
-        result.objects = _delete_matching(result.objects, patch, source=path)
+        result.objects = _patched(result.objects, patch, source=path)
     for image in spec.get("images") or []:
         for obj in result.objects:
             _set_image(obj, image)
@@ -115,6 +122,16 @@ def _add_resource(result: Build, directory: Path, entry: str, *, source: Path) -
         raise KustomizeError(f"{source}: resources: {entry} does not exist")
 
 
+def _apply_component(result: Build, directory: Path, entry: str, *, source: Path) -> None:
+    target = (directory / entry).resolve()
+    spec = yaml.safe_load((target / "kustomization.yaml").read_text(encoding="utf-8")) or {}
+    if spec.get("kind") != "Component":
+        raise KustomizeError(f"{source}: components: {entry} is not a kind: Component")
+    applied = build(target, onto=result.objects)
+    result.objects = applied.objects
+    result.files |= applied.files
+
+
 def _set_namespace(obj: Obj, namespace: str) -> None:
     if obj["kind"] in CLUSTER_SCOPED:
         return
@@ -124,15 +141,43 @@ def _set_namespace(obj: Obj, namespace: str) -> None:
             subject["namespace"] = namespace
 
 
-def _delete_matching(objects: list[Obj], patch: Mapping[str, Any], *, source: Path) -> list[Obj]:
+def _patched(objects: list[Obj], patch: Mapping[str, Any], *, source: Path) -> list[Obj]:
     body = yaml.safe_load(str(patch.get("patch", "")))
     target = patch.get("target") or {}
-    if set(patch) != {"target", "patch"} or set(target) != {"labelSelector"}:
-        raise KustomizeError(f"{source}: only delete patches with a labelSelector target")
-    if not isinstance(body, dict) or body.get("$patch") != "delete":
-        raise KustomizeError(f"{source}: only `$patch: delete` patches are supported")
-    wanted = dict(pair.split("=", 1) for pair in str(target["labelSelector"]).split(","))
-    return [o for o in objects if not _labelled(o, wanted)]
+    if set(patch) == {"target", "patch"} and set(target) == {"labelSelector"}:
+        if not isinstance(body, dict) or body.get("$patch") != "delete":
+            raise KustomizeError(f"{source}: only `$patch: delete` patches are supported")
+        wanted = dict(pair.split("=", 1) for pair in str(target["labelSelector"]).split(","))
+        return [o for o in objects if not _labelled(o, wanted)]
+    if set(patch) == {"target", "patch"} and set(target) == {"kind", "name"}:
+        if not isinstance(body, list) or {op.get("op") for op in body} - {"add", "replace"}:
+            raise KustomizeError(f"{source}: only JSON patches of `add` and `replace`")
+        for obj in objects:
+            if obj["kind"] == target["kind"] and obj["metadata"]["name"] == target["name"]:
+                for op in body:
+                    _json_patch(obj, op, source=source)
+        return objects
+    raise KustomizeError(
+        f"{source}: only delete patches by labelSelector, or JSON patches by kind and name"
+    )
+
+
+def _json_patch(obj: Obj, op: Mapping[str, Any], *, source: Path) -> None:
+    """One RFC 6902 `add` or `replace` (on maps, and `replace` on list indexes)."""
+    *parents, last = [
+        part.replace("~1", "/").replace("~0", "~") for part in str(op["path"]).split("/")[1:]
+    ]
+    node: Any = obj
+    for part in parents:
+        node = node[int(part)] if isinstance(node, list) else node.get(part)
+        if node is None:
+            raise KustomizeError(f"{source}: {op['path']}: no such path")
+    if isinstance(node, list):
+        node[int(last)] = copy.deepcopy(op["value"])
+        return
+    if op["op"] == "replace" and last not in node:
+        raise KustomizeError(f"{source}: {op['path']}: nothing to replace")
+    node[last] = copy.deepcopy(op["value"])
 
 
 def _labelled(obj: Obj, wanted: Mapping[str, str]) -> bool:

@@ -240,7 +240,7 @@ def test_the_hub_kubeconfig_is_read_from_the_secret_mount(container: Obj, pod: O
     assert volume["secret"]["secretName"] == HUB_SECRET
     assert volume["secret"]["items"] == [{"key": "kubeconfig", "path": key}]
     assert volume["secret"].get("optional", False) is False
-    assert volume["secret"]["defaultMode"] == 0o444
+    assert volume["secret"]["defaultMode"] == 0o440
 
 
 def test_the_authorization_file_is_the_reporters_config_map(

@@ -122,6 +122,26 @@ def test_kubectl_kustomize_builds_what_the_small_kustomize_reads(root: Path) -> 
             "only delete patches",
             id="patch-file",
         ),
+        pytest.param(
+            {
+                "resources": ["a.yaml"],
+                "patches": [
+                    {
+                        "target": {"kind": "ConfigMap", "name": "a"},
+                        "patch": "- {op: remove, path: /data}",
+                    }
+                ],
+            },
+            {"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}"},
+            "only JSON patches of `add` and `replace`",
+            id="json-patch-remove",
+        ),
+        pytest.param(
+            {"components": ["c"]},
+            {"c/kustomization.yaml": "kind: Kustomization"},
+            "is not a kind: Component",
+            id="component-not-a-component",
+        ),
     ],
 )
 def test_the_small_kustomize_refuses_what_it_cannot_read(
@@ -131,6 +151,7 @@ def test_the_small_kustomize_refuses_what_it_cannot_read(
     root.mkdir()
     (root / "kustomization.yaml").write_text(yaml.safe_dump(kustomization), encoding="utf-8")
     for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text, encoding="utf-8")
     with pytest.raises(KustomizeError, match=problem):
         build(root)

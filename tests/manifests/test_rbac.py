@@ -300,6 +300,7 @@ def _exercise(spoke: APIServer, hub: APIServer, options: RunOptions, who: Identi
         replica.start()
         try:
             _boot(replica, who.speakers)
+            _repeat_a_move(replica, who.speakers)
             _eventually(
                 lambda: _conditions(hub, hub_ref) == _conditions(spoke, options.ref),
                 "the hub copy",
@@ -310,8 +311,12 @@ def _exercise(spoke: APIServer, hub: APIServer, options: RunOptions, who: Identi
                         verbs=("create",), resource="events", user=who.controller.username
                     )
                     > 0
+                    and spoke.count_requests(
+                        verbs=("patch",), resource="events", user=who.controller.username
+                    )
+                    > 0
                 ),
-                "Events",
+                "Events, and a repeat patched onto one",
             )
         finally:
             replica.stop()
@@ -327,6 +332,18 @@ def _boot(replica: Replica, speakers: list[tuple[str, str | None]]) -> None:
         finally:
             reporter.close()
         assert verdict["verdict"] == "accepted", verdict
+
+
+def _repeat_a_move(replica: Replica, speakers: list[tuple[str, str | None]]) -> None:
+    """The operator's update fails, succeeds, fails and succeeds: the second success is the
+    same move as the first, so its Event is a repeat (a patch of the first)."""
+    operator = next(index for index, (_, collector) in enumerate(speakers) if collector is None)
+    reporter = ReportClient(replica.report_url, token=f"token-{operator}", deadline=WAIT)
+    try:
+        for reason in ("UpdateFailure", "UpdateSuccessful") * 2:
+            assert reporter.report(None, reason=reason)["verdict"] == "accepted"
+    finally:
+        reporter.close()
 
 
 def _conditions(server: APIServer, ref: AddonRef) -> object:

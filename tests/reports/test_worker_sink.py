@@ -14,8 +14,8 @@ from controller.reports.client import ReportClient
 from controller.reports.server import ReportServer
 from controller.spoke.worker import Worker
 from statemachines.config import Config
-from tests.spoke.fakes import FakeAddonStore, FakeClock
 from tests.reports.conftest import TOKENS, ServerFactory, call
+from tests.spoke.fakes import FakeAddonStore, FakeClock
 
 MC = "metrics-collector"
 

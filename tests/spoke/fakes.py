@@ -86,8 +86,8 @@ class _Stream:
 @dataclass
 class FakeAddonStore:
     """One CR in memory. `faults[op]` is a list of exceptions raised by the next calls of `op`
-    (get, list, replace_status, watch, record_event); `before_replace` runs inside a status PUT
-    before the resourceVersion check (a racing writer)."""
+    (get, list, replace_status, watch, record_event, count_event); `before_replace` runs inside
+    a status PUT before the resourceVersion check (a racing writer)."""
 
     obj: dict[str, Any] | None = field(default_factory=addon_object)
     ref: AddonRef = field(default_factory=lambda: AddonRef(NAMESPACE, NAME))
@@ -95,7 +95,8 @@ class FakeAddonStore:
     before_replace: Callable[[FakeAddonStore], object] | None = None
     puts: list[dict[str, Any]] = field(default_factory=list)  # status PUTs that succeeded
     conflicts: int = 0
-    events: list[EventRecord] = field(default_factory=list)
+    events: list[EventRecord] = field(default_factory=list)  # Events created
+    counted: list[EventRecord] = field(default_factory=list)  # repeats patched onto one
     gets: int = 0
 
     def __post_init__(self) -> None:
@@ -141,10 +142,16 @@ class FakeAddonStore:
             self._streams.append(stream)
         return stream
 
-    def record_event(self, record: EventRecord) -> None:
+    def record_event(self, record: EventRecord) -> str:
         self._fault("record_event")
         with self._changed:
             self.events.append(record)
+            return record.name or f"{NAME}.{len(self.events):x}"
+
+    def count_event(self, record: EventRecord) -> None:
+        self._fault("count_event")
+        with self._changed:
+            self.counted.append(record)
 
     # ---- what other actors do to the CR ------------------------------------------------------
 

@@ -76,10 +76,10 @@ def test_a_full_queue_drops_instead_of_blocking() -> None:
     sent = threading.Event()
 
     class Slow(FakeAddonStore):
-        def record_event(self, r: EventRecord) -> None:
+        def record_event(self, r: EventRecord) -> str:
             sent.set()
             release.wait(WAIT)
-            super().record_event(r)
+            return super().record_event(r)
 
     slow = Slow()
     results: list[str] = []

@@ -1,9 +1,11 @@
 """The list-and-watch loop on the CR: the list delivered as SYNC, changes in order, a dropped
-watch resumed from the last resourceVersion (no re-list), 410 Gone answered by a fresh list, a
+watch resumed from the last resourceVersion (no re-list), 410 Gone and failed requests answered
+by a fresh list, an outage told once when it starts and once when it ends (never per retry), a
 missing CR reported once and its creation seen on the watch, and a stop that does not wait."""
 
 from __future__ import annotations
 
+import logging
 import queue
 import time
 from collections.abc import Iterator
@@ -23,8 +25,13 @@ class Follower:
     def __init__(self, store: FakeAddonStore) -> None:
         self.events: queue.Queue[WatchEvent] = queue.Queue()
         self.restarts: list[str] = []
+        self.connected: list[bool] = []
         self.watch = AddonWatch(
-            store, self.events.put, backoff=FAST, on_restart=self.restarts.append
+            store,
+            self.events.put,
+            backoff=FAST,
+            on_restart=self.restarts.append,
+            on_connected=self.connected.append,
         )
 
     def next(self) -> WatchEvent:
@@ -103,17 +110,62 @@ def test_a_quiet_cr_older_than_the_compacted_history_is_followed(
     assert follower.restarts.count("gone") == 1
 
 
-def test_errors_are_retried_with_backoff(store: FakeAddonStore) -> None:
+def test_a_failed_request_is_retried_with_backoff_from_a_fresh_list(
+    store: FakeAddonStore,
+) -> None:
     store.faults["watch"] = [StoreError("500"), StoreError("500")]
     f = Follower(store)
     f.watch.start()
     try:
-        assert f.next().type == "SYNC"
+        assert [f.next().type for _ in range(3)] == ["SYNC", "SYNC", "SYNC"]
+        wait_for_watch(store)
         store.change_spec({"a": 1})
-        assert generation(f.next()) == 2
+        event = f.next()
+        assert (event.type, generation(event)) == ("MODIFIED", 2)
         assert f.restarts.count("error") == 2
     finally:
         f.watch.stop(WAIT)
+
+
+def test_an_outage_is_told_once_when_lost_and_once_when_restored(
+    follower: Follower, store: FakeAddonStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    follower.next()
+    wait_for_watch(store)
+    caplog.set_level(logging.DEBUG, logger="controller.spoke.watch")
+    down = [StoreError("connection refused")] * 4
+    store.faults["watch"], store.faults["list"] = down[:1], down[1:]
+    store.disconnect()
+    event = follower.next()  # the first list that succeeds again
+    assert event.type == "SYNC"
+    deadline = time.monotonic() + WAIT
+    while len(follower.connected) < 3 and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+    told = [r for r in caplog.records if r.levelno >= logging.INFO]
+    assert [(r.levelname, r.getMessage().split(";")[0]) for r in told] == [
+        ("WARNING", f"lost the watch on the addon CR {store.ref}"),
+        ("INFO", f"the watch on the addon CR {store.ref} is restored"),
+    ]
+    assert told[0].error == "connection refused"  # type: ignore[attr-defined]
+    assert told[1].failedAttempts == 4  # type: ignore[attr-defined]
+    retries = [r for r in caplog.records if r.levelno == logging.DEBUG]
+    assert len(retries) == 3
+    assert follower.connected == [True, False, True]
+
+
+def test_a_bug_in_the_loop_is_told_once_with_its_traceback(
+    store: FakeAddonStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    store.faults["list"] = [ValueError("a bug"), ValueError("a bug")]
+    f = Follower(store)
+    f.watch.start()
+    try:
+        assert f.next().type == "SYNC"
+    finally:
+        f.watch.stop(WAIT)
+    failed = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(failed) == 1 and failed[0].exc_info is not None
 
 
 def test_a_missing_cr_is_reported_once_and_its_creation_seen() -> None:

@@ -4,6 +4,7 @@ started, and readers of the CR, its Events and the server's audit log."""
 
 from __future__ import annotations
 
+import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 from prometheus_client import CollectorRegistry
+from prometheus_client.parser import text_string_to_metric_families
 
 from controller.kube.addons import GROUP, PLURAL, VERSION, AddonStore
 from controller.options import Address, RunOptions
@@ -145,6 +147,17 @@ def spoke(api: client.ApiClient, addon: Addon, clock: FakeClock) -> Iterator[Spo
     yield make
     for controller in started:
         controller.stop()
+
+
+def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample on the controller's /metrics, by name and sorted labels."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def status_puts(server: APIServer) -> int:

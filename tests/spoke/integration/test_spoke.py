@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from prometheus_client.parser import text_string_to_metric_families
 
 from controller.kube.addons import (
     GROUP,
@@ -31,7 +30,7 @@ from kubesim import APIServer, RequestInfo
 from statemachines import VerdictKind
 from statemachines.vocabulary import SEED, Reason
 from tests.spoke.fakes import NAME, NAMESPACE, FakeClock
-from tests.spoke.integration.conftest import OPTIONS, Addon, SpokeFactory, status_puts
+from tests.spoke.integration.conftest import OPTIONS, Addon, SpokeFactory, scrape, status_puts
 from tests.spoke.support import MC, UWL, WAIT, collector, condition, report, settle, true_type
 
 pytestmark = pytest.mark.integration
@@ -253,14 +252,37 @@ def test_changes_are_recorded_as_events_on_the_cr(addon: Addon, spoke: SpokeFact
     assert changed.involved_object.kind == "ObservabilityAddon"
 
 
-def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=WAIT) as answer:
-        text = answer.read().decode()
-    return {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(text)
-        for s in family.samples
-    }
+def test_repeated_moves_raise_the_count_of_one_event(addon: Addon, spoke: SpokeFactory) -> None:
+    """client-go's recorder: a move seen before patches its Event (count, lastTimestamp) instead
+    of creating another."""
+    controller = spoke()
+    boot(controller.worker)
+    for _ in range(3):
+        for reason in (R.UPDATE_FAILURE, R.UPDATE_SUCCESSFUL, R.FORWARD_SUCCESSFUL):
+            verdict = controller.worker.submit(report(reason, MC), timeout=WAIT)
+            assert verdict.kind is VerdictKind.ACCEPTED
+    settle(controller.worker)
+
+    def counts() -> dict[str, int]:
+        return {str(e.message): int(e.count) for e in addon.events()}
+
+    moves = 2 + 9  # the boot moves metrics-collector twice, then three cycles of three
+    events = controller.registry.get_sample_value
+    eventually(
+        lambda: (
+            (events("addon_status_kube_events_total", {"outcome": "aggregated"}) or 0)
+            + (events("addon_status_kube_events_total", {"outcome": "recorded"}) or 0)
+            == 4 + 9 + 1 + 9
+        ),  # all collectors' moves; the addon's: one in the boot, three per cycle
+        "every Event sent",
+    )
+    cycle = [m for m in counts() if m.startswith(f"{MC}: ") and "(by report)" in m]
+    assert sum(counts()[m] for m in cycle) == moves
+    # The boot's last move (Progressing -> Available) is also each cycle's last.
+    assert sorted(counts()[m] for m in cycle) == [1, 3, 3, 4]
+    degraded = next(e for e in addon.events() if "-> Degraded (UpdateFailure)" in str(e.message))
+    assert degraded.first_timestamp <= degraded.last_timestamp
+    assert len(addon.events()) == len(counts())  # one Event per distinct message
 
 
 def test_metrics_are_exposed_on_their_own_port(server: APIServer, spoke: SpokeFactory) -> None:

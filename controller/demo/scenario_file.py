@@ -1,0 +1,80 @@
+"""A scenario file as the end-to-end run plays it: the one module of the shell that reads the
+core's parsed `Scenario` (statemachines.scenario), so that a change of the format's shape
+changes only this file.
+
+The expectations are checked by the same function `simulate` uses, so that a step's `expect`
+means the same thing on the fake clock and on the real CR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from statemachines.config import Config
+from statemachines.scenario import EPOCH, Scenario, Step, load
+from statemachines.settings import format_duration
+from statemachines.simulation import check
+
+__all__ = ["EPOCH", "Play", "Scenario", "plays", "read", "start_generation"]
+
+
+@dataclass(frozen=True)
+class Play:
+    """One step: when it happens, the CR's generation it sets, the report it sends (the report
+    API's fields), what it checks."""
+
+    index: int
+    at: timedelta
+    generation: int | None  # the CR's metadata.generation from this step on (its spec changed)
+    report: Mapping[str, Any] | None  # collector, reason, message, observed_generation
+    note: str
+    _step: Step
+
+    @property
+    def where(self) -> str:
+        """How a failure names the step, as `simulate` does: `steps[3] (at 5m)`."""
+        return f"steps[{self.index}] (at {format_duration(self.at)})"
+
+    @property
+    def checks(self) -> bool:
+        return self._step.expect is not None
+
+    def check(
+        self, config: Config, answer: Mapping[str, Any] | None, status: Mapping[str, Any]
+    ) -> tuple[str, ...]:
+        """What of this step's `expect` does not hold for the report API's `answer` to its
+        report and the CR's `status`; each failure names the step, what was expected and found."""
+        return check(self._step, status, config, verdict=answer)
+
+
+def read(path: Path) -> Scenario:
+    """Raises OSError when the file cannot be read, ScenarioError saying where it is invalid."""
+    return load(path.read_text(encoding="utf-8"), source=path.name)
+
+
+def start_generation(scenario: Scenario) -> int:
+    """The CR's metadata.generation when the scenario starts."""
+    return scenario.generation
+
+
+def plays(scenario: Scenario) -> list[Play]:
+    return [
+        Play(step.index, step.at, step.generation, _report_fields(step), step.note, step)
+        for step in scenario.steps
+    ]
+
+
+def _report_fields(step: Step) -> dict[str, Any] | None:
+    report = step.report
+    if report is None:
+        return None
+    return {
+        "collector": report.collector,
+        "reason": report.reason.value,
+        "message": report.message,
+        "observed_generation": report.observed_generation,
+    }

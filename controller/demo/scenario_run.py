@@ -1,0 +1,255 @@
+"""A scenario played end to end through the running demo, every `expect` checked on the real CR.
+
+The report API, the worker, the status writer, the watch and hub replication run for real; only
+the controller's clock belongs to the player. It stands still at scenario times and moves only
+between them, as `simulate`'s fake clock does, so that no time scale changes a verdict or a
+transition time. For each step, in the order of the rules (DESIGN.md, "Scenario"):
+
+1. the timers due at or before its `at` fire first, each at its own due time: the player moves
+   the clock to the worker's next wake-up and has the worker fire it, until none is left;
+2. the clock stands at `at`; the step's generation (if any) is written to the spoke CR, and the
+   player waits until the worker has seen it through its watch; then the step's report goes
+   over HTTP, and the report API's answer is the step's verdict (an answer other than a refusal
+   comes once the CR holds its effect);
+3. `expect` is checked against the spoke CR's status as the API server stores it, by the
+   checker `simulate` uses, and the hub copy must follow: equal to the spoke's status as the
+   replication mode copies it, within `patience` seconds.
+
+With a time scale, the player waits the scaled distance before each move of the clock (a show);
+without, the next move comes as soon as the worker has handled everything (a check).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from controller.demo.scenario_file import EPOCH, Play, Scenario, plays
+from controller.demo.view import View, addon_summary, stamp
+from controller.hub.replicator import CopyMode, projection
+from controller.reports.client import ReportRejected, ReportUnavailable
+from controller.spoke.worker import Worker
+from statemachines import next_wakeup
+from statemachines.conditions import parse_time
+from statemachines.errors import AddonStatusError
+from statemachines.settings import format_duration
+
+__all__ = ["PlayError", "Player", "Result", "SteppedClock", "System"]
+
+
+class SteppedClock:
+    """The controller's clock during a scenario: the worker reads it, only the player moves it."""
+
+    def __init__(self, start: datetime) -> None:
+        self._now = start
+
+    def __call__(self) -> datetime:
+        return self._now
+
+    def move_to(self, moment: datetime) -> None:
+        if moment < self._now:
+            raise ValueError(f"the scenario clock never goes back ({moment} < {self._now})")
+        self._now = moment
+
+
+class PlayError(AddonStatusError):
+    """The controller did not settle in time: the run cannot go on deterministically."""
+
+
+@dataclass(frozen=True)
+class System:
+    """The running demo as the player drives and reads it."""
+
+    worker: Worker
+    report: Callable[..., dict[str, Any]]  # ReportClient.report
+    spoke_status: Callable[[], Mapping[str, Any]]  # the spoke CR's status as stored
+    hub_status: Callable[[], Mapping[str, Any]]  # the hub copy's status as stored
+    hub_copy: CopyMode
+    change_generation: Callable[[int], None]  # the spoke CR's spec changed: its generation
+
+
+@dataclass
+class Result:
+    steps: int
+    played: int = 0
+    checked: int = 0  # steps with an `expect`
+    reports: int = 0
+    refused: int = 0
+    failures: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+class Player:
+    """Plays one scenario once; see the module docstring for the order of each step."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        system: System,
+        *,
+        clock: SteppedClock,
+        view: View,
+        scale: float | None,
+        stop: threading.Event,
+        patience: float = 10.0,
+    ) -> None:
+        """`scale`: simulated seconds per real second, None for no waiting; `patience`: the
+        real seconds the worker may take to settle and the hub copy to follow."""
+        self._scenario = scenario
+        self._system = system
+        self._clock = clock
+        self._view = view
+        self._scale = scale
+        self._stop = stop
+        self._patience = patience
+        self._spoke: Mapping[str, Any] = {}  # the spoke CR's status as last looked at
+
+    def run(self) -> Result:
+        steps = plays(self._scenario)
+        result = Result(len(steps))
+        self._settle()
+        status = self._look()  # as the controller wrote it on starting
+        result.failures += self._hub_follows(status, "at the start")
+        for play in steps:
+            if not self._advance_to(play, result):
+                break
+            if play.generation is not None:
+                self._change_generation(play.generation)
+            answer = self._send(play, result)
+            self._settle()
+            status = self._look()
+            failures = list(play.check(self._scenario.config, answer, status))
+            failures += self._hub_follows(status, play.where)
+            if play.report is None:
+                self._view.line("expect", "FAILED" if failures else "held")
+            for failure in failures:
+                self._view.line("", f"FAILED {failure}")
+            result.failures += failures
+            result.played += 1
+            result.checked += play.checks
+        return result
+
+    def _advance_to(self, play: Play, result: Result) -> bool:
+        """Fire the timers due by the step's time, each at its own; False when stopped."""
+        target = EPOCH + play.at
+        while True:
+            self._settle()
+            wakeup = next_wakeup(self._system.worker.state, self._scenario.config)
+            moment = target if wakeup is None or wakeup >= target else max(wakeup, self._clock())
+            if not self._wait_until(moment):
+                return False
+            self._clock.move_to(moment)
+            self._settle()
+            before = self._spoke
+            status = self._look()
+            if status != before:  # a timer fired: the hub copy follows it too
+                when = format_duration(moment - EPOCH)
+                result.failures += self._hub_follows(status, f"{play.where}, timers due at {when}")
+            if moment == target:
+                return True
+
+    def _change_generation(self, generation: int) -> None:
+        """The CR's spec changed: go on once the worker has seen it through its watch."""
+        self._system.change_generation(generation)
+        self._view.line("spec", f"the CR's spec changed: metadata.generation {generation}")
+        deadline = time.monotonic() + self._patience
+        while self._system.worker.state.generation < generation:
+            if time.monotonic() >= deadline:
+                raise PlayError(f"the worker did not see generation {generation} in time")
+            time.sleep(0.005)
+        self._settle()
+        self._look()
+
+    def _look(self) -> Mapping[str, Any]:
+        """The spoke CR's status as stored, printed if it changed."""
+        self._spoke = self._system.spoke_status()
+        self._view.status("spoke", self._spoke)
+        return self._spoke
+
+    def _wait_until(self, moment: datetime) -> bool:
+        if self._scale is None:
+            return not self._stop.is_set()
+        seconds = (moment - self._clock()).total_seconds() / self._scale
+        return not self._stop.wait(max(0.0, seconds))
+
+    def _settle(self) -> None:
+        """Wait until the worker has handled everything queued, due timers included."""
+        try:
+            self._system.worker.tick().result(timeout=self._patience)
+        except FutureTimeout as error:
+            raise PlayError(f"the worker did not settle within {self._patience:g}s") from error
+
+    def _send(self, play: Play, result: Result) -> dict[str, Any] | None:
+        if play.report is None:
+            return None
+        text = _report_text(play.report)
+        try:
+            answer = self._system.report(**play.report)
+        except (ReportRejected, ReportUnavailable) as error:
+            self._view.line("report", f"{text} => not delivered: {error}")
+            result.failures.append(f"{play.where}: the report was not delivered: {error}")
+            return None
+        result.reports += 1
+        result.refused += answer["verdict"] == "refused"
+        note = f"   # {play.note}" if play.note else ""
+        self._view.line("report", f"{text} => {_answer_text(answer)}{note}")
+        return answer
+
+    def _hub_follows(self, spoke: Mapping[str, Any], where: str) -> list[str]:
+        """[] once the hub copy equals the spoke's status as replication copies it."""
+        mode = self._system.hub_copy
+        wanted = projection(spoke, mode)
+        deadline = time.monotonic() + self._patience
+        while True:
+            hub = self._system.hub_status()
+            if projection(hub, mode) == wanted:
+                self._view.status("hub", hub)
+                return []
+            if time.monotonic() >= deadline:
+                return [
+                    f"{where}: the hub copy did not follow within {self._patience:g}s: "
+                    f"{_difference(wanted, projection(hub, mode))}"
+                ]
+            if self._stop.wait(0.005):
+                return []  # interrupted: the summary says what was not checked
+
+
+def _report_text(report: Mapping[str, Any]) -> str:
+    who = report["collector"] or "operator -> all"
+    text = f"{who}: {report['reason']}"
+    if report["message"]:
+        text += f" {report['message']!r}"
+    if report["observed_generation"] is not None:
+        text += f" gen {report['observed_generation']}"
+    return text
+
+
+def _answer_text(answer: Mapping[str, Any]) -> str:
+    verdict = str(answer["verdict"])
+    if verdict == "refused":
+        return f"REFUSED by {answer.get('rule')}: {answer.get('detail')}"
+    if verdict == "pending" and answer.get("deadline"):
+        deadline = stamp(parse_time(answer["deadline"]) - EPOCH).strip()
+        return f"pending: the dampening window ends at {deadline}"
+    return verdict
+
+
+def _difference(spoke: Mapping[str, Any], hub: Mapping[str, Any]) -> str:
+    """The first thing the hub copy has wrong: `expected ... (spoke), found ... (hub)`."""
+    found = {c.get("type"): c for c in hub.get("conditions") or []}
+    for condition in spoke.get("conditions") or []:
+        if found.get(condition.get("type")) != condition:
+            copy = found.get(condition.get("type"))
+            return f"condition {condition.get('type')}: expected {condition}, found {copy}"
+    for key in sorted({*spoke, *hub}):
+        if spoke.get(key) != hub.get(key):
+            return f"{key}: expected {spoke.get(key)!r}, found {hub.get(key)!r}"
+    return f"expected {addon_summary(spoke)}, found {addon_summary(hub)}"

@@ -1,0 +1,60 @@
+"""What the demo prints while a scenario plays: one line per report with its verdict, and one
+line for each change of the addon's status on the spoke CR and on the hub copy, stamped with the
+scenario time at which it happened."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from typing import Any, TextIO
+
+from statemachines.vocabulary import ConditionType
+
+__all__ = ["View", "addon_summary", "collectors_summary", "stamp"]
+
+
+def stamp(offset: timedelta) -> str:
+    """`  5m00s`: a scenario offset as the demo's lines show it."""
+    seconds = int(offset.total_seconds())
+    return f"{seconds // 60:3d}m{seconds % 60:02d}s"
+
+
+def addon_summary(status: Mapping[str, Any]) -> str:
+    """`Degraded (ForwardFailure)`: the standard condition that is True, or what is missing."""
+    conditions = status.get("conditions") or []
+    standard = set(ConditionType)
+    true = [c for c in conditions if c.get("type") in standard and c.get("status") == "True"]
+    if not true:
+        return "no status yet"
+    return f"{true[0]['type']} ({true[0]['reason']})"
+
+
+def collectors_summary(status: Mapping[str, Any]) -> str:
+    parts = []
+    for c in status.get("collectors") or []:
+        reason = "ReportsStale" if c.get("stale") else c.get("reason", "no reason")
+        pending = f", {c['pendingReason']} pending" if c.get("pendingReason") else ""
+        parts.append(f"{c['name']} {c['state']} ({reason}{pending})")
+    return "; ".join(parts)
+
+
+class View:
+    """Prints lines stamped with the scenario time (from the player's thread only); remembers
+    what the CRs last looked like so that only changes are printed."""
+
+    def __init__(self, now: Callable[[], datetime], start: datetime, out: TextIO) -> None:
+        self._now = now
+        self._start = start
+        self._out = out
+        self.latest: dict[str, str] = {}  # "spoke" / "hub" -> the last line printed for it
+
+    def line(self, kind: str, text: str) -> None:
+        print(f"[{stamp(self._now() - self._start)}] {kind:<7} {text}", file=self._out, flush=True)
+
+    def status(self, where: str, status: Mapping[str, Any]) -> None:
+        """Print the CR's status at `where` if it changed since it was last printed."""
+        detail = collectors_summary(status) if where == "spoke" else ""
+        text = f"{addon_summary(status):<32} {detail}".rstrip()
+        if self.latest.get(where) != text:
+            self.latest[where] = text
+            self.line(where, text)
