@@ -52,6 +52,8 @@ class Reason(StrEnum):
     NOT_SUPPORTED = "NotSupported"
     # Ours, not reportable: a collector nobody has heard of for `staleAfter`.
     REPORTS_STALE = "ReportsStale"
+    # Ours, not reportable: a health rule counts an object of the collector's Unhealthy.
+    RESOURCE_UNHEALTHY = "ResourceUnhealthy"
     # Sentinel for the condition of a collector that has not been reported on yet.
     NO_REPORT_YET = "NoReportYet"
 
@@ -154,8 +156,10 @@ _OP, _MC, T = Actor.ENDPOINT_OPERATOR, Actor.METRICS_COLLECTOR, ConditionType
 SEED = Profile(
     name="seed",
     reasons=(
-        # ForwardFailure > ReportsStale > UpdateFailure > UpdateSuccessful > ForwardSuccessful
-        _row(Reason.FORWARD_FAILURE, _MC, T.DEGRADED, 5),
+        # ForwardFailure > ResourceUnhealthy > ReportsStale > UpdateFailure > UpdateSuccessful
+        #   > ForwardSuccessful
+        _row(Reason.FORWARD_FAILURE, _MC, T.DEGRADED, 6),
+        _row(Reason.RESOURCE_UNHEALTHY, None, T.DEGRADED, 5),
         _row(Reason.REPORTS_STALE, None, T.DEGRADED, 4),
         _row(Reason.UPDATE_FAILURE, _OP, T.DEGRADED, 3),
         _row(Reason.UPDATE_SUCCESSFUL, _OP, T.PROGRESSING, 2),

@@ -105,3 +105,20 @@ def test_events_creates_fewer_events_than_moves_and_sends_each_once() -> None:
     patched = figures["Event patches per report, correlated"][0]
     assert 0 < created < without
     assert created + patched == pytest.approx(without, abs=0.001)
+
+
+def test_health_rules_bench_measures_the_chosen_libraries_and_every_rule_kind() -> None:
+    output = run("health_rules.py", "--number", "20", "--repeat", "1")
+    figures = rows(output)
+    for claim in (
+        "filter, all, exists, has() as CEL says",
+        "misspelt function caught when compiling",
+        "filter finds the condition",
+        "missing key finds nothing",
+    ):
+        assert said(output, claim), claim
+    assert "cel-expr-python (0.1.3" in output and "python-jsonpath (2.2" in output
+    assert "missing field: error" in output
+    for kind in ("alwaysHealthy", "singleConditionType", "multiMatch", "cel"):
+        evaluations, observations = figures[f"{kind}, per second"]
+        assert evaluations > 0 and observations > 0

@@ -326,8 +326,9 @@ def test_every_emitted_reason_is_in_the_vocabulary_table() -> None:
     aggregated = {*operator, *collector, R.REPORTS_STALE, R.NO_REPORT_YET}
     assert aggregated <= set(table)
     ranked = [row.reason.value for row in sorted(SEED.reasons, key=lambda r: -(r.precedence or 0))]
-    assert ranked[:5] == [
+    assert ranked[:6] == [
         "ForwardFailure",
+        "ResourceUnhealthy",
         "ReportsStale",
         "UpdateFailure",
         "UpdateSuccessful",
