@@ -14,7 +14,8 @@ from concurrent.futures import Future
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.kube.addons import EventRecord, StoreError
+from controller.kube.addons import EventRecord
+from controller.kube.api import KubeError, error_for
 from controller.ops.metrics import ControllerMetrics
 from controller.spoke.worker import StatusRejectedError, Worker, WorkerError
 from statemachines import Report, Verdict, VerdictKind
@@ -26,8 +27,8 @@ from tests.spoke.support import MC, WAIT, collector, condition, report, settle
 R = Reason
 
 
-def _invalid(code: int = 422) -> StoreError:
-    return StoreError(f"replace status: {code}: status.x: Invalid", status=code)
+def _invalid(code: int = 422) -> KubeError:
+    return error_for(f"replace status: {code}: status.x: Invalid", status=code)
 
 
 def _boot(worker: Worker) -> None:
@@ -69,7 +70,7 @@ def test_reports_rolled_back_with_a_rejected_write_are_sent_back_to_be_judged_ag
         writes[0] += 1
         if writes[0] == 1:
             gate.wait(WAIT)
-            raise StoreError("503", status=503)
+            raise error_for("503", status=503)
         if writes[0] == 2:
             raise _invalid()
 
@@ -115,7 +116,7 @@ def test_a_worker_that_cannot_write_is_not_writing_until_it_can(
     worker = make_worker(unready_after=0.0)
     settle(worker)
     assert worker.writing
-    store.faults["replace_status"] = [StoreError("503", status=503) for _ in range(1000)]
+    store.faults["replace_status"] = [error_for("503", status=503) for _ in range(1000)]
     with pytest.raises(WorkerError):
         worker.submit(report(R.UPDATE_SUCCESSFUL, None), timeout=0.3)
     assert not worker.writing
@@ -157,7 +158,7 @@ def test_a_report_ahead_of_the_watch_while_the_cr_cannot_be_read_is_retried(
 ) -> None:
     worker = make_worker()
     settle(worker)
-    store.faults["get"] = [StoreError("503", status=503)]
+    store.faults["get"] = [error_for("503", status=503)]
     with pytest.raises(WorkerError, match="cannot read the addon CR"):
         worker.submit(report(R.UPDATE_SUCCESSFUL, None, generation=2), timeout=WAIT)
     verdict = worker.submit(report(R.UPDATE_SUCCESSFUL, None, generation=1), timeout=WAIT)

@@ -56,15 +56,6 @@ THREADS = frozenset({
 ReplicaFactory = Callable[..., Replica]
 
 
-def eventually(check: Callable[[], object], *, what: str, timeout: float = WAIT) -> None:
-    """Poll `check` until it holds; fail naming `what` after `timeout` (never hang)."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
-
-
 def api_client(server: APIServer, token: str = ADMIN) -> client.ApiClient:
     configuration = client.Configuration(host=server.url)
     configuration.api_key = {"BearerToken": token}

@@ -18,7 +18,9 @@ import pytest
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
-from controller.kube.addons import AddonRef, KubeAddonStore, StoreError
+from controller.kube.addons import AddonRef, AddonStore
+from controller.kube.api import InvalidError
+from controller.kube.official import OfficialKube
 from controller.reports.auth import Authorizer, InsecureAuthenticator
 from controller.reports.server import ReportMetrics, ReportServer
 from controller.spoke.controller import SpokeController
@@ -145,10 +147,10 @@ def test_a_generation_no_int64_holds_never_reaches_the_worker_and_the_worker_goe
 def test_the_store_reports_a_real_422_naming_the_field(
     api: client.ApiClient, addon: Addon
 ) -> None:
-    store = KubeAddonStore(api, AddonRef(NAMESPACE, NAME))
+    store = AddonStore(OfficialKube(api), AddonRef(NAMESPACE, NAME))
     obj = store.get()
     obj["status"] = {"collectors": [{"name": MC, "observedGeneration": 2**63}]}
-    with pytest.raises(StoreError) as caught:
+    with pytest.raises(InvalidError) as caught:
         store.replace_status(obj)
     assert caught.value.status == 422
     assert "status.collectors[0].observedGeneration" in str(caught.value)
