@@ -10,14 +10,26 @@ sequence fails. Decoding the bytes first makes all invalid UTF-8 one error. `NaN
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 __all__ = ["load_json"]
 
 
 def load_json(body: bytes) -> object:
     """The JSON value of `body`; ValueError (with the decoder's reason) unless it is UTF-8 JSON."""
-    return json.loads(body.decode("utf-8"), parse_constant=_no_constant)
+    return json.loads(body.decode("utf-8"), parse_constant=_no_constant, parse_float=_number)
 
 
 def _no_constant(name: str) -> object:
     raise ValueError(f"{name} is not JSON")
+
+
+def _number(text: str) -> int | float:
+    """A JSON number with a fraction or an exponent. JSON has one number type, and JSON
+    Schema's `integer` is any number whose fraction is zero: `3.0` and `3e0` are the integer 3.
+    Beyond 19 digits it stays a float, for the report's checks to refuse without building a
+    huge int (`1e999999999`)."""
+    value = Decimal(text)
+    if value.is_finite() and value == value.to_integral_value() and value.adjusted() < 19:
+        return int(value)
+    return float(text)

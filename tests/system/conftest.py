@@ -50,7 +50,7 @@ LOOPBACK = Address(host="127.0.0.1", port=0)
 # Threads of a replica; none may outlive its stop().
 THREADS = frozenset({
     "reconcile-worker", "addon-watch", "event-recorder", "metrics", "probes", "report-api",
-    "report-api-connection", "hub-replicator", "leader-election",
+    "report-api-worker", "metrics-worker", "probes-worker", "hub-replicator", "leader-election",
 })  # fmt: skip
 
 ReplicaFactory = Callable[..., Replica]
