@@ -33,6 +33,7 @@ from controller.reports.cli import add_report_api_flags
 from statemachines.config import Config
 from statemachines.errors import AddonStatusError, ConfigError
 from statemachines.settings import Duration, Settings
+from statemachines.vocabulary import PROFILES
 
 __all__ = [
     "DEFAULT_LEASE",
@@ -77,6 +78,7 @@ _OPTIONS = (
     _Option("kubeconfig", "--kubeconfig", "kubeconfig of the spoke (default: in-cluster)", "PATH"),
     _Option("addon_name", "--addon-name", f"name of the addon CR (default {DEFAULT_NAME})"),
     _Option("addon_namespace", "--addon-namespace", f"its namespace (default {DEFAULT_NAMESPACE})"),
+    _Option("profile", "--profile", "names written: seed or acm (seed)", "NAME"),
     _Option("collectors", "--collectors", "comma-separated collectors (default: all)", "LIST"),
     _Option("degrade_after", "--degrade-after", "dampening window before Degraded (10m)", "DUR"),
     _Option("recover_after", "--recover-after", "dampening window before recovery (0s)", "DUR"),
@@ -158,6 +160,7 @@ class RunOptions(BaseModel):
     kubeconfig: Path | None = None  # None: the in-cluster service account
     addon_name: str = Field(default=DEFAULT_NAME, pattern=_NAME)
     addon_namespace: str = Field(default=DEFAULT_NAMESPACE, pattern=_LABEL)
+    profile: Literal["seed", "acm"] = "seed"
     collectors: tuple[str, ...] | None = None
     degrade_after: Duration | None = None
     recover_after: Duration | None = None
@@ -288,7 +291,9 @@ class RunOptions(BaseModel):
         }
         try:
             settings = Settings.model_validate({k: v for k, v in timings.items() if v is not None})
-            return Config.create(collectors=self.collectors, settings=settings)
+            return Config.create(
+                profile=PROFILES[self.profile], collectors=self.collectors, settings=settings
+            )
         except ValidationError as error:
             raise OptionsError(_first_problem(error)) from None
         except ConfigError as error:

@@ -36,7 +36,7 @@ from statemachines.config import Config
 from statemachines.errors import ConfigError, ReportError, ScenarioError
 from statemachines.reports import GENERATION_LIMIT, Report, VerdictKind, parse_report
 from statemachines.settings import Duration, Settings, parse_duration
-from statemachines.vocabulary import SEED, ConditionType, Profile, Reason, Rule, State
+from statemachines.vocabulary import PROFILES, SEED, ConditionType, Profile, Reason, Rule, State
 
 __all__ = [
     "EPOCH",
@@ -71,16 +71,30 @@ def _expected_time(value: object) -> str:
             raise ValueError(f"{value!r} is neither an offset nor a time") from error
 
 
+# Every profile's spelling of every reason: an expectation must use its own profile's.
+_ANY_PROFILES_NAME = {p.name_of(r) for p in PROFILES.values() for r in Reason}
+
+
 def _expected_reason(value: object, info: ValidationInfo) -> object:
-    """A reason as the profile spells it on input (the seed's `UpdateSuccesful` too)."""
+    """A reason as the scenario's profile writes it (the seed's `UpdateSuccesful` too)."""
     profile: Profile = (info.context or {}).get("profile", SEED)
-    return profile.aliases.get(value, value) if isinstance(value, str) else value
+    if not isinstance(value, str):
+        return value
+    if value in profile.aliases and value not in _ANY_PROFILES_NAME:
+        return profile.name_of(profile.aliases[value])
+    written = sorted({profile.name_of(r.reason) for r in profile.reasons})
+    if value not in written:
+        raise ValueError(
+            f"{value!r} is not a reason the {profile.name} profile writes; "
+            f"expected one of {', '.join(written)}"
+        )
+    return value
 
 
 Generation = Annotated[StrictInt, Field(ge=1, lt=GENERATION_LIMIT)]
 ConditionStatus = Annotated[Literal["True", "False", "Unknown"], BeforeValidator(_status_text)]
 ExpectedTime = Annotated[str, BeforeValidator(_expected_time)]
-ExpectedReason = Annotated[Reason, BeforeValidator(_expected_reason)]
+ExpectedReason = Annotated[str, BeforeValidator(_expected_reason)]
 
 
 class _Shape(BaseModel):
@@ -130,6 +144,7 @@ class ScenarioFile(_Shape):
 
     name: str | None = None
     description: str = ""
+    profile: Literal["seed", "acm"] = "seed"  # the names written, and expected (section 11)
     generation: Generation = 1  # the CR's metadata.generation at the start
     settings: Settings = Field(default_factory=Settings)
     collector_settings: dict[str, dict[str, Any]] = Field(
@@ -171,8 +186,12 @@ def load(text: str, *, source: str = "<scenario>") -> Scenario:
         raise ScenarioError(where, f"not valid YAML: {getattr(error, 'problem', error)}") from error
     if not isinstance(raw, dict):
         raise ScenarioError("", "a scenario is a mapping with `steps`")
+    profile = PROFILES.get(str(raw.get("profile", SEED.name)))
+    if profile is None:
+        known = ", ".join(PROFILES)
+        raise ScenarioError("profile", f"unknown profile {raw['profile']!r}; known: {known}")
     try:
-        shape = ScenarioFile.model_validate(raw, context={"profile": SEED})
+        shape = ScenarioFile.model_validate(raw, context={"profile": profile})
     except ValidationError as error:
         raise _invalid(error) from error
     config = _config(shape)
@@ -197,6 +216,7 @@ def _invalid(error: ValidationError) -> ScenarioError:
 def _config(shape: ScenarioFile) -> Config:
     try:
         return Config.create(
+            profile=PROFILES[shape.profile],
             collectors=shape.collectors,
             settings=shape.settings,
             collector_settings=shape.collector_settings,
@@ -226,8 +246,14 @@ def _step(shape: StepFile, index: int, config: Config) -> Step:
 
 
 def _expectation_names(expect: Expectation, where: str, config: Config) -> None:
-    """Condition types and collectors must be ones this configuration writes."""
-    types = {*ConditionType, *(c.condition_type for c in config.collectors)}
+    """The standard type, condition types and collectors must be ones this configuration
+    writes."""
+    standard = config.profile.standard_types
+    if expect.addon is not None and expect.addon not in standard:
+        listed = ", ".join(standard)
+        problem = f"not a standard type of the {config.profile.name} profile ({listed})"
+        raise ScenarioError(f"{where}.addon", problem)
+    types = {*standard, *(c.condition_type for c in config.collectors)}
     names = {c.name for c in config.collectors}
     tables: Mapping[str, tuple[Mapping[str, Any], set[str]]] = {
         "conditions": (expect.conditions, types),

@@ -107,3 +107,19 @@ def test_outside_a_cluster_without_a_kubeconfig_says_so(tmp_path: Path) -> None:
     add_run_flags(parser)
     with pytest.raises(OptionsError, match="no kubeconfig: pass --kubeconfig"):
         RunOptions.from_args(parser.parse_args([]), {"HOME": str(tmp_path)})
+
+
+def test_the_profile_is_chosen_by_flag_or_variable() -> None:
+    """`--profile acm` (section 11): the core's configuration writes the acm names."""
+    from statemachines.vocabulary import ACM, SEED
+
+    assert options([]).config().profile is SEED
+    assert options(["--profile", "acm"]).config().profile is ACM
+    assert options([], {"ADDON_STATUS_PROFILE": "acm"}).config().profile is ACM
+
+
+def test_an_unknown_profile_is_one_line_naming_the_flag() -> None:
+    with pytest.raises(OptionsError) as error:
+        options(["--profile", "ocm"])
+    assert str(error.value).startswith("--profile / ADDON_STATUS_PROFILE: ")
+    assert "'seed' or 'acm'" in str(error.value)
