@@ -243,6 +243,9 @@ class Reconciler:
             # Before the CR: a restart resumes from here, so it must never lag behind the CR.
             try:
                 self._kept.write(kept, self._owner)
+            except InvalidError as error:  # as for the CR below: never retried as it is
+                self._roll_back(str(error))
+                return
             except KubeError as error:
                 delay = self.status.retry.failed()
                 log.warning(
@@ -271,11 +274,12 @@ class Reconciler:
         self.status.dirty = False
         try:
             obj = self._store.get()
-        except KubeError:
+            stored = self._stored(obj)
+        except (KubeError, StoredStateError):
             self.synced = False  # _sync() rebuilds from the CR once it can be read
             self._sync_retry.failed()
             return
-        self._rebuild(obj, strict=False)
+        self._rebuild(obj, stored, strict=False)
         if self.status.dirty:  # the stored status itself needs a write: not in a tight loop
             self.status.retry.failed()
         else:
