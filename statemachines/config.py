@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import ValidationError
 
 from statemachines.errors import ConfigError
+from statemachines.related import RelatedObject, merged
 from statemachines.settings import Settings
 from statemachines.vocabulary import SEED, CollectorSpec, Profile
 
@@ -20,6 +21,8 @@ class Config:
     profile: Profile
     collectors: tuple[CollectorSpec, ...]
     settings: Mapping[str, Settings]  # per collector, the collector's overrides applied
+    history_limit: int = 10  # status.history keeps this many changes; 0: no history
+    related_objects: tuple[RelatedObject, ...] = ()  # status.relatedObjects, in this order
 
     @classmethod
     def create(
@@ -29,6 +32,7 @@ class Config:
         collectors: Sequence[str] | None = None,
         settings: Settings | None = None,
         collector_settings: Mapping[str, Mapping[str, Any]] | None = None,
+        related_objects: Sequence[RelatedObject] = (),
     ) -> Config:
         """Validate that the names exist in the profile; default: every collector of it."""
         names = list(collectors) if collectors is not None else [c.name for c in profile.collectors]
@@ -47,7 +51,12 @@ class Config:
         base = settings or Settings()
         per: dict[str, Settings] = {}
         overrides = dict(collector_settings or {})
-        for name in overrides:
+        for name, values in overrides.items():
+            if "historyLimit" in values:
+                raise ConfigError(
+                    f"collectorSettings.{name}.historyLimit: the history is the addon's; "
+                    "set it in settings"
+                )
             if name not in names:
                 raise ConfigError(
                     f"collectorSettings: {name!r} is not a configured collector ({names})"
@@ -57,7 +66,18 @@ class Config:
                 per[name] = base.overridden(dict(overrides.get(name, {})))
             except ValidationError as error:
                 raise ConfigError(f"collectorSettings.{name}: {_first(error)}") from error
-        return cls(profile=profile, collectors=tuple(specs), settings=per)
+        return cls(
+            profile=profile,
+            collectors=tuple(specs),
+            settings=per,
+            history_limit=base.history_limit,
+            related_objects=merged(related_objects),
+        )
+
+    def with_related(self, *objects: RelatedObject) -> Config:
+        """This configuration naming `objects` first (the shell's: the addon CR, the Lease, the
+        health rules' objects), then the ones it already names."""
+        return replace(self, related_objects=merged(objects, self.related_objects))
 
     @property
     def primary(self) -> CollectorSpec:

@@ -27,6 +27,7 @@ from pydantic import (
     Field,
     StrictBool,
     StrictInt,
+    StrictStr,
     ValidationError,
     ValidationInfo,
 )
@@ -34,15 +35,29 @@ from pydantic import (
 from statemachines.conditions import format_time
 from statemachines.config import Config
 from statemachines.errors import ConfigError, ReportError, ScenarioError
+from statemachines.related import RelatedObject
 from statemachines.reports import GENERATION_LIMIT, Report, VerdictKind, parse_report
 from statemachines.settings import Duration, Settings, parse_duration
-from statemachines.vocabulary import PROFILES, SEED, ConditionType, Profile, Reason, Rule, State
+from statemachines.vocabulary import (
+    PROFILES,
+    READY,
+    SEED,
+    ConditionType,
+    Profile,
+    ReadyReason,
+    Reason,
+    Rule,
+    State,
+)
 
 __all__ = [
     "EPOCH",
     "CollectorExpectation",
     "ConditionExpectation",
     "Expectation",
+    "HistoryExpectation",
+    "LastKnownGoodExpectation",
+    "RelatedObjectShape",
     "Scenario",
     "ScenarioFile",
     "Step",
@@ -71,6 +86,7 @@ def _expected_time(value: object) -> str:
             raise ValueError(f"{value!r} is neither an offset nor a time") from error
 
 
+_READY_REASONS = {r.value for r in ReadyReason}  # the same in every profile (section 10)
 # Every profile's spelling of every reason: an expectation must use its own profile's.
 _ANY_PROFILES_NAME = {p.name_of(r) for p in PROFILES.values() for r in Reason}
 
@@ -82,7 +98,7 @@ def _expected_reason(value: object, info: ValidationInfo) -> object:
         return value
     if value in profile.aliases and value not in _ANY_PROFILES_NAME:
         return profile.name_of(profile.aliases[value])
-    written = sorted({profile.name_of(r.reason) for r in profile.reasons})
+    written = sorted({profile.name_of(r.reason) for r in profile.reasons} | _READY_REASONS)
     if value not in written:
         raise ValueError(
             f"{value!r} is not a reason the {profile.name} profile writes; "
@@ -123,12 +139,50 @@ class CollectorExpectation(ConditionExpectation):
     pending_since: ExpectedTime | None = Field(None, alias="pendingSince")
 
 
+class HistoryExpectation(_Shape):
+    """An entry of `status.history`; only the fields given are compared."""
+
+    type: ConditionType | None = None
+    reason: StrictStr | None = None  # as written: the history may hold reasons of any profile
+    message: str | None = None
+    last_transition_time: ExpectedTime | None = Field(None, alias="lastTransitionTime")
+
+    def fields(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class LastKnownGoodExpectation(_Shape):
+    generation: Generation | None = None
+    since: ExpectedTime | None = None
+
+    def fields(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class RelatedObjectShape(_Shape):
+    """`{group, resource, namespace, name}`; in an expectation only the fields given count."""
+
+    group: StrictStr | None = None
+    resource: StrictStr | None = None
+    namespace: StrictStr | None = None
+    name: StrictStr | None = None
+
+    def fields(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
+
+
 class Expectation(_Shape):
     verdict: VerdictKind | None = None  # of the step's report
     rule: Rule | None = None  # the rule that refused it
     addon: ConditionType | None = None  # the standard type that is True
     conditions: dict[str, ConditionExpectation] = Field(default_factory=dict)
     collectors: dict[str, CollectorExpectation] = Field(default_factory=dict)
+    # Section 9: installed versions (null: none known), the newest history entries (newest
+    # first), related objects that must be present; section 10: the last known good generation.
+    versions: dict[str, StrictStr | None] = Field(default_factory=dict)
+    history: list[HistoryExpectation] | None = None
+    related_objects: list[RelatedObjectShape] = Field(default_factory=list, alias="relatedObjects")
+    last_known_good: LastKnownGoodExpectation | None = Field(None, alias="lastKnownGood")
 
 
 class StepFile(_Shape):
@@ -151,6 +205,8 @@ class ScenarioFile(_Shape):
         default_factory=dict, alias="collectorSettings"
     )
     collectors: list[str] | None = None
+    # What the configuration adds to status.relatedObjects (section 9).
+    related_objects: list[RelatedObjectShape] = Field(default_factory=list, alias="relatedObjects")
     steps: list[StepFile] = Field(min_length=1)
 
 
@@ -214,12 +270,19 @@ def _invalid(error: ValidationError) -> ScenarioError:
 
 
 def _config(shape: ScenarioFile) -> Config:
+    related = []
+    for index, given in enumerate(shape.related_objects):
+        try:
+            related.append(RelatedObject.from_api(given.fields()))
+        except (KeyError, TypeError) as error:
+            raise ScenarioError(f"relatedObjects[{index}]", str(error).strip("'")) from error
     try:
         return Config.create(
             profile=PROFILES[shape.profile],
             collectors=shape.collectors,
             settings=shape.settings,
             collector_settings=shape.collector_settings,
+            related_objects=related,
         )
     except ConfigError as error:
         where, _, problem = str(error).partition(": ")
@@ -253,11 +316,12 @@ def _expectation_names(expect: Expectation, where: str, config: Config) -> None:
         listed = ", ".join(standard)
         problem = f"not a standard type of the {config.profile.name} profile ({listed})"
         raise ScenarioError(f"{where}.addon", problem)
-    types = {*standard, *(c.condition_type for c in config.collectors)}
+    types = {*standard, READY, *(c.condition_type for c in config.collectors)}
     names = {c.name for c in config.collectors}
     tables: Mapping[str, tuple[Mapping[str, Any], set[str]]] = {
         "conditions": (expect.conditions, types),
         "collectors": (expect.collectors, names),
+        "versions": (expect.versions, names),
     }
     for table, (given, known) in tables.items():
         for name in given:

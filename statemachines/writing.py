@@ -1,19 +1,24 @@
 """Writing conditions (section 6 of the rules): the conditions the CR carries for a state.
 
-The standard types in their fixed order, then one per configured collector, then any condition
-of someone else's, untouched. Every one carries the CR's generation the state was computed for.
+The standard types in their fixed order, then `Ready`, then one per configured collector, then
+any condition of someone else's, untouched. Every one carries the CR's generation the state was
+computed for. The history and the last known good generation (sections 9 and 10) follow the
+conditions here, so they change in the same status write as the change they record.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from statemachines.aggregate import aggregate
 from statemachines.conditions import Condition, find_condition, transition_time
 from statemachines.config import Config
+from statemachines.history import recorded
+from statemachines.readiness import last_known_good, ready_condition
 from statemachines.settings import format_duration
 from statemachines.state import AddonState, CollectorState
-from statemachines.vocabulary import ConditionType, Reason
+from statemachines.vocabulary import READY, ConditionType, Reason
 
 __all__ = ["collector_condition", "write_conditions"]
 
@@ -50,9 +55,15 @@ def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonS
         status = "True" if type_ is result.type else "False"
         since = transition_time(find_condition(previous, type_), status, now)
         standard.append(Condition(type_, status, reason, result.message, since, state.generation))
-    ours = {*ConditionType, *(c.condition_type for c in config.profile.collectors)}
+    ready = ready_condition(state, standard, config, now)
+    ours = {*ConditionType, READY, *(c.condition_type for c in config.profile.collectors)}
     foreign = tuple(c for c in previous if c.type not in ours)
-    conditions = (*standard, *collectors, *foreign)
+    conditions = (*standard, ready, *collectors, *foreign)
     if conditions == previous:
         return state
-    return AddonState(state.collectors, state.generation, conditions)
+    return replace(
+        state,
+        conditions=conditions,
+        history=recorded(state.history, previous, conditions, now, limit=config.history_limit),
+        last_known_good=last_known_good(state.last_known_good, ready, state.generation, now),
+    )
