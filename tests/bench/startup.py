@@ -2,7 +2,8 @@
 
 Each command runs as a user runs it (the `addon-status` console script beside this Python,
 or `python -c "from controller.cli import main; main()"` where there is none), `--runs` times:
-the median, fastest and slowest wall time and the median peak RSS. Goal: under 0.3 s for
+the median, fastest and slowest wall time, the median CPU time (user + system, which a busy
+machine does not stretch as it does the wall time) and the median peak RSS. Goal: under 0.3 s for
 `--help`, `report --help` and `simulate FILE` (FILE: the demo's story, 26 simulated minutes).
 `--version`, `run --help` and the bare interpreter are printed for comparison.
 
@@ -37,8 +38,8 @@ def launcher() -> list[str]:
     return [sys.executable, "-c", "import sys; from controller.cli import main; sys.exit(main())"]
 
 
-def measure(argv: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MiB) of one run; fails on a non-zero exit."""
+def measure(argv: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds and peak RSS (MiB) of one run; fails on a non-zero exit."""
     started = time.perf_counter()
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(process.pid, 0)
@@ -48,7 +49,7 @@ def measure(argv: list[str]) -> tuple[float, float]:
     if process.returncode != 0:
         raise SystemExit(f"FAILED: {argv} exited {process.returncode}: {process.stderr.read()!r}")
     process.stderr.close()
-    return wall, usage.ru_maxrss / 1024
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def main() -> None:
@@ -58,13 +59,13 @@ def main() -> None:
 
     base = launcher()
     print(f"{args.runs} runs each of {' '.join(base)} ...")
-    print(f"{'':<44}{'median s':>10}{'fastest':>10}{'slowest':>10}{'RSS MiB':>10}")
+    print(f"{'':<44}{'median s':>10}{'fastest':>10}{'slowest':>10}{'CPU s':>10}{'RSS MiB':>10}")
     rows = [*COMMANDS, ("python -c pass (the interpreter alone)", None)]
     for label, words in rows:
         argv = [sys.executable, "-c", "pass"] if words is None else [*base, *words]
         runs = [measure(argv) for _ in range(args.runs)]
-        walls, rss = [r[0] for r in runs], [r[1] for r in runs]
-        cells = [statistics.median(walls), min(walls), max(walls)]
+        walls, cpu, rss = ([r[i] for r in runs] for i in range(3))
+        cells = [statistics.median(walls), min(walls), max(walls), statistics.median(cpu)]
         print(
             f"{label + ':':<44}{''.join(f'{c:>10.3f}' for c in cells)}"
             f"{statistics.median(rss):>10.1f}"
