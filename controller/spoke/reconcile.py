@@ -13,6 +13,12 @@ a new verdict, delivered through its queue: a new term rebuilds the machines fro
 the previous leader left them (until then this replica is not `leading`). The status
 as this replica finds it on becoming leader (or at start, when it leads) goes to the status
 hooks like a written one, so that hub replication starts from the CR and not from nothing.
+
+A status the API server rejects as invalid (400, 422) cannot be written by trying again: the
+machines are rolled back to what the CR holds (a fresh read), a Warning Event and a metric say
+so, and `take_rejection()` tells the worker, which answers the report that led there. A report
+that claims a generation newer than the one the watch delivered makes the reconciler read the
+CR first (the watch may be behind); the core then refuses it if it is still ahead.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from datetime import datetime
 from typing import Any
 
 from controller.kube.addons import AddonStore, EventRecord
-from controller.kube.api import KubeError, NotFoundError, WatchEvent
+from controller.kube.api import InvalidError, KubeError, NotFoundError, WatchEvent
 from controller.ops.backoff import Retry
 from controller.ops.metrics import ControllerMetrics
 from controller.ops.role import Role
@@ -86,6 +92,8 @@ class Reconciler:
             self._kept = ConfigMapBookkeeping(store.kube, store.ref)
         self._owner: dict[str, Any] = {}  # the CR as last read: the bookkeeping's owner
         self._sync_retry = Retry()  # reading the CR on becoming leader
+        self._rejection: str | None = None  # a status write refused as invalid, not yet told
+        self._rejections = 0  # how many were refused so far
 
     @property
     def state(self) -> AddonState:
@@ -114,8 +122,13 @@ class Reconciler:
 
     def judge(self, report: Report) -> Outcome:
         """The core's outcome for `report`, counted but not adopted yet: the caller `settle`s it
-        and answers the verdict once the CR holds it. Only while `accepting`."""
+        and answers the verdict once the CR holds it. Only while `accepting`.
+
+        Raises KubeError when the report claims a newer generation than the one known and
+        the CR cannot be read to check it (the caller answers: retry)."""
         assert self.leading, "a follower judges no report"
+        if (report.observed_generation or 0) > self.state.generation:
+            self.observe(WatchEvent("SYNC", self._store.get()))
         outcome = apply(self.state, report, self._clock(), config=self.config)
         assert outcome.verdict is not None
         reason = self.config.profile.name_of(report.reason)
@@ -153,6 +166,12 @@ class Reconciler:
         elif not self.leading:
             self._sync_retry.succeeded()
             self._sync()
+
+    def take_rejection(self) -> str | None:
+        """Why the API server rejected the last status write as invalid, once; None if none
+        was rejected since the last call. The machines are back at the CR's state by then."""
+        rejection, self._rejection = self._rejection, None
+        return rejection
 
     def catch_up(self) -> None:
         """Rebuild after becoming leader, fire the timers due, retry a pending write."""
@@ -198,10 +217,13 @@ class Reconciler:
         if outcome.conditions is None or not self.leading:
             return  # nothing to write, or not ours to write
         log.debug("status changed", extra={"trigger": cause})
-        self._record_events(records_for(outcome, before, self._clock(), uid=self._uid))
+        records = records_for(outcome, before, self._clock(), uid=self._uid)
+        rejections = self._rejections
         self.status.dirty = True
         if self.status.retry.due:
             self._flush()
+        if self._rejections == rejections:  # a rolled-back change is no news
+            self._record_events(records)
 
     # ---- inside ----------------------------------------------------------------------------
 
@@ -221,6 +243,9 @@ class Reconciler:
             # Before the CR: a restart resumes from here, so it must never lag behind the CR.
             try:
                 self._kept.write(kept, self._owner)
+            except InvalidError as error:  # as for the CR below: never retried as it is
+                self._roll_back(str(error))
+                return
             except KubeError as error:
                 delay = self.status.retry.failed()
                 log.warning(
@@ -232,6 +257,33 @@ class Reconciler:
             self.status.write(self._on_cr)
         except NotFoundError:
             self.present = False
+        except InvalidError as error:  # sending it again cannot help: see SpokeStatus.write
+            self._roll_back(str(error))
+
+    def _roll_back(self, why: str) -> None:
+        """Back to the CR as stored: writing the rejected status again cannot succeed, and
+        waiting for it would hold every later report (the worker would be wedged)."""
+        log.error("the API server rejected the status as invalid; rolled back", extra={"why": why})
+        self._rejection = why
+        self._rejections += 1
+        self._metrics.status_rejections.inc()
+        # kube-apiserver keeps at most 1024 characters of a recorded Event's message.
+        message = f"status rolled back to the stored one: {why}"[:1024]
+        at = self._clock()
+        self._record_events([EventRecord("StatusRejected", message, "Warning", at, self._uid)])
+        self.status.dirty = False
+        try:
+            obj = self._store.get()
+            stored = self._stored(obj)
+        except (KubeError, StoredStateError):
+            self.synced = False  # _sync() rebuilds from the CR once it can be read
+            self._sync_retry.failed()
+            return
+        self._rebuild(obj, stored, strict=False)
+        if self.status.dirty:  # the stored status itself needs a write: not in a tight loop
+            self.status.retry.failed()
+        else:
+            self.status.retry.succeeded()
 
     def _stored(self, obj: dict[str, Any]) -> dict[str, Any] | None:
         """The status to resume from: the CR's, or the bookkeeping kept for this CR."""
