@@ -310,6 +310,7 @@ class Reconciler:
         try:
             self._kept.write(self._kept_stored, self._owner)
         except KubeError as error:
+            self._metrics.status_failures.inc()
             log.warning(
                 "cannot put the bookkeeping ConfigMap back; writing it again later",
                 extra={"error": str(error)},

@@ -276,6 +276,7 @@ def test_an_acm_bookkeeping_that_cannot_be_put_back_at_once_is_put_back_later(
     _rejected_then_served(spoke_server, reporter)
 
     assert spoke_server.faults.pending() == 0  # the restore did fail
+    assert replica.registry.get_sample_value("addon_status_status_write_failures_total") == 1.0
     eventually(lambda: kept(spoke_server)[1] == before, what="the ConfigMap put back")
     assert status_of(spoke_server, SPOKE_NAMESPACE) == status
     again = reporter.report(None, reason="UpdateFailed", message="image pull backoff")
