@@ -15,10 +15,11 @@ as this replica finds it on becoming leader (or at start, when it leads) goes to
 hooks like a written one, so that hub replication starts from the CR and not from nothing.
 
 A status the API server rejects as invalid (400, 422) cannot be written by trying again: the
-machines are rolled back to what the CR holds (a fresh read), a Warning Event and a metric say
-so, and `take_rejection()` tells the worker, which answers the report that led there. A report
-that claims a generation newer than the one the watch delivered makes the reconciler read the
-CR first (the watch may be behind); the core then refuses it if it is still ahead.
+machines are rolled back to what the CR holds (a fresh read; in the acm profile the bookkeeping
+ConfigMap is put back first, see `_roll_back`), a Warning Event and a metric say so, and
+`take_rejection()` tells the worker, which answers the report that led there. A report that
+claims a generation newer than the one the watch delivered makes the reconciler read the CR
+first (the watch may be behind); the core then refuses it if it is still ahead.
 """
 
 from __future__ import annotations
@@ -91,6 +92,10 @@ class Reconciler:
         if not config.profile.status_keeps_bookkeeping:
             self._kept = ConfigMapBookkeeping(store.kube, store.ref)
         self._owner: dict[str, Any] = {}  # the CR as last read: the bookkeeping's owner
+        # The bookkeeping that goes with the CR's last stored status (acm), and whether the
+        # ConfigMap still holds a rejected change instead (its restore failed: see _roll_back).
+        self._kept_stored: dict[str, Any] | None = None
+        self._kept_owed = False
         self._sync_retry = Retry()  # reading the CR on becoming leader
         self._rejection: str | None = None  # a status write refused as invalid, not yet told
         self._rejections = 0  # how many were refused so far
@@ -161,6 +166,7 @@ class Reconciler:
         """Leader election's verdict (already on `role`), on the worker's thread."""
         if not leader:
             self._term = None
+            self._kept_owed = False  # the next leader resumes from the ConfigMap as it is
             self.status.dirty = False
             log.info("leadership lost: no more status writes or reports")
         elif not self.leading:
@@ -243,6 +249,7 @@ class Reconciler:
             # Before the CR: a restart resumes from here, so it must never lag behind the CR.
             try:
                 self._kept.write(kept, self._owner)
+                self._kept_owed = False
             except InvalidError as error:  # as for the CR below: never retried as it is
                 self._roll_back(str(error))
                 return
@@ -259,10 +266,19 @@ class Reconciler:
             self.present = False
         except InvalidError as error:  # sending it again cannot help: see SpokeStatus.write
             self._roll_back(str(error))
+        else:
+            if not self.status.dirty:
+                self._kept_stored = kept
 
     def _roll_back(self, why: str) -> None:
         """Back to the CR as stored: writing the rejected status again cannot succeed, and
-        waiting for it would hold every later report (the worker would be wedged)."""
+        waiting for it would hold every later report (the worker would be wedged).
+
+        In the acm profile the bookkeeping ConfigMap was written before the CR (`_flush`), so
+        it holds the rejected change: it is first put back to what went with the CR's last
+        stored status (`_kept_stored`, through the bookkeeping's read-again-on-409 loop). If
+        that write fails too, the machines are rebuilt from that copy in memory and the status
+        stays dirty: the next write, after backoff, puts the same bookkeeping back."""
         log.error("the API server rejected the status as invalid; rolled back", extra={"why": why})
         self._rejection = why
         self._rejections += 1
@@ -272,11 +288,12 @@ class Reconciler:
         at = self._clock()
         self._record_events([EventRecord("StatusRejected", message, "Warning", at, self._uid)])
         self.status.dirty = False
+        self._kept_owed = not self._restore_kept()
         try:
             obj = self._store.get()
             stored = self._stored(obj)
         except (KubeError, StoredStateError):
-            self.synced = False  # _sync() rebuilds from the CR once it can be read
+            self._term = None  # not leading until _sync() rebuilds from a fresh read
             self._sync_retry.failed()
             return
         self._rebuild(obj, stored, strict=False)
@@ -285,10 +302,29 @@ class Reconciler:
         else:
             self.status.retry.succeeded()
 
+    def _restore_kept(self) -> bool:
+        """Put the bookkeeping back to `_kept_stored`; whether it now holds that (no ConfigMap
+        in this profile, or the write went through)."""
+        if self._kept is None:
+            return True
+        try:
+            self._kept.write(self._kept_stored, self._owner)
+        except KubeError as error:
+            self._metrics.status_failures.inc()
+            log.warning(
+                "cannot put the bookkeeping ConfigMap back; writing it again later",
+                extra={"error": str(error)},
+            )
+            return False
+        return True
+
     def _stored(self, obj: dict[str, Any]) -> dict[str, Any] | None:
-        """The status to resume from: the CR's, or the bookkeeping kept for this CR."""
+        """The status to resume from: the CR's, or the bookkeeping kept for this CR (our copy
+        while the ConfigMap still holds a rejected change)."""
         if self._kept is None:
             return obj.get("status")
+        if self._kept_owed:
+            return copy.deepcopy(self._kept_stored)
         return self._kept.read(obj)
 
     def _sync(self) -> None:
@@ -341,7 +377,9 @@ class Reconciler:
         self._uid = meta.get("uid")
         self._owner = {"metadata": {"name": meta.get("name"), "uid": self._uid}}
         self.present = True
+        self._kept_stored = stored
         self.status.adopt(obj, self._on_cr)
+        self.status.dirty = self.status.dirty or self._kept_owed  # the flush puts it back
         self._show()
 
     def _show(self) -> None:

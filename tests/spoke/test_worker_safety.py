@@ -1,15 +1,17 @@
 """The worker against bad input and a refusing API server (on the in-memory store): a write
 rejected as invalid is answered to the report that caused it and rolled back, reports rolled
-back with it are sent back to be judged again, the worker keeps serving and says when it
-cannot write; a report that claims a generation the watch has not delivered makes the worker
-read the CR before the core judges it."""
+back with it are sent back to be judged again (in the acm profile the bookkeeping ConfigMap is
+put back too), the worker keeps serving and says when it cannot write; a report that claims a
+generation the watch has not delivered makes the worker read the CR before the core judges it."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
@@ -17,11 +19,12 @@ from prometheus_client import CollectorRegistry
 from controller.kube.addons import EventRecord
 from controller.kube.api import KubeError, error_for
 from controller.ops.metrics import ControllerMetrics
+from controller.spoke.bookkeeping import CONFIG_MAP, KEY, config_map_name
 from controller.spoke.worker import StatusRejectedError, Worker, WorkerError
-from statemachines import Report, Verdict, VerdictKind
-from statemachines.vocabulary import Reason, State
+from statemachines import Config, Report, Verdict, VerdictKind
+from statemachines.vocabulary import ACM, Reason, State
 from tests.spoke.conftest import WorkerFactory
-from tests.spoke.fakes import FakeAddonStore
+from tests.spoke.fakes import NAME, NAMESPACE, FakeAddonStore
 from tests.spoke.support import MC, WAIT, collector, condition, report, settle
 
 R = Reason
@@ -163,3 +166,30 @@ def test_a_report_ahead_of_the_watch_while_the_cr_cannot_be_read_is_retried(
         worker.submit(report(R.UPDATE_SUCCESSFUL, None, generation=2), timeout=WAIT)
     verdict = worker.submit(report(R.UPDATE_SUCCESSFUL, None, generation=1), timeout=WAIT)
     assert verdict.kind is VerdictKind.ACCEPTED
+
+
+def _kept(store: FakeAddonStore) -> dict[str, Any] | None:
+    """The acm bookkeeping as stored (None: no document)."""
+    found = store.fake.stored(CONFIG_MAP, NAMESPACE, config_map_name(NAME))
+    text = ((found or {}).get("data") or {}).get(KEY)
+    return json.loads(text) if text else None
+
+
+def test_in_the_acm_profile_a_rejected_write_puts_the_bookkeeping_back_too(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    """The ConfigMap is written before the CR: a rollback that left it would resume the
+    rejected change at the next read (a rejection, a restart, a new leader)."""
+    worker = make_worker(config=Config.create(profile=ACM))
+    _boot(worker)
+    before = _kept(store)
+    stored = store.status
+    store.faults["replace_status"] = [_invalid()]
+    with pytest.raises(StatusRejectedError, match=r"status\.x: Invalid"):
+        worker.submit(report(R.UPDATE_FAILURE, MC), timeout=WAIT)
+    assert _kept(store) == before
+    assert store.status == stored
+    assert worker.submit(report(R.UPDATE_FAILURE, MC), timeout=WAIT).kind is VerdictKind.ACCEPTED
+    kept = _kept(store)
+    assert kept is not None
+    assert collector(kept, MC)["state"] == "Degraded"
