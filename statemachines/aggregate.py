@@ -2,8 +2,10 @@
 that is True, the reason it keeps and the message naming every collector.
 
 The operator's overrides come first (`NotSupported`, then `Disabled`, of the primary collector);
-then the precedence table over the collectors that count. The result does not depend on the
-order of the collectors: precedence is a total order and the message is sorted by name.
+then the precedence table over the collectors that count, each one's contribution raised by
+its resources' counted health (section 8: the overlay, like staleness, never touches the
+machine underneath). The result does not depend on the order of the collectors or resources:
+precedence is a total order and the message is sorted by name.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from statemachines import health
 from statemachines.conditions import Condition
 from statemachines.config import Config
 from statemachines.state import AddonState, CollectorState
@@ -44,21 +47,25 @@ def aggregate(state: AddonState, config: Config, own: Sequence[Condition]) -> Ag
         return Aggregate(ConditionType.NOT_SUPPORTED, Reason.NOT_SUPPORTED, message)
     if primary.state is State.DISABLED:
         return Aggregate(ConditionType.DISABLED, Reason.DISABLED_METRICS, message)
-    counted = [collector_reason(c) for c in state.collectors if c.state not in _OUT_OF_TABLE]
+    own_reasons = {
+        c.name: collector_reason(c) for c in state.collectors if c.state not in _OUT_OF_TABLE
+    }
+    counted = health.overlay(own_reasons, state.resources, state.health, profile=config.profile)
     if not counted:  # only when the primary is not configured and every other one is switched off
         off = {c.state for c in state.collectors}
         kept = Reason.NOT_SUPPORTED if off == {State.NOT_SUPPORTED} else Reason.DISABLED_METRICS
     else:
-        kept = max(counted, key=lambda r: config.profile.spec(r).precedence or 0)
+        kept = max(counted.values(), key=lambda r: config.profile.spec(r).precedence or 0)
     return Aggregate(config.profile.spec(kept).leads_to, kept, message)
 
 
 def _message(state: AddonState, config: Config, own: Sequence[Condition]) -> str:
-    """`MetricsCollector: ForwardSuccessful (metrics sent); UwlMetricsCollector: ...`."""
+    """`MetricsCollector: ForwardSuccessful (metrics sent); UwlMetricsCollector: ...`, then the
+    resources that are not counted `Healthy`."""
     parts = []
     for c, condition in sorted(zip(state.collectors, own, strict=True), key=lambda p: p[0].name):
         spec = config.spec(c.name)
         name = spec.display_name if spec else c.name
         detail = f" ({condition.message})" if condition.message else ""
         parts.append(f"{name}: {condition.reason}{detail}")
-    return "; ".join(parts)
+    return health.addon_message("; ".join(parts), state.resources, state.health)

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from statemachines.errors import ConfigError
+from statemachines.health.config import Resource
 from statemachines.settings import Settings
 from statemachines.vocabulary import SEED, CollectorSpec, Profile
 
@@ -20,6 +21,8 @@ class Config:
     profile: Profile
     collectors: tuple[CollectorSpec, ...]
     settings: Mapping[str, Settings]  # per collector, the collector's overrides applied
+    # Section 8: the watched objects and their health rules, in configuration order.
+    resources: tuple[Resource, ...] = ()
 
     @classmethod
     def create(
@@ -29,8 +32,10 @@ class Config:
         collectors: Sequence[str] | None = None,
         settings: Settings | None = None,
         collector_settings: Mapping[str, Mapping[str, Any]] | None = None,
+        resources: Sequence[Resource] = (),
     ) -> Config:
-        """Validate that the names exist in the profile; default: every collector of it."""
+        """Validate that the names exist in the profile; default: every collector of it.
+        `resources` come from `health.load_resources` (validated and compiled there)."""
         names = list(collectors) if collectors is not None else [c.name for c in profile.collectors]
         if not names:
             raise ConfigError("collectors: at least one collector must be configured")
@@ -57,7 +62,15 @@ class Config:
                 per[name] = base.overridden(dict(overrides.get(name, {})))
             except ValidationError as error:
                 raise ConfigError(f"collectorSettings.{name}: {_first(error)}") from error
-        return cls(profile=profile, collectors=tuple(specs), settings=per)
+        for resource in resources:
+            if resource.collector is not None and resource.collector not in names:
+                raise ConfigError(
+                    f"resources ({resource.name}).collector: {resource.collector!r} is not a"
+                    f" configured collector ({names})"
+                )
+        return cls(
+            profile=profile, collectors=tuple(specs), settings=per, resources=tuple(resources)
+        )
 
     @property
     def primary(self) -> CollectorSpec:

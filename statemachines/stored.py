@@ -6,10 +6,12 @@ the staleness clocks restart (nobody could report to a stopped controller).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from statemachines import dampening
+from statemachines import health as health_rules
 from statemachines.conditions import Condition, format_precise, parse_time
 from statemachines.config import Config
 from statemachines.errors import StoredStateError
@@ -20,10 +22,14 @@ __all__ = ["from_status", "to_status"]
 
 
 def to_status(state: AddonState) -> dict[str, Any]:
-    return {
+    """`status.resources[]` only when resources are configured (section 8)."""
+    status: dict[str, Any] = {
         "conditions": [c.to_api() for c in state.conditions],
         "collectors": [_collector_to_api(c) for c in state.collectors],
     }
+    if state.resources:
+        status["resources"] = health_rules.resources_to_api(state.resources, state.health)
+    return status
 
 
 def _collector_to_api(c: CollectorState) -> dict[str, Any]:
@@ -52,7 +58,8 @@ def from_status(
 
     `generation` is the CR's `metadata.generation` and the only one believed: a condition that
     carries a higher `observedGeneration` (written before FutureGeneration existed) is rewritten.
-    A configured collector absent from the status starts fresh; an unconfigured one is dropped.
+    A configured collector absent from the status starts fresh; an unconfigured one is dropped;
+    so with the resources of `status.resources[]` (their pending results included).
     Raises StoredStateError naming the field that cannot be read.
     """
     status = status or {}
@@ -68,12 +75,13 @@ def from_status(
             conditions.append(Condition.from_api(raw))
         except (KeyError, TypeError, ValueError) as error:
             raise StoredStateError(f"status.conditions[{index}]", str(error)) from error
-    fresh = initial_state(config, now, generation)
+    health = health_rules.resources_from_api(status.get("resources"), config.resources)
+    fresh = initial_state(config, now, generation, health=health)
     collectors = tuple(
         _collector_from_api(*stored[c.name], now) if c.name in stored else c
         for c in fresh.collectors
     )
-    return AddonState(collectors, generation, tuple(conditions))
+    return replace(fresh, collectors=collectors, conditions=tuple(conditions))
 
 
 def _collector_from_api(where: str, raw: dict[str, Any], now: datetime) -> CollectorState:

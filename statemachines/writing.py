@@ -1,13 +1,16 @@
 """Writing conditions (section 6 of the rules): the conditions the CR carries for a state.
 
-The standard types in their fixed order, then one per configured collector, then any condition
-of someone else's, untouched. Every one carries the CR's generation the state was computed for.
+The standard types in their fixed order, then one per configured collector, then
+`ResourcesHealthy` when resources are configured (section 8), then any condition of someone
+else's, untouched. Every one carries the CR's generation the state was computed for.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
+from statemachines import health
 from statemachines.aggregate import aggregate
 from statemachines.conditions import Condition, find_condition, transition_time
 from statemachines.config import Config
@@ -50,9 +53,20 @@ def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonS
         standard.append(
             Condition(type_, status, result.reason, result.message, since, state.generation)
         )
-    ours = {*ConditionType, *(c.condition_type for c in config.profile.collectors)}
+    resources = health.resources_healthy(
+        state.resources,
+        state.health,
+        previous=find_condition(previous, health.RESOURCES_HEALTHY),
+        now=now,
+        generation=state.generation,
+    )
+    ours = {
+        *ConditionType,
+        *(c.condition_type for c in config.profile.collectors),
+        health.RESOURCES_HEALTHY,
+    }
     foreign = tuple(c for c in previous if c.type not in ours)
-    conditions = (*standard, *collectors, *foreign)
+    conditions = (*standard, *collectors, *([resources] if resources else []), *foreign)
     if conditions == previous:
         return state
-    return AddonState(state.collectors, state.generation, conditions)
+    return replace(state, conditions=conditions)
