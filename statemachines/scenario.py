@@ -34,15 +34,26 @@ from pydantic import (
 from statemachines.conditions import format_time
 from statemachines.config import Config
 from statemachines.errors import ConfigError, ReportError, ScenarioError
+from statemachines.health import RESOURCES_HEALTHY, load_resources
 from statemachines.reports import GENERATION_LIMIT, Report, VerdictKind, parse_report
 from statemachines.settings import Duration, Settings, parse_duration
-from statemachines.vocabulary import SEED, ConditionType, Profile, Reason, Rule, State
+from statemachines.vocabulary import (
+    REASON_PATTERN,
+    SEED,
+    ConditionType,
+    Profile,
+    Rule,
+    State,
+)
 
 __all__ = [
     "EPOCH",
     "CollectorExpectation",
     "ConditionExpectation",
     "Expectation",
+    "ObjectChange",
+    "ObjectStep",
+    "ResourceExpectation",
     "Scenario",
     "ScenarioFile",
     "Step",
@@ -51,6 +62,7 @@ __all__ = [
 ]
 
 EPOCH = datetime(2025, 1, 1, tzinfo=UTC)  # the fake clock's start; `at` is an offset from it
+NAMESPACE = "observability"  # the addon's namespace: that of a resource's object unless given
 
 
 def _status_text(value: object) -> object:
@@ -80,7 +92,11 @@ def _expected_reason(value: object, info: ValidationInfo) -> object:
 Generation = Annotated[StrictInt, Field(ge=1, lt=GENERATION_LIMIT)]
 ConditionStatus = Annotated[Literal["True", "False", "Unknown"], BeforeValidator(_status_text)]
 ExpectedTime = Annotated[str, BeforeValidator(_expected_time)]
-ExpectedReason = Annotated[Reason, BeforeValidator(_expected_reason)]
+# Any condition reason (ResourcesHealthy's `HealthyConditionRule` is not a collector's event);
+# a reason of the table is spelt as the profile writes it.
+ExpectedReason = Annotated[
+    str, BeforeValidator(_expected_reason), Field(pattern=REASON_PATTERN.pattern)
+]
 
 
 class _Shape(BaseModel):
@@ -109,18 +125,43 @@ class CollectorExpectation(ConditionExpectation):
     pending_since: ExpectedTime | None = Field(None, alias="pendingSince")
 
 
+class ResourceExpectation(_Shape):
+    """A `status.resources[]` entry's `Healthy` condition (the counted health); `pending` the
+    reason of a result held back by `for` (null: none pending)."""
+
+    status: ConditionStatus | None = None
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: ExpectedTime | None = Field(None, alias="lastTransitionTime")
+    pending: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        given = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        return {k: v for k, v in given.items() if v is not None or k == "pending"}
+
+
 class Expectation(_Shape):
     verdict: VerdictKind | None = None  # of the step's report
     rule: Rule | None = None  # the rule that refused it
     addon: ConditionType | None = None  # the standard type that is True
     conditions: dict[str, ConditionExpectation] = Field(default_factory=dict)
     collectors: dict[str, CollectorExpectation] = Field(default_factory=dict)
+    resources: dict[str, ResourceExpectation] = Field(default_factory=dict)
+
+
+class ObjectStep(_Shape):
+    """A watched object as the API server now returns it (`value`), or deleted."""
+
+    resource: str
+    value: dict[str, Any] | None = None
+    deleted: Literal[True] | None = None
 
 
 class StepFile(_Shape):
     at: Duration
     generation: Generation | None = None  # the CR's spec changed: its metadata.generation now
     report: dict[str, Any] | None = None  # judged against the configuration by parse_report
+    object: ObjectStep | None = None  # a watched object changed or was deleted (section 8)
     expect: Expectation | None = None
     note: str = ""
 
@@ -136,13 +177,23 @@ class ScenarioFile(_Shape):
         default_factory=dict, alias="collectorSettings"
     )
     collectors: list[str] | None = None
+    resources: list[Any] | None = None  # section 8, validated by health.load_resources
     steps: list[StepFile] = Field(min_length=1)
 
 
 @dataclass(frozen=True)
+class ObjectChange:
+    """The object of `resource` as the API server returns it, complete with apiVersion, kind,
+    name and namespace; None when it was deleted."""
+
+    resource: str
+    value: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
 class Step:
-    """One step, parsed: at `at`, the CR's generation moves (if given), then the report is
-    judged (if any), then `expect` is checked (if any)."""
+    """One step, parsed: at `at`, the CR's generation moves (if given), then the watched object
+    changes (if any), then the report is judged (if any), then `expect` is checked (if any)."""
 
     index: int
     at: timedelta
@@ -150,6 +201,7 @@ class Step:
     expect: Expectation | None
     note: str = ""
     generation: int | None = None
+    object: ObjectChange | None = None
 
 
 @dataclass(frozen=True)
@@ -196,10 +248,13 @@ def _invalid(error: ValidationError) -> ScenarioError:
 
 def _config(shape: ScenarioFile) -> Config:
     try:
+        names = shape.collectors or [c.name for c in SEED.collectors]
+        resources = load_resources(shape.resources, namespace=NAMESPACE, collectors=names)
         return Config.create(
             collectors=shape.collectors,
             settings=shape.settings,
             collector_settings=shape.collector_settings,
+            resources=resources,
         )
     except ConfigError as error:
         where, _, problem = str(error).partition(": ")
@@ -208,8 +263,11 @@ def _config(shape: ScenarioFile) -> Config:
 
 def _step(shape: StepFile, index: int, config: Config) -> Step:
     where = f"steps[{index}]"
-    if shape.report is None and shape.expect is None and shape.generation is None:
-        raise ScenarioError(where, "a step needs a `report`, a `generation`, an `expect` or more")
+    given = (shape.report, shape.expect, shape.generation, shape.object)
+    if all(part is None for part in given):
+        raise ScenarioError(
+            where, "a step needs a `report`, a `generation`, an `object`, an `expect` or more"
+        )
     report = None
     if shape.report is not None:
         try:
@@ -222,16 +280,37 @@ def _step(shape: StepFile, index: int, config: Config) -> Step:
         if report is None and (shape.expect.verdict or shape.expect.rule):
             field = "verdict" if shape.expect.verdict else "rule"
             raise ScenarioError(f"{where}.expect.{field}", "this step has no report to judge")
-    return Step(index, shape.at, report, shape.expect, shape.note, shape.generation)
+    change = _object(shape.object, f"{where}.object", config) if shape.object else None
+    return Step(index, shape.at, report, shape.expect, shape.note, shape.generation, change)
+
+
+def _object(shape: ObjectStep, where: str, config: Config) -> ObjectChange:
+    """The object as the API server would return it: identity filled in from the resource."""
+    resource = next((r for r in config.resources if r.name == shape.resource), None)
+    if resource is None:
+        known = ", ".join(r.name for r in config.resources) or "none configured"
+        raise ScenarioError(f"{where}.resource", f"unknown resource; expected one of {known}")
+    if (shape.value is None) == (shape.deleted is None):
+        raise ScenarioError(where, "needs exactly one of `value` and `deleted: true`")
+    if shape.value is None:
+        return ObjectChange(shape.resource, None)
+    ref = resource.object
+    metadata = {**(shape.value.get("metadata") or {}), "name": ref.name}
+    metadata["namespace"] = ref.namespace
+    value = {**shape.value, "apiVersion": ref.api_version, "kind": ref.kind, "metadata": metadata}
+    return ObjectChange(shape.resource, value)
 
 
 def _expectation_names(expect: Expectation, where: str, config: Config) -> None:
-    """Condition types and collectors must be ones this configuration writes."""
+    """Condition types, collectors and resources must be ones this configuration writes."""
     types = {*ConditionType, *(c.condition_type for c in config.collectors)}
+    if config.resources:
+        types.add(RESOURCES_HEALTHY)
     names = {c.name for c in config.collectors}
     tables: Mapping[str, tuple[Mapping[str, Any], set[str]]] = {
         "conditions": (expect.conditions, types),
         "collectors": (expect.collectors, names),
+        "resources": (expect.resources, {r.name for r in config.resources}),
     }
     for table, (given, known) in tables.items():
         for name in given:
