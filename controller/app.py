@@ -41,16 +41,18 @@ from typing import Any
 from kubernetes import client as kube_client
 from prometheus_client import CollectorRegistry
 
+from controller.health.watch import ObjectWatches, health_watches
 from controller.hub.metrics import ReplicationMetrics
 from controller.hub.replicator import ClientSource, HubReplicator
 from controller.kube.addons import AddonNotFoundError, StoreError
 from controller.kube.kubeconfig import KubeconfigSource
+from controller.kube.objects import object_sources
 from controller.ops.leader import LeaderElector, LeaderMetrics, LeaseClock, SystemClock
 from controller.ops.logs import configure_logging
 from controller.options import Address, OptionsError, RunOptions
 from controller.reports.cli import build_report_server
 from controller.reports.server import ReportServer
-from controller.spoke.controller import Service, SpokeController, spoke_client
+from controller.spoke.controller import Service, ServiceFactory, SpokeController, spoke_client
 from controller.spoke.worker import Clock, Worker, WorkerError, utc_now
 from statemachines.config import Config
 from statemachines.errors import AddonStatusError
@@ -191,6 +193,10 @@ class Replica:
         self.report_server: ReportServer | None = None
         self._leadership: _Leadership | None = None
         elector_lease = self._lease_held if options.leader_elect else None
+        self._watch_seconds = watch_seconds
+        services: list[ServiceFactory] = [self._build_leadership]
+        if self.config.resources:
+            services.append(self._build_health_watches)
         try:
             self.spoke = SpokeController(
                 options,
@@ -198,7 +204,7 @@ class Replica:
                 clock=clock,
                 registry=self.registry,
                 report_server=self._build_report_server,
-                services=[self._build_leadership],
+                services=services,
                 leader=not options.leader_elect,
                 lease_held=elector_lease,
                 config=self.config,
@@ -307,6 +313,16 @@ class Replica:
             )
         self._leadership = leadership
         return leadership
+
+    def _build_health_watches(self, worker: Worker) -> ObjectWatches:
+        """Section 8: every configured object watched; its changes go to the worker."""
+        sources = object_sources(self.api_client, request_timeout=self.options.request_timeout)
+        return health_watches(
+            self.config.resources,
+            sources,
+            worker.observe_object,
+            watch_seconds=self._watch_seconds,
+        )
 
     def _replication(self) -> Callable[[], HubReplicator] | None:
         """Builds one term's replicator; None when there is no hub to replicate to."""

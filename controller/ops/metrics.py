@@ -39,7 +39,7 @@ __all__ = [
 _PREFIX = "addon_status"
 # The label values the shell produces (the worker's item kinds and the timer, the watch loop's
 # restart causes, the Event recorder's outcomes) and the core's own rule and cause names.
-TRIGGERS = ("report", "watch", "tick", "leader", "timer")
+TRIGGERS = ("report", "watch", "object", "tick", "leader", "timer")
 WATCH_RESTART_CAUSES = ("ended", "error", "gone")
 EVENT_OUTCOMES = ("recorded", "aggregated", "failed", "dropped")
 REFUSAL_RULES = tuple(rule.value for rule in Rule)

@@ -2,7 +2,8 @@
 
 The `Reconciler` holds the machines (`AddonState`) and the worker's knowledge of the CR (read?
 present? leading? does the status lag?). It asks the core what a report, a watch event or the
-passing of time means (`apply`, `observe_generation`, `advance`), and makes the CR say it:
+passing of time means (`apply`, `observe_generation`, `observe_object`, `advance`), and makes
+the CR say it:
 metrics, Events, then one status write per change. It does no threading of its own: the worker
 calls it from its one thread, so nothing here needs a lock.
 
@@ -43,6 +44,7 @@ from statemachines import (
     apply,
     next_wakeup,
     observe_generation,
+    observe_object,
     start,
     to_status,
 )
@@ -85,6 +87,10 @@ class Reconciler:
         self._state: AddonState | None = None
         self._uid: str | None = None
         self._sync_retry = Retry()  # reading the CR on becoming leader
+        # The watched objects as last delivered (None: absent) and their resourceVersions:
+        # replayed onto machines rebuilt from the CR, which may lag behind them.
+        self._objects: dict[str, dict[str, Any] | None] = {}
+        self.objects_seen: dict[str, str] = {}
 
     @property
     def state(self) -> AddonState:
@@ -137,6 +143,13 @@ class Reconciler:
         if self.status.seen(obj, to_status(self.state)) and self.leader:
             self.status.dirty = True
             self._flush()
+
+    def observe_object(self, resource: str, obj: dict[str, Any] | None, version: str) -> None:
+        """A watched object changed, was deleted (None), or was listed (section 8)."""
+        self._objects[resource] = obj
+        outcome = observe_object(self.state, resource, obj, self._clock(), config=self.config)
+        self.objects_seen[resource] = version
+        self.settle(outcome, cause="object")
 
     def lead(self, leader: bool) -> None:
         """Leader election's verdict, on the worker's thread."""
@@ -256,6 +269,8 @@ class Reconciler:
                 raise
             log.warning("the stored status cannot be read back; starting fresh: %s", error)
             state = start(self.config, self._clock(), generation=generation)
+        for resource, seen in self._objects.items():
+            state = observe_object(state, resource, seen, self._clock(), config=self.config).state
         self._state = state
         self._uid = meta.get("uid")
         self.present = True
