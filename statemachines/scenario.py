@@ -62,7 +62,7 @@ __all__ = [
 ]
 
 EPOCH = datetime(2025, 1, 1, tzinfo=UTC)  # the fake clock's start; `at` is an offset from it
-NAMESPACE = "observability"  # the addon's namespace: that of a resource's object unless given
+NAMESPACE = "open-cluster-management-addon-observability"  # the addon CR's (the default of `run`)
 
 
 def _status_text(value: object) -> object:

@@ -15,14 +15,20 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from controller.demo.scenario_file import EPOCH, Scenario, read, start_generation
+from controller.demo.scenario_file import (
+    EPOCH,
+    ObjectChange,
+    Scenario,
+    read,
+    start_generation,
+)
 from controller.demo.scenario_run import Player, Result, SteppedClock, System
 from controller.demo.view import View
 from controller.kube.addons import GROUP, PLURAL, VERSION
@@ -30,6 +36,7 @@ from controller.kube.kubeconfig import kubeconfig_yaml
 from controller.options import DEFAULT_NAME, DEFAULT_NAMESPACE
 from controller.reports.client import ReportClient
 from kubesim import APIServer, UserInfo
+from statemachines.configuration import guess_plural
 from statemachines.errors import AddonStatusError, ScenarioError
 from statemachines.settings import format_duration
 
@@ -46,11 +53,12 @@ DEFAULT_SCENARIO = Path(__file__).with_name("story.yaml")
 
 
 @contextmanager
-def api_servers() -> Iterator[tuple[APIServer, APIServer]]:
-    """A spoke and a hub API server, each with its addon CR."""
+def api_servers(crds: Sequence[Path] = ()) -> Iterator[tuple[APIServer, APIServer]]:
+    """A spoke and a hub API server, each with its addon CR; the spoke also serves `crds`
+    (the kinds of watched objects, e.g. cert-manager's Certificate)."""
     if not CRD.exists():
         raise AddonStatusError(f"{CRD}: the CRD is missing; run the demo from a project clone")
-    spoke = APIServer([CRD], namespaces=["default", SPOKE_NAMESPACE])
+    spoke = APIServer([CRD, *crds], namespaces=["default", SPOKE_NAMESPACE])
     hub_tokens = {HUB_TOKEN: UserInfo("hub-writer")}
     hub = APIServer([CRD], namespaces=["default", CLUSTER], tokens=hub_tokens)
     with spoke, hub:
@@ -98,6 +106,14 @@ def add_demo_parser(sub: Any) -> None:
         default=None,
         help="stop after this many real seconds (default: when the story is over)",
     )
+    demo.add_argument(
+        "--crd",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a CRD file the embedded spoke serves too, for the kinds of watched objects "
+        "(repeatable; e.g. tests/data/crds/certificates.cert-manager.io.yaml)",
+    )
     demo.set_defaults(handler=run_demo)
 
 
@@ -118,7 +134,8 @@ def run_demo(args: argparse.Namespace) -> int:
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, _stopper(stop))
     try:
-        result = _demo(scenario, scale=scale, duration=args.duration, stop=stop)
+        crds = [Path(p) for p in args.crd]
+        result = _demo(scenario, scale=scale, duration=args.duration, stop=stop, crds=crds)
     except AddonStatusError as error:
         print(f"demo: {error}", file=sys.stderr)
         return 1
@@ -147,12 +164,14 @@ class Demo:
 
 
 @contextmanager
-def running(scenario: Scenario, clock: SteppedClock) -> Iterator[Demo]:
+def running(
+    scenario: Scenario, clock: SteppedClock, *, crds: Sequence[Path] = ()
+) -> Iterator[Demo]:
     """The servers and the controller for `scenario`'s configuration, on `clock`."""
     from controller.app import demo_controller
 
     with ExitStack() as stack:
-        spoke, hub = stack.enter_context(api_servers())
+        spoke, hub = stack.enter_context(api_servers(crds))
         if start_generation(scenario) != 1:
             _change_generation(spoke, start_generation(scenario))
         temporary = tempfile.TemporaryDirectory(prefix="addon-status-demo-")
@@ -174,19 +193,25 @@ def running(scenario: Scenario, clock: SteppedClock) -> Iterator[Demo]:
             hub_status=lambda: _status(hub, CLUSTER),
             hub_copy=controller.options.hub_copy,
             change_generation=lambda generation: _change_generation(spoke, generation),
+            change_object=lambda change: _change_object(spoke, change),
         )
         yield Demo(spoke, hub, controller, system)
 
 
 def _demo(
-    scenario: Scenario, *, scale: float | None, duration: float | None, stop: threading.Event
+    scenario: Scenario,
+    *,
+    scale: float | None,
+    duration: float | None,
+    stop: threading.Event,
+    crds: Sequence[Path] = (),
 ) -> Result:
     clock = SteppedClock(EPOCH)
     if duration is not None:
         timer = threading.Timer(duration, stop.set)
         timer.daemon = True
         timer.start()
-    with running(scenario, clock) as demo:
+    with running(scenario, clock, crds=crds) as demo:
         urls = (demo.controller.report_url, demo.controller.metrics_url)
         _banner(scenario, demo.spoke, demo.hub, urls=urls, scale=scale)
         view = View(clock, EPOCH, sys.stdout)
@@ -222,6 +247,26 @@ def _change_generation(server: APIServer, generation: int) -> None:
         raise AddonStatusError(f"the addon CR {SPOKE_NAMESPACE}/{ADDON} is gone")
     obj["metadata"]["generation"] = generation
     server.put_object(GROUP, VERSION, PLURAL, obj)
+
+
+def _change_object(server: APIServer, change: ObjectChange) -> str | None:
+    """A watched object written straight to the spoke's storage as the scenario gives it (or
+    deleted), as its own controller would have left it; the resourceVersion the watch will
+    deliver, None when nothing changed (deleting an object that does not exist)."""
+    group, _, version = change.api_version.rpartition("/")
+    plural = guess_plural(change.kind)
+    try:
+        if change.value is None:
+            if not server.delete_object(group, version, plural, change.namespace, change.name):
+                return None
+            return server.resource_version
+        stored = server.put_object(group, version, plural, change.value)
+    except KeyError as error:
+        raise AddonStatusError(
+            f"{change.api_version} {change.kind} is not served by the embedded spoke;"
+            " give its CRD with --crd"
+        ) from error
+    return str(stored["metadata"]["resourceVersion"])
 
 
 def _banner(

@@ -4,7 +4,7 @@ resourceVersion, and on 409 Conflict start over from a fresh read (a bounded num
 a failed write may be tried again.
 
 The controller owns the standard condition types, one condition type per collector of its
-profile, and `status.collectors`. Anything else on the status — a condition type of someone
+profile, `ResourcesHealthy`, `status.collectors` and `status.resources`. Anything else on the status — a condition type of someone
 else's, a field of another controller — is kept as it is, in its place in the list: a read
 taken just before the write, and the resourceVersion precondition, make sure nothing another
 writer put there in the meantime is lost. A status that is already right costs one GET and no
@@ -29,6 +29,7 @@ from controller.kube.addons import (
 )
 from controller.ops.backoff import Retry
 from controller.ops.metrics import ControllerMetrics
+from statemachines.health import RESOURCES_HEALTHY
 from statemachines.vocabulary import ConditionType, Profile
 
 __all__ = [
@@ -47,11 +48,13 @@ log = logging.getLogger(__name__)
 
 COLLECTORS = "collectors"
 CONDITIONS = "conditions"
+RESOURCES = "resources"
 
 
 def owned_types(profile: Profile) -> frozenset[str]:
     """The condition types this controller writes; every other type belongs to someone else."""
-    return frozenset({*ConditionType, *(c.condition_type for c in profile.collectors)})
+    collectors = (c.condition_type for c in profile.collectors)
+    return frozenset({*ConditionType, *collectors, RESOURCES_HEALTHY})
 
 
 def merged_status(
@@ -75,7 +78,12 @@ def merged_status(
             conditions.append(ours[type_])
             placed.add(type_)
     conditions += [c for type_, c in ours.items() if type_ not in placed]
-    return {**current, CONDITIONS: conditions, COLLECTORS: list(desired.get(COLLECTORS) or [])}
+    merged = {**current, CONDITIONS: conditions, COLLECTORS: list(desired.get(COLLECTORS) or [])}
+    # status.resources (health rules) is ours too: replaced, or dropped once none is configured.
+    merged.pop(RESOURCES, None)
+    if desired.get(RESOURCES):
+        merged[RESOURCES] = list(desired[RESOURCES])
+    return merged
 
 
 def needs_write(

@@ -21,6 +21,8 @@ from controller.demo.view import View
 from kubesim.routing import RequestInfo
 
 SCENARIOS = [*sorted((Path(__file__).parents[1] / "scenarios").glob("*.yaml")), DEFAULT_SCENARIO]
+# The kinds of watched objects that scenarios use beyond the built-in ones.
+CERTIFICATE_CRD = Path(__file__).parents[1] / "data" / "crds" / "certificates.cert-manager.io.yaml"
 
 # The window opened at 5m ends at 15m; the last step has no report and expects the wrong type.
 WRONG_AT_THE_END = """
@@ -51,7 +53,7 @@ def test_every_scenario_holds_in_simulate_and_end_to_end(
 ) -> None:
     assert main(["simulate", str(path)]) == 0, capsys.readouterr()
     capsys.readouterr()
-    code, out, err = _demo(path, capsys)
+    code, out, err = _demo(path, capsys, "--crd", str(CERTIFICATE_CRD))
     assert (code, err) == (0, ""), out
     assert "every expectation held." in out
     assert "stopped before" not in out
