@@ -4,11 +4,11 @@ resourceVersion, and on 409 Conflict start over from a fresh read (a bounded num
 a failed write may be tried again.
 
 The controller owns the standard condition types, one condition type per collector of its
-profile, `ResourcesHealthy`, `status.collectors` and `status.resources`. Anything else on the status — a condition type of someone
-else's, a field of another controller — is kept as it is, in its place in the list: a read
-taken just before the write, and the resourceVersion precondition, make sure nothing another
-writer put there in the meantime is lost. A status that is already right costs one GET and no
-write at all.
+profile, `ResourcesHealthy`, `status.collectors` and `status.resources`. Anything else on the
+status — a condition type of someone else's, a field of another controller — is kept as it
+is, in its place in the list: a read taken just before the write, and the resourceVersion
+precondition, make sure nothing another writer put there in the meantime is lost. A status
+that is already right costs one GET and no write at all.
 """
 
 from __future__ import annotations

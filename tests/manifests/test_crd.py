@@ -24,7 +24,17 @@ from controller.kube import addons as kube
 from controller.kube import hub_objects
 from controller.options import DEFAULT_NAME, DEFAULT_NAMESPACE
 from kubesim import APIServer
-from statemachines import Config, Reason, Report, advance, apply, next_wakeup, start, to_status
+from statemachines import (
+    Config,
+    Reason,
+    Report,
+    advance,
+    apply,
+    next_wakeup,
+    observe_object,
+    start,
+    to_status,
+)
 from statemachines.scenario import EPOCH, load
 from statemachines.vocabulary import ConditionType
 from tests.manifests.kustomize import MANIFESTS, ROOT, documents
@@ -37,7 +47,8 @@ SCENARIOS: Final = sorted((ROOT / "tests" / "scenarios").glob("*.yaml"))
 
 
 def statuses_reached(path: Path) -> list[Obj]:
-    """The status after every change a scenario makes (timers and reports), as JSON."""
+    """The status after every change a scenario makes (timers, watched objects, reports), as
+    JSON."""
     scenario = load(path.read_text(encoding="utf-8"), source=path.name)
     config = scenario.config
     state = start(config, EPOCH)
@@ -46,6 +57,10 @@ def statuses_reached(path: Path) -> list[Obj]:
         now = EPOCH + step.at
         while (wakeup := next_wakeup(state, config)) is not None and wakeup <= now:
             state = advance(state, wakeup, config=config).state
+            reached.append(to_status(state))
+        if step.object is not None:
+            change = step.object
+            state = observe_object(state, change.resource, change.value, now, config=config).state
             reached.append(to_status(state))
         if step.report is not None:
             state = apply(state, step.report, now, config=config).state
@@ -138,17 +153,28 @@ def _status_schema() -> Obj:
 
 
 def test_every_field_of_the_status_schema_is_one_the_controller_writes() -> None:
-    written: dict[str, set[str]] = {"status": set(), "conditions": set(), "collectors": set()}
+    parts = ("conditions", "collectors", "resources")
+    written: dict[str, set[str]] = {part: set() for part in ("status", *parts)}
+    nested: dict[str, set[str]] = {"object": set(), "conditions": set(), "pending": set()}
     statuses = [s for path in SCENARIOS for s in statuses_reached(path)]
     for status in [*statuses, *statuses_with_generations()]:
         written["status"] |= set(status)
-        for part in ("conditions", "collectors"):
-            for item in status[part]:
+        for part in parts:
+            for item in status.get(part) or []:
                 written[part] |= set(item)
+        for entry in status.get("resources") or []:
+            nested["object"] |= set(entry["object"])
+            nested["pending"] |= set(entry.get("pending") or {})
+            for condition in entry["conditions"]:
+                nested["conditions"] |= set(condition)
     schema = _status_schema()["properties"]
     assert written["status"] == set(schema)
-    for part in ("conditions", "collectors"):
+    for part in parts:
         assert written[part] == set(schema[part]["items"]["properties"]), part
+    entry_schema = schema["resources"]["items"]["properties"]
+    assert nested["object"] == set(entry_schema["object"]["properties"])
+    assert nested["pending"] == set(entry_schema["pending"]["properties"])
+    assert nested["conditions"] == set(entry_schema["conditions"]["items"]["properties"])
 
 
 VALID: Final = statuses_with_generations()[-1]
