@@ -1,4 +1,4 @@
-"""A whole spoke controller, one `Replica` of it: the spoke side (`run.SpokeController`), the
+"""A whole spoke controller, one `Replica` of it: the spoke side (`spoke.SpokeController`), the
 report API in front of its worker, hub replication behind it, and leader election deciding
 which replica does the writing.
 
@@ -16,6 +16,9 @@ Without `--leader-elect` the single replica leads from start to stop.
 Each leadership term replicates through a fresh `HubReplicator`: a new term starts from what
 the CR says, never from a status an earlier term published (an older status must never land
 on the hub over a newer one that another replica wrote meanwhile).
+
+Leadership is one state, the replica's `Role` (`controller.ops.role`): leader election sets
+its verdict, and every writer asks it `may_write()`.
 
 Tests and the demo build a `Replica` in process with an injected clock, spoke `ApiClient` and
 hub client source, on port 0 everywhere (`report_url`, `metrics_url`, `probe_url` say where).
@@ -38,21 +41,23 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from kubernetes import client as kube_client
 from prometheus_client import CollectorRegistry
 
 from controller.health.watch import ObjectWatches, health_watches
 from controller.hub.metrics import ReplicationMetrics
 from controller.hub.replicator import ClientSource, HubReplicator
-from controller.kube.addons import AddonNotFoundError, StoreError
-from controller.kube.kubeconfig import KubeconfigSource
+from controller.kube.addons import AddonStore
+from controller.kube.api import NotFoundError
+from controller.kube.kubeconfig import KubeconfigSource, client_for, client_for_url
 from controller.kube.objects import object_sources
+from controller.kube.official import ApiClient, OfficialKube
 from controller.ops.leader import LeaderElector, LeaderMetrics, LeaseClock, SystemClock
 from controller.ops.logs import configure_logging
+from controller.ops.role import Role
 from controller.options import Address, OptionsError, RunOptions
 from controller.reports.cli import build_report_server
 from controller.reports.server import ReportServer
-from controller.spoke.controller import Service, ServiceFactory, SpokeController, spoke_client
+from controller.spoke.controller import Service, ServiceFactory, SpokeController
 from controller.spoke.worker import Clock, Worker, WorkerError, utc_now
 from statemachines.config import Config
 from statemachines.errors import AddonStatusError
@@ -164,7 +169,7 @@ class Replica:
         self,
         options: RunOptions,
         *,
-        api_client: kube_client.ApiClient | None = None,
+        api_client: ApiClient | None = None,
         hub_source: ClientSource | None = None,
         clock: Clock = utc_now,
         lease_clock: LeaseClock | None = None,
@@ -184,7 +189,7 @@ class Replica:
         self.identity = identity or replica_identity()
         self.registry = registry or CollectorRegistry()
         self._own_client = api_client is None
-        self.api_client = api_client if api_client is not None else spoke_client(options)
+        self.api_client = api_client if api_client is not None else client_for(options.kubeconfig)
         self.config = config or options.config()
         self._lease_clock = lease_clock or SystemClock()
         self._hub_source = hub_source
@@ -192,22 +197,30 @@ class Replica:
         self._hub_backoff = hub_backoff
         self.report_server: ReportServer | None = None
         self._leadership: _Leadership | None = None
-        elector_lease = self._lease_held if options.leader_elect else None
         self._watch_seconds = watch_seconds
         services: list[ServiceFactory] = [self._build_leadership]
         if self.config.resources:
             services.append(self._build_health_watches)
+        if options.leader_elect:
+            self.role = Role(elected=False, lease_held=self._lease_held)
+        else:
+            self.role = Role()
+        store = AddonStore(
+            OfficialKube(self.api_client, request_timeout=options.request_timeout),
+            options.ref,
+            instance=os.environ.get("POD_NAME") or socket.gethostname(),
+        )
         try:
             self.spoke = SpokeController(
-                options,
-                api_client=self.api_client,
+                store,
+                self.config,
+                metrics_address=options.metrics_address,
+                probe_address=options.probe_address,
                 clock=clock,
                 registry=self.registry,
                 report_server=self._build_report_server,
                 services=services,
-                leader=not options.leader_elect,
-                lease_held=elector_lease,
-                config=self.config,
+                role=self.role,
                 watch_seconds=watch_seconds,
                 max_wait=max_wait,
             )
@@ -283,7 +296,7 @@ class Replica:
             sink=worker,
             config=self.config,
             registry=self.registry,
-            api_client=lambda: self.api_client,
+            kube=lambda: OfficialKube(self.api_client, request_timeout=5.0),
         )
         return self.report_server
 
@@ -293,23 +306,20 @@ class Replica:
         replication = self._replication()
         leadership = _Leadership(worker, replication=replication, drain_timeout=drain)
         if options.leader_elect:
-            leader_metrics = LeaderMetrics(CollectorRegistry())
-            # Its gauge has the name of the worker's own `addon_status_leader`, which already
-            # says whether this replica leads; only the transitions counter is new.
-            self.registry.register(leader_metrics.transitions)
             lease = options.lease_ref
+            renew_deadline = options.renew_deadline.total_seconds()
             leadership.elector = LeaderElector(
-                self.api_client,
+                OfficialKube(self.api_client, request_timeout=renew_deadline / 2),
                 namespace=lease.namespace,
                 name=lease.name,
                 identity=self.identity,
                 lease_duration=options.lease_duration.total_seconds(),
-                renew_deadline=options.renew_deadline.total_seconds(),
+                renew_deadline=renew_deadline,
                 retry_period=options.retry_period.total_seconds(),
                 clock=self._lease_clock,
                 on_started_leading=leadership.lead,
                 on_stopped_leading=leadership.step_down,
-                metrics=leader_metrics,
+                metrics=LeaderMetrics(self.registry),
             )
         self._leadership = leadership
         return leadership
@@ -390,7 +400,7 @@ def demo_controller(
         cluster_name=cluster_name,
         request_timeout=5.0,
     )
-    with kube_client.ApiClient(kube_client.Configuration(host=spoke_url)) as api:
+    with client_for_url(spoke_url) as api:
         replica = Replica(options, api_client=api, clock=clock, config=config, max_wait=0.05)
         with replica:
             yield replica
@@ -425,14 +435,14 @@ def _run_until_stopped(
     try:
         replica = replica_type(options)
         replica.start()
-    except AddonNotFoundError:
+    except NotFoundError:
         print(
             f"addon-status run: the addon CR {options.ref} does not exist "
             f"(kind ObservabilityAddon; set --addon-name / --addon-namespace)",
             file=sys.stderr,
         )
         return 1
-    except (StoreError, AddonStatusError) as error:
+    except AddonStatusError as error:
         print(f"addon-status run: cannot start: {error}", file=sys.stderr)
         return 1
     try:

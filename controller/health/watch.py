@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from controller.kube.addons import GoneError, StoreError, WatchStream, resource_version
+from controller.kube.api import GoneError, KubeError, WatchStream, resource_version
 from controller.kube.objects import KindNotServedError, ObjectKey, ObjectSource
 from controller.ops.backoff import Backoff
 from statemachines.health import Resource
@@ -87,7 +87,7 @@ class ObjectWatch:
             except KindNotServedError as error:
                 self._tell(f"{error}; the resource stays Unknown until it is", "kind")
                 version = None
-            except StoreError as error:
+            except KubeError as error:
                 if self._stopping.is_set():
                     return
                 self._tell(f"cannot read {self._source.key}: {error}", "error")

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from controller.kube.hub_objects import ErrorKind
+from controller.kube.api import ErrorKind
 
 __all__ = ["LAG_BUCKETS", "ReplicationMetrics"]
 

@@ -8,8 +8,8 @@ as long as a `Retry-After` asks), reloads the hub credentials on 401/403, and re
 copy every `resync_interval` to repair a copy someone else changed.
 
 The decisions (what to copy, when the copy is current, how long to back off) are the pure
-functions at the top; `HubObjects` is the one seam to the hub's API, with the official
-client's implementation in `controller.kube.hub_objects`.
+functions at the top; the hub is reached through the `Kube` seam (`controller.kube.api`), and a
+sync is the one status-update loop, `controller.kube.update.update_status`.
 """
 
 from __future__ import annotations
@@ -24,7 +24,16 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol
 
 from controller.hub.metrics import ReplicationMetrics
-from controller.kube.hub_objects import ErrorKind, HubError, HubObjects, KubernetesHubObjects
+from controller.kube.api import (
+    ADDON,
+    ConflictError,
+    ErrorKind,
+    Kube,
+    KubeError,
+    NotFoundError,
+)
+from controller.kube.official import OfficialKube
+from controller.kube.update import update_status
 from controller.ops.backoff import RETRY_AFTER_CEILING, backoff_delay
 from controller.ops.clocks import MonotonicClock as Clock
 
@@ -123,7 +132,8 @@ class HubReplicator:
     `publish` is safe from any thread and never waits on the hub. One thread (`start`/`stop`)
     does all hub I/O, so hub writes are strictly in publication order. The hub CR is never
     created unless `create_missing`: a missing copy usually means the hub has not registered
-    the cluster yet, which is the hub's decision.
+    the cluster yet, which is the hub's decision. `kube` makes the seam to the hub from the
+    client source's current client (tests hand in a `FakeKube` as the client itself).
     """
 
     def __init__(
@@ -139,7 +149,9 @@ class HubReplicator:
         backoff_base: float = 0.5,
         backoff_max: float = 60.0,
         rng: random.Random | None = None,
-        objects: Callable[[Any], HubObjects] = KubernetesHubObjects,
+        kube: Callable[[Any], Kube] = lambda client: OfficialKube(
+            client, request_timeout=(5.0, 15.0)
+        ),
         create_missing: bool = False,
         conflict_retries: int = 5,
     ) -> None:
@@ -147,7 +159,7 @@ class HubReplicator:
             raise ValueError(f"copy must be 'conditions' or 'status', not {copy!r}")
         self.namespace, self.name, self.copy = namespace, name, copy
         self._source, self._clock, self._metrics = client_source, clock, metrics
-        self._objects = objects
+        self._kube = kube
         self._resync, self._base, self._cap = resync_interval, backoff_base, backoff_max
         self._rng = rng or random.Random()
         self._create_missing, self._conflict_retries = create_missing, max(conflict_retries, 1)
@@ -187,11 +199,6 @@ class HubReplicator:
         with self._wake:
             return self._synced
 
-    @property
-    def latest_sequence(self) -> int:
-        with self._wake:
-            return self._latest.sequence if self._latest else 0
-
     def wait_synced(self, timeout: float) -> bool:
         """Block until everything published before this call is on the hub (for tests and
         for a graceful hand-over); False on timeout."""
@@ -229,11 +236,11 @@ class HubReplicator:
                 wrote = self._sync(publication)
             except _Stopping:
                 return
-            except HubError as error:
+            except KubeError as error:
                 self._failed(error)
             except Exception as error:  # a bug must not kill replication silently
                 log.exception("hub replication failed unexpectedly")
-                self._failed(HubError(ErrorKind.OTHER, type(error).__name__))
+                self._failed(KubeError(f"unexpected {type(error).__name__}", status=0))
             else:
                 self._succeeded(publication, wrote=wrote)
 
@@ -260,42 +267,53 @@ class HubReplicator:
     def _sync(self, publication: Publication) -> bool:
         """Fresh read, compare, write with the read resourceVersion; a 409 means someone wrote
         in between, so read again (bounded) rather than back off. True when it wrote."""
-        objects = self._objects(self._source.current())
-        for attempt in range(1, self._conflict_retries + 1):
-            try:
-                return self._read_compare_write(objects, publication.status)
-            except HubError as error:
-                if error.kind is not ErrorKind.CONFLICT or attempt == self._conflict_retries:
-                    raise
-                self._metrics.failed(error.kind)
-                log.debug("hub copy changed while writing, reading it again")
-        raise AssertionError("unreachable")  # pragma: no cover
+        kube = self._kube(self._source.current())
+        status = publication.status
 
-    def _read_compare_write(self, objects: HubObjects, status: Mapping[str, Any]) -> bool:
-        hub = self._read_or_create(objects)
-        hub_status = hub.get("status") or {}
-        if in_sync(status, hub_status, self.copy, echo=self._echo):
-            self._metrics.found_unchanged()
-            return False
-        body = {**hub, "status": hub_status_for(status, hub_status, self.copy)}
-        if self._stopping:  # e.g. leadership lost meanwhile: the new leader writes from now on
-            raise _Stopping
-        stored = objects.replace_status(body)
-        self._echo = Echo(
-            sent=projection(body["status"], self.copy),
-            stored=projection(stored.get("status") or {}, self.copy),
+        def hub_status(current: Mapping[str, Any]) -> dict[str, Any] | None:
+            if in_sync(status, current, self.copy, echo=self._echo):
+                self._metrics.found_unchanged()
+                return None
+            return hub_status_for(status, current, self.copy)
+
+        def write(body: dict[str, Any]) -> dict[str, Any]:
+            if self._stopping:  # e.g. leadership lost meanwhile: the new leader writes now
+                raise _Stopping
+            stored = kube.replace_status(ADDON, self.namespace, self.name, body)
+            self._echo = Echo(
+                sent=projection(body["status"], self.copy),
+                stored=projection(stored.get("status") or {}, self.copy),
+            )
+            self._metrics.wrote()
+            return stored
+
+        def conflicted(attempt: int, error: ConflictError) -> None:
+            self._metrics.failed(error.kind)
+            log.debug("hub copy changed while writing, reading it again")
+
+        updated = update_status(
+            lambda: self._read_or_create(kube),
+            hub_status,
+            write,
+            what=f"hub copy {self.namespace}/{self.name}",
+            attempts=self._conflict_retries,
+            on_conflict=conflicted,
         )
-        self._metrics.wrote()
-        return True
+        return updated.written
 
-    def _read_or_create(self, objects: HubObjects) -> dict[str, Any]:
+    def _read_or_create(self, kube: Kube) -> dict[str, Any]:
         try:
-            return objects.read(self.namespace, self.name)
-        except HubError as error:
-            if error.kind is not ErrorKind.NOT_FOUND or not self._create_missing:
+            return kube.get(ADDON, self.namespace, self.name)
+        except NotFoundError:
+            if not self._create_missing:
                 raise
         log.info("creating the hub copy %s/%s", self.namespace, self.name)
-        return objects.create(self.namespace, self.name)
+        body = {
+            "apiVersion": ADDON.api_version,
+            "kind": ADDON.kind,
+            "metadata": {"name": self.name, "namespace": self.namespace},
+        }
+        return kube.create(ADDON, self.namespace, body)
 
     def _succeeded(self, publication: Publication, *, wrote: bool) -> None:
         with self._wake:
@@ -315,7 +333,7 @@ class HubReplicator:
             log.info("hub copy %s/%s in sync again", self.namespace, self.name)
         log.debug("hub sync of #%d: %s", publication.sequence, "written" if wrote else "equal")
 
-    def _failed(self, error: HubError) -> None:
+    def _failed(self, error: KubeError) -> None:
         with self._wake:
             self._failures += 1
             delay = backoff_delay(

@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from kubernetes import config as kube_config
 from kubernetes.client import ApiClient, Configuration
 from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.kube_config import KubeConfigLoader
 
 from statemachines.errors import AddonStatusError
 
-__all__ = ["KubeconfigError", "KubeconfigSource", "load_client"]
+__all__ = ["KubeconfigError", "KubeconfigSource", "client_for", "client_for_url", "load_client"]
 
 log = logging.getLogger(__name__)
 
@@ -239,3 +240,23 @@ def _close_quietly(client: ApiClient) -> None:
         client.close()  # type: ignore[no-untyped-call]
     except Exception:  # closing an old pool must never break a reload
         log.debug("closing the previous hub client failed", exc_info=True)
+
+
+def client_for(kubeconfig: Path | None) -> ApiClient:
+    """An API client from the kubeconfig, else from the pod's service account (None).
+
+    Raises AddonStatusError with a message that names the file but never quotes it.
+    """
+    if kubeconfig is not None:
+        return KubeconfigSource(kubeconfig).current()
+    configuration = Configuration()
+    try:
+        kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    except kube_config.ConfigException as error:
+        raise AddonStatusError(f"in-cluster configuration: {error}") from None
+    return ApiClient(configuration)
+
+
+def client_for_url(url: str) -> ApiClient:
+    """An API client for a server that needs no credentials (the demo's embedded ones)."""
+    return ApiClient(Configuration(host=url))

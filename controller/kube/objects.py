@@ -22,7 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic.exceptions import DynamicApiError, ResourceNotFoundError
 from urllib3.exceptions import HTTPError
 
-from controller.kube.addons import GoneError, StoreError, WatchEvent, WatchStream
+from controller.kube.api import KubeError, WatchEvent, WatchStream, error_for
 
 __all__ = [
     "KindNotServedError",
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-class KindNotServedError(StoreError):
+class KindNotServedError(KubeError):
     """The API server does not serve this apiVersion and kind (yet)."""
 
 
@@ -59,11 +59,11 @@ class ObjectSource(Protocol):
 
     def list(self) -> tuple[dict[str, Any] | None, str]:
         """The object (None if it does not exist) and the collection's resourceVersion.
-        Raises KindNotServedError, StoreError."""
+        Raises KindNotServedError, KubeError."""
         ...
 
     def watch(self, resource_version: str, *, timeout_seconds: int) -> WatchStream:
-        """Its changes after `resource_version`; the stream raises GoneError on 410."""
+        """Its changes after `resource_version`; the stream raises `api.GoneError` on 410."""
         ...
 
 
@@ -207,10 +207,11 @@ def _name_of(obj: Any) -> str | None:
     return meta.get("name") if isinstance(meta, dict) else None
 
 
-def _translated(error: Exception, what: str) -> StoreError:
-    """The client's exception as one of ours (never its headers: they carry the token)."""
+def _translated(error: Exception, what: str) -> KubeError:
+    """The client's exception as one of the seam's tree (never its headers: they carry the
+    token); no status means no answer."""
     status = getattr(error, "status", None)
     if isinstance(status, int) and status:
-        message = f"{what}: {status} {getattr(error, 'reason', '') or ''}".rstrip()
-        return (GoneError if status == 410 else StoreError)(message, status=status)
-    return StoreError(f"{what}: {type(error).__name__}: {error}")
+        detail = f"{what}: {status} {getattr(error, 'reason', '') or ''}".rstrip()
+        return error_for(detail, status=status)
+    return error_for(f"{what}: {type(error).__name__}: {error}", status=None)

@@ -11,7 +11,10 @@ gap between the two durations is the margin for clock skew between replicas.
 
 Unlike the Python client's `leaderelection`, a stopping leader first steps down (so the
 controller drains its work) and then releases the Lease (holder empty, duration 1 s), so the
-other replica takes over at once instead of after a full lease duration.
+other replica takes over at once instead of after a full lease duration. A leader whose renew
+deadline passes (the API server did not answer in time) steps down and says so once; the
+seconds since the last successful renewal are a gauge, so an outage is visible before then.
+The Lease is read and written through the `Kube` seam, as a plain dict.
 """
 
 from __future__ import annotations
@@ -22,13 +25,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from typing import Any
 
-import urllib3
-from kubernetes.client import ApiClient, CoordinationV1Api, V1Lease, V1LeaseSpec, V1ObjectMeta
-from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from controller.kube.api import LEASE, ConflictError, Kube, KubeError, NotFoundError
 from controller.ops.clocks import LeaseClock, SystemClock
 
 __all__ = [
@@ -39,15 +40,12 @@ __all__ = [
     "lease_expired",
     "lease_spec",
     "may_acquire",
+    "micro_time",
     "next_record",
     "released_record",
-    "representable",
 ]
 
 log = logging.getLogger(__name__)
-
-_NOT_FOUND: Final = 404
-_CONFLICT: Final = 409
 
 
 # --- pure decisions ------------------------------------------------------------------------
@@ -65,15 +63,16 @@ class LeaseRecord:
 
     @classmethod
     def from_spec(cls, spec: Any) -> LeaseRecord:
-        """From a `V1LeaseSpec` (or None, a Lease without spec)."""
-        if spec is None:
+        """From a Lease's `spec` (None or not a mapping: a Lease without spec)."""
+        if not isinstance(spec, dict):
             return cls(None, None, None, None, 0)
+        duration = spec.get("leaseDurationSeconds")
         return cls(
-            holder=spec.holder_identity or None,
-            duration_seconds=spec.lease_duration_seconds,
-            acquire_time=spec.acquire_time,
-            renew_time=spec.renew_time,
-            transitions=spec.lease_transitions or 0,
+            holder=spec.get("holderIdentity") or None,
+            duration_seconds=duration if isinstance(duration, int) else None,
+            acquire_time=_parse_time(spec.get("acquireTime")),
+            renew_time=_parse_time(spec.get("renewTime")),
+            transitions=int(spec.get("leaseTransitions") or 0),
         )
 
 
@@ -109,34 +108,34 @@ def released_record(record: LeaseRecord, now: datetime) -> LeaseRecord:
     return LeaseRecord(None, 1, now, now, record.transitions)
 
 
-def representable(moment: datetime) -> datetime:
-    """The same instant, never on a whole second. metav1.MicroTime wants exactly six
-    fractional digits, and the client sends a datetime as `isoformat()`, which drops them when
-    the microseconds are zero (a real API server then rejects the Lease); one microsecond
-    later is the cheapest fix."""
-    moment = moment.astimezone(UTC)
-    return moment + timedelta(microseconds=1) if moment.microsecond == 0 else moment
+def micro_time(moment: datetime) -> str:
+    """A metav1.MicroTime: RFC 3339 in UTC with exactly six fractional digits, even on a whole
+    second (`isoformat()` drops them then, and a real API server rejects the Lease)."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def lease_spec(record: LeaseRecord) -> V1LeaseSpec:
-    return V1LeaseSpec(
-        holder_identity=record.holder,
-        lease_duration_seconds=record.duration_seconds,
-        acquire_time=record.acquire_time,
-        renew_time=record.renew_time,
-        lease_transitions=record.transitions,
-    )
+def _parse_time(value: object) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def lease_spec(record: LeaseRecord) -> dict[str, Any]:
+    """The Lease's spec for `record`; absent fields are left out, as the API server does."""
+    spec: dict[str, Any] = {
+        "holderIdentity": record.holder,
+        "leaseDurationSeconds": record.duration_seconds,
+        "acquireTime": micro_time(record.acquire_time) if record.acquire_time else None,
+        "renewTime": micro_time(record.renew_time) if record.renew_time else None,
+        "leaseTransitions": record.transitions,
+    }
+    return {key: value for key, value in spec.items() if value is not None}
 
 
 # --- the election loop ----------------------------------------------------------------------
-
-
-class _LeaseCallError(Exception):
-    """A Lease call that gave no answer about who holds it (network, 5xx, 409 on renew)."""
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 class LeaderElector:
@@ -149,7 +148,7 @@ class LeaderElector:
 
     def __init__(
         self,
-        api_client: ApiClient,
+        kube: Kube,
         *,
         namespace: str,
         name: str,
@@ -161,17 +160,15 @@ class LeaderElector:
         on_started_leading: Callable[[], None],
         on_stopped_leading: Callable[[], None],
         metrics: LeaderMetrics | None = None,
-        request_timeout: float | None = None,
     ) -> None:
         if not lease_duration > renew_deadline > retry_period > 0:
             raise ValueError("need lease_duration > renew_deadline > retry_period > 0")
         if not identity:
             raise ValueError("identity must not be empty")
-        self._api = CoordinationV1Api(api_client)
+        self._kube = kube
         self.namespace, self.name, self.identity = namespace, name, identity
         self._duration_seconds = math.ceil(lease_duration)
         self._renew_deadline, self._retry_period = renew_deadline, retry_period
-        self._timeout = request_timeout or renew_deadline / 2
         self._clock, self._metrics = clock, metrics
         self._on_started, self._on_stopped = on_started_leading, on_stopped_leading
         self._stop = threading.Event()
@@ -180,10 +177,16 @@ class LeaderElector:
         self._leading = False
         self._last_renew = -math.inf
         self._observed_holder: str | None = None
+        if metrics is not None:
+            metrics.renew_age.set_function(self.seconds_since_renewal)
 
     @property
     def is_leader(self) -> bool:
         return self._leading and self._clock.monotonic() - self._last_renew < self._renew_deadline
+
+    def seconds_since_renewal(self) -> float:
+        """Since the last successful renewal began (+inf before the first one)."""
+        return self._clock.monotonic() - self._last_renew
 
     @property
     def holder(self) -> str | None:
@@ -215,7 +218,7 @@ class LeaderElector:
         """The election loop; returns after `stop()`."""
         try:
             while not self._stop.is_set():
-                self._round()
+                self.run_round()
                 self._stop.wait(self._retry_period)
         finally:
             self._set_leading(False)
@@ -227,11 +230,11 @@ class LeaderElector:
         does). False when the Lease was not ours or the call failed."""
         try:
             lease = self._read()
-            record = LeaseRecord.from_spec(lease.spec) if lease is not None else None
+            record = LeaseRecord.from_spec(lease.get("spec")) if lease is not None else None
             if record is None or record.holder != self.identity:
                 return False
-            self._write(lease, released_record(record, representable(self._clock.now())))
-        except _LeaseCallError as error:
+            self._write(lease, released_record(record, self._clock.now()))
+        except KubeError as error:
             log.warning("could not release the Lease %s/%s: %s", self.namespace, self.name, error)
             return False
         log.info("released the Lease %s/%s", self.namespace, self.name)
@@ -239,11 +242,13 @@ class LeaderElector:
 
     # --- one round
 
-    def _round(self) -> None:
+    def run_round(self) -> None:
+        """One round: acquire or renew, then lead or step down (the loop's body; tests call
+        it with a clock they move)."""
         started = self._clock.monotonic()
         try:
             held = self._acquire_or_renew()
-        except _LeaseCallError as error:
+        except KubeError as error:
             log.debug("Lease %s/%s not renewed: %s", self.namespace, self.name, error)
             held = None
         except Exception:
@@ -255,14 +260,23 @@ class LeaderElector:
         if held and in_time:
             self._last_renew = started
             self._set_leading(True)
-        elif held is False or self._clock.monotonic() - self._last_renew >= self._renew_deadline:
+        elif held is False:
+            self._set_leading(False)
+        elif self._leading and self.seconds_since_renewal() >= self._renew_deadline:
+            log.warning(
+                "could not renew the Lease %s/%s for %.1fs (renew deadline %.1fs): stepping down",
+                self.namespace,
+                self.name,
+                self.seconds_since_renewal(),
+                self._renew_deadline,
+            )
             self._set_leading(False)
 
     def _acquire_or_renew(self) -> bool:
         """True: the Lease is ours now; False: someone else holds it."""
-        now = representable(self._clock.now())
+        now = self._clock.now()
         lease = self._read()
-        record = LeaseRecord.from_spec(lease.spec) if lease is not None else None
+        record = LeaseRecord.from_spec(lease.get("spec")) if lease is not None else None
         self._observed_holder = record.holder if record is not None else None
         if record is not None and not may_acquire(record, self.identity, now):
             return False
@@ -271,8 +285,8 @@ class LeaderElector:
         )
         try:
             self._write(lease, wanted)
-        except _LeaseCallError as error:
-            if lease is None and error.status == _CONFLICT:
+        except ConflictError:
+            if lease is None:
                 return False  # another candidate created it first
             raise
         self._observed_holder = self.identity
@@ -283,7 +297,7 @@ class LeaderElector:
             return
         self._leading = leading
         if self._metrics is not None:
-            self._metrics.leading(leading)
+            self._metrics.transitions.inc()
         log.info(
             "%s %s leading on Lease %s/%s",
             self.identity,
@@ -299,73 +313,46 @@ class LeaderElector:
 
     # --- Lease I/O
 
-    def _read(self) -> V1Lease | None:
-        """The Lease (a `V1Lease`), or None when it does not exist."""
+    def _read(self) -> dict[str, Any] | None:
+        """The Lease, or None when it does not exist."""
         try:
-            lease: V1Lease = self._api.read_namespaced_lease(
-                self.name, self.namespace, _request_timeout=self._timeout
-            )
-            return lease
-        except ApiException as error:
-            if error.status == _NOT_FOUND:
-                return None
-            raise _LeaseCallError(
-                f"read: {error.status} {error.reason}", status=error.status
-            ) from error
-        except (urllib3.exceptions.HTTPError, OSError) as error:
-            raise _LeaseCallError(f"read: {type(error).__name__}") from error
+            return self._kube.get(LEASE, self.namespace, self.name)
+        except NotFoundError:
+            return None
 
-    def _write(self, lease: V1Lease | None, record: LeaseRecord) -> None:
+    def _write(self, lease: dict[str, Any] | None, record: LeaseRecord) -> None:
         """Create (lease None) or replace with the read resourceVersion, keeping the Lease's
         labels and annotations."""
+        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        if lease is not None:
+            read = lease.get("metadata") or {}
+            metadata |= {k: read[k] for k in ("resourceVersion", "labels", "annotations")
+                         if read.get(k)}
+        body = {
+            "apiVersion": LEASE.api_version,
+            "kind": LEASE.kind,
+            "metadata": metadata,
+            "spec": lease_spec(record),
+        }
         if lease is None:
-            metadata = V1ObjectMeta(name=self.name, namespace=self.namespace)
+            self._kube.create(LEASE, self.namespace, body)
         else:
-            metadata = V1ObjectMeta(
-                name=self.name,
-                namespace=self.namespace,
-                resource_version=lease.metadata.resource_version if lease.metadata else None,
-                labels=lease.metadata.labels if lease.metadata else None,
-                annotations=lease.metadata.annotations if lease.metadata else None,
-            )
-        body = V1Lease(
-            api_version="coordination.k8s.io/v1",
-            kind="Lease",
-            metadata=metadata,
-            spec=lease_spec(record),
-        )
-        try:
-            if lease is None:
-                self._api.create_namespaced_lease(
-                    self.namespace, body, _request_timeout=self._timeout
-                )
-            else:
-                self._api.replace_namespaced_lease(
-                    self.name, self.namespace, body, _request_timeout=self._timeout
-                )
-        except ApiException as error:
-            raise _LeaseCallError(
-                f"write: {error.status} {error.reason}", status=error.status
-            ) from error
-        except (urllib3.exceptions.HTTPError, OSError) as error:
-            raise _LeaseCallError(f"write: {type(error).__name__}") from error
+            self._kube.replace(LEASE, self.namespace, self.name, body)
 
 
 class LeaderMetrics:
-    """Whether this replica leads (1/0) and how often that changed."""
+    """How often this replica became or stopped being the leader, and how long ago it last
+    renewed the Lease. Whether it leads now is the worker's `addon_status_leader`."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.leader = Gauge(
-            "addon_status_leader",
-            "1 while this replica holds the leader Lease, else 0.",
-            registry=registry,
-        )
         self.transitions = Counter(
             "addon_status_leader_transitions_total",
             "Times this replica became or stopped being the leader.",
             registry=registry,
         )
-
-    def leading(self, value: bool) -> None:
-        self.leader.set(1 if value else 0)
-        self.transitions.inc()
+        self.renew_age = Gauge(
+            "addon_status_lease_renew_age_seconds",
+            "Seconds since this replica last renewed the leader Lease (+Inf before it first "
+            "did); a leader steps down when it reaches the renew deadline.",
+            registry=registry,
+        )

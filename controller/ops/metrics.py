@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterable, Iterator
-from socketserver import ThreadingMixIn
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
 
-from controller.ops.serving import ServerThread
+from controller.ops.serving import BoundedPool, ServerThread
 from statemachines import Cause, Change, Config, Verdict, VerdictKind
 from statemachines.machines import COLLECTOR_ROWS, OPERATOR_ROWS, WINDOW_ELAPSED
 from statemachines.vocabulary import Actor, Rule, State
@@ -214,8 +213,9 @@ def _moves() -> set[tuple[str, str, str]]:
     return moves
 
 
-class _Server(ThreadingMixIn, WSGIServer):
-    daemon_threads = True
+class _Server(BoundedPool, WSGIServer):
+    workers = 4  # a scrape or two at a time; silent connections are reclaimed
+    worker_name = "metrics-worker"
 
 
 class _Server6(_Server):

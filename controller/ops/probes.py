@@ -12,10 +12,10 @@ from __future__ import annotations
 import logging
 import socket
 from collections.abc import Callable, Mapping
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, HTTPServer
 from typing import Any
 
-from controller.ops.serving import ServerThread
+from controller.ops.serving import BoundedPool, ServerThread
 
 __all__ = ["Check", "ProbeServer", "probe_report"]
 
@@ -65,8 +65,9 @@ class _Handler(BaseHTTPRequestHandler):
         """Probes come every few seconds; their access log is noise."""
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
+class _Server(BoundedPool, HTTPServer):
+    workers = 4  # a probe is answered in microseconds; silent connections are reclaimed
+    worker_name = "probes-worker"
 
     def __init__(self, address: tuple[str, int], probes: dict[str, Mapping[str, Check]]) -> None:
         if ":" in address[0]:

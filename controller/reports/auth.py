@@ -26,6 +26,7 @@ from typing import Annotated, Any, Protocol
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from controller.kube.api import Kube, KubeError
 from statemachines.errors import AddonStatusError, ConfigError
 from statemachines.reports import Report
 from statemachines.vocabulary import SEED, Actor, Profile
@@ -143,21 +144,17 @@ class TokenReviewAuthenticator:
 
     def __init__(
         self,
-        api_client: Any,
+        kube: Kube,
         *,
         audiences: Sequence[str] = (),
         cache_ttl: float = 10.0,
         max_entries: int = 1024,
-        request_timeout: float = 5.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        from kubernetes import client
-
-        self._api = client.AuthenticationV1Api(api_client)
+        self._kube = kube
         self._audiences = list(audiences)
         self._ttl = cache_ttl
         self._max = max_entries
-        self._timeout = request_timeout
         self._clock = clock
         self._cache: OrderedDict[bytes, tuple[float, Identity]] = OrderedDict()
         self._lock = threading.Lock()
@@ -187,38 +184,29 @@ class TokenReviewAuthenticator:
             return entry[1]
 
     def _review(self, token: str) -> Identity:
-        from kubernetes import client
-
-        spec = client.V1TokenReviewSpec(token=token, audiences=self._audiences or None)
         try:
-            review = self._api.create_token_review(
-                client.V1TokenReview(spec=spec), _request_timeout=self._timeout
+            status = self._kube.review_token(token, self._audiences)
+        except KubeError as error:
+            hint = (
+                "; may the controller's service account create tokenreviews.authentication.k8s.io?"
+                if error.status is not None
+                else ""
             )
-        except client.ApiException as error:
-            # The body echoes the review, token included: log the status line only.
-            log.error(
-                "TokenReview failed; may the controller's service account create "
-                "tokenreviews.authentication.k8s.io?",
-                extra={"status": error.status, "httpReason": error.reason},
-            )
-            raise AuthUnavailableError(
-                f"TokenReview failed: {error.status} {error.reason}"
-            ) from None
-        except Exception as error:
-            log.error("TokenReview failed", extra={"error": type(error).__name__})
-            raise AuthUnavailableError(f"TokenReview failed: {type(error).__name__}") from None
-        return _identity_of(review.status, self._audiences)
+            log.error("TokenReview failed%s", hint, extra={"status": error.status})
+            raise AuthUnavailableError(f"TokenReview failed: {error.detail}") from error
+        return _identity_of(status, self._audiences)
 
 
-def _identity_of(status: Any, audiences: Sequence[str]) -> Identity:
+def _identity_of(status: Mapping[str, Any], audiences: Sequence[str]) -> Identity:
     """The reviewed identity, or AuthenticationError when the API server vouches for nobody."""
-    if status is None or not status.authenticated or status.user is None:
+    user = status.get("user")
+    if not status.get("authenticated") or not isinstance(user, Mapping):
         raise AuthenticationError("the bearer token is not valid", invalid_token=True)
-    if audiences and not set(status.audiences or ()) & set(audiences):
+    if audiences and not set(status.get("audiences") or ()) & set(audiences):
         raise AuthenticationError(
             "the bearer token is not meant for this audience", invalid_token=True
         )
-    return Identity(status.user.username or "", tuple(status.user.groups or ()))
+    return Identity(str(user.get("username") or ""), tuple(user.get("groups") or ()))
 
 
 Subject = Annotated[str, Field(min_length=1)]

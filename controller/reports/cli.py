@@ -20,6 +20,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from controller.kube.api import Kube
 from controller.reports.auth import (
     Authenticator,
     Authorizer,
@@ -209,11 +210,11 @@ def build_report_server(
     sink: ReportSink,
     config: Config,
     registry: CollectorRegistry,
-    api_client: Callable[[], Any],
+    kube: Callable[[], Kube],
 ) -> ReportServer:
     """The report server the flags describe; ConfigError (naming the flag) when they do not fit.
 
-    `api_client` is called only for TokenReview, so that demos need no cluster.
+    `kube` is called only for TokenReview, so that demos need no cluster.
     """
     host, sep, port = str(args.report_address).rpartition(":")
     if not sep or not port.isdigit():
@@ -224,7 +225,7 @@ def build_report_server(
     elif args.token_table is not None:
         authenticator = StaticTokenAuthenticator.from_file(args.token_table)
     else:
-        authenticator = TokenReviewAuthenticator(api_client())
+        authenticator = TokenReviewAuthenticator(kube())
     tls = _serving_certificate(args)
     authorizer = _authorizer(args, config)
     return ReportServer(

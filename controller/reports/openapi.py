@@ -30,6 +30,7 @@ ERROR_REASONS: dict[int, tuple[str, str]] = {
     415: ("UnsupportedMediaType", "the body is not application/json"),
     422: ("Invalid", "a field is missing, of the wrong type, or names an unknown value"),
     500: ("InternalError", "the controller failed"),
+    501: ("NotImplemented", "the method is not one of HTTP's"),
     503: ("ServiceUnavailable", "not the leader, busy, or the token cannot be checked; retry"),
 }
 
@@ -61,8 +62,8 @@ def _report_schema(config: Config) -> dict[str, Any]:
             "observedGeneration": {
                 "type": ["integer", "null"],
                 "minimum": 0,
-                "description": "the addon CR's generation the reporter saw; written without a "
-                "fraction (3, not 3.0)",
+                "description": "the addon CR's generation the reporter saw; as in JSON Schema, "
+                "a number whose fraction is zero is an integer (3.0 is 3, 3.5 is refused)",
             },
         },
         # A collector's reason is always about the collector that sends it.

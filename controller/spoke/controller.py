@@ -1,45 +1,49 @@
-"""`addon-status run`: the spoke side put together, and the command that runs a replica.
+"""The spoke side put together: `SpokeController`.
 
-`SpokeController` assembles the spoke's parts — the store on the spoke's API client, the
-reconcile worker, the watch, the Event recorder, the metrics and probe servers, and (plugged in
-from outside) the report API and the services that need the worker — starts them in dependency
-order and stops them in reverse. `controller.app.Replica` plugs the report API, hub
-replication and leader election into it; `controller.app.run_command` builds a `Replica` from
-flags and the environment and blocks until SIGTERM or SIGINT.
+It assembles the spoke's parts around one `AddonStore` — the reconcile worker, the watch, the
+Event recorder, the metrics and probe servers, and (plugged in from outside) the report API and
+the services that need the worker — starts them in dependency order and stops them in reverse.
+`controller.app.Replica` builds the store from the options and plugs the report API, hub
+replication and leader election into it.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from kubernetes import client as kube_client
-from kubernetes import config as kube_config
 from prometheus_client import CollectorRegistry
 
-from controller.kube.addons import AddonStore, KubeAddonStore
+from controller.kube.addons import AddonStore
 from controller.ops.backoff import Backoff
 from controller.ops.metrics import ControllerMetrics, MetricsServer
 from controller.ops.probes import ProbeServer
-from controller.options import RunOptions
+from controller.ops.role import Role
 from controller.spoke.events import EventRecorder
 from controller.spoke.watch import AddonWatch
 from controller.spoke.worker import Clock, Worker, utc_now
 from statemachines.config import Config
-from statemachines.errors import AddonStatusError
 
 __all__ = [
+    "Endpoint",
     "ReportServerFactory",
     "Service",
     "ServiceFactory",
     "SpokeController",
-    "spoke_client",
 ]
 
 log = logging.getLogger(__name__)
+
+
+class Endpoint(Protocol):
+    """Where a server listens (port 0: any free port)."""
+
+    @property
+    def host(self) -> str: ...
+
+    @property
+    def port(self) -> int: ...
 
 
 class Service(Protocol):
@@ -50,30 +54,12 @@ class Service(Protocol):
     def stop(self) -> None: ...
 
 
-# Builds the report API in front of the worker (its `submit` is the report sink). The report API
-# lives in `controller.reports.server` (`ReportServer(sink, ...)`); `run_command`'s caller passes a
-# factory built from the report API's own flags (address, authentication).
+# Builds the report API in front of the worker (its `submit` is the report sink); the spoke side
+# does not know the report API (`controller.app.Replica` passes a factory built from its flags).
 ReportServerFactory = Callable[[Worker], Service]
 # Anything else that runs beside the worker and needs it: leader election (its callbacks call
 # `worker.set_leader`), hub replication (it subscribes to `worker.on_status_written`).
 ServiceFactory = Callable[[Worker], Service]
-
-
-def spoke_client(options: RunOptions) -> kube_client.ApiClient:
-    """The spoke's API client: from the kubeconfig, else the pod's service account.
-
-    Raises AddonStatusError with a message that names the file but never quotes it.
-    """
-    if options.kubeconfig is not None:
-        from controller.kube.kubeconfig import KubeconfigSource
-
-        return KubeconfigSource(options.kubeconfig).current()
-    configuration = kube_client.Configuration()
-    try:
-        kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    except kube_config.ConfigException as error:
-        raise AddonStatusError(f"in-cluster configuration: {error}") from None
-    return kube_client.ApiClient(configuration)
 
 
 class SpokeController:
@@ -82,40 +68,26 @@ class SpokeController:
 
     def __init__(
         self,
-        options: RunOptions,
+        store: AddonStore,
+        config: Config,
         *,
-        api_client: kube_client.ApiClient | None = None,
-        store: AddonStore | None = None,
+        metrics_address: Endpoint,
+        probe_address: Endpoint,
         clock: Clock = utc_now,
         registry: CollectorRegistry | None = None,
         report_server: ReportServerFactory | None = None,
         services: Sequence[ServiceFactory] = (),
-        leader: bool = True,
-        lease_held: Callable[[], bool] | None = None,
-        config: Config | None = None,
+        role: Role | None = None,
         watch_seconds: int = 300,
         watch_backoff: Backoff | None = None,
         max_wait: float = 30.0,
     ) -> None:
-        """`config` replaces the one the options describe (the demo plays a scenario's);
-        `lease_held` is leader election's `is_leader` (see `Worker`); `max_wait` is the longest
-        the worker sleeps without looking at `clock` (short for a clock faster than real time);
-        `watch_backoff` paces the watch's retries while the API server is away.
-        """
-        self._own_client: kube_client.ApiClient | None = None
-        if store is None:
-            if api_client is None:
-                api_client = self._own_client = spoke_client(options)
-            store = KubeAddonStore(
-                api_client,
-                options.ref,
-                request_timeout=options.request_timeout,
-                instance=os.environ.get("POD_NAME") or socket.gethostname(),
-            )
-        self.options = options
+        """`role` says whether this replica may write (default: the only replica);
+        `max_wait` is the longest the worker sleeps without looking at `clock` (short for a
+        clock faster than real time); `watch_backoff` paces the watch's retries while the API
+        server is away."""
         self.store = store
         self.registry = registry or CollectorRegistry()
-        config = config or options.config()
         self.metrics = ControllerMetrics(self.registry, config)
         self.recorder = EventRecorder(
             self.store, on_result=lambda outcome: self.metrics.events.labels(outcome).inc()
@@ -126,8 +98,7 @@ class SpokeController:
             metrics=self.metrics,
             clock=clock,
             record_events=self.recorder.record,
-            leader=leader,
-            lease_held=lease_held,
+            role=role,
             max_wait=max_wait,
         )
         self.watch = AddonWatch(
@@ -139,11 +110,11 @@ class SpokeController:
             on_connected=lambda connected: self.metrics.watch_connected.set(int(connected)),
         )
         self.metrics_server = MetricsServer(
-            self.registry, host=options.metrics_address.host, port=options.metrics_address.port
+            self.registry, host=metrics_address.host, port=metrics_address.port
         )
         self.probes = ProbeServer(
-            host=options.probe_address.host,
-            port=options.probe_address.port,
+            host=probe_address.host,
+            port=probe_address.port,
             liveness={"worker": lambda: self.worker.alive, "watch": lambda: self.watch.alive},
             # A follower is ready too: it answers reports with 503 + Retry-After and closes the
             # connection, so the retry may reach the leader. Readiness tied to leadership would
@@ -196,9 +167,6 @@ class SpokeController:
                 stop()
             except Exception:
                 log.exception("stopping a part of the controller failed")
-        if self._own_client is not None:
-            self._own_client.close()  # type: ignore[no-untyped-call]
-            self._own_client = None
 
     def __enter__(self) -> SpokeController:
         self.start()

@@ -19,7 +19,8 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Literal
 
-from controller.kube.addons import AddonStore, EventRecord, StoreError
+from controller.kube.addons import AddonStore, EventRecord
+from controller.kube.api import KubeError
 from controller.spoke.event_series import EventCorrelator
 from statemachines import AddonState, Cause, Change, Outcome
 from statemachines.conditions import Condition
@@ -123,7 +124,7 @@ class EventRecorder:
             assert isinstance(item, EventRecord)
             try:
                 outcome = self._send(item)
-            except StoreError as error:
+            except KubeError as error:
                 self._on_result("failed")
                 log.warning(
                     "cannot record Event", extra={"reason": item.reason, "error": str(error)}
@@ -144,7 +145,7 @@ class EventRecorder:
         if correlation.update and event.name is not None:
             try:
                 self._store.count_event(event)
-            except StoreError as error:
+            except KubeError as error:
                 if error.status != _NOT_FOUND:
                     raise
             else:

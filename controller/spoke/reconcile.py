@@ -7,10 +7,11 @@ the CR say it:
 metrics, Events, then one status write per change. It does no threading of its own: the worker
 calls it from its one thread, so nothing here needs a lock.
 
-Leadership has two sides. `lead()` is leader election's verdict as the worker's queue delivers
-it; `lease_held` is asked right before every write and before judging a report, because the
-verdict travels through the queue and may arrive late: a Lease whose renew deadline passed
-stops the writes at once, so two replicas never write the status at the same time. The status
+Leadership is one state, the replica's `Role`: `role.may_write()` is asked right before every
+write and before judging a report, so a Lease whose renew deadline passed stops the writes at
+once and two replicas never write the status at the same time. `lead()` is the worker's part of
+a new verdict, delivered through its queue: a new term rebuilds the machines from the CR, where
+the previous leader left them (until then this replica is not `leading`). The status
 as this replica finds it on becoming leader (or at start, when it leads) goes to the status
 hooks like a written one, so that hub replication starts from the CR and not from nothing.
 """
@@ -23,15 +24,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from controller.kube.addons import (
-    AddonNotFoundError,
-    AddonStore,
-    EventRecord,
-    StoreError,
-    WatchEvent,
-)
+from controller.kube.addons import AddonStore, EventRecord
+from controller.kube.api import KubeError, NotFoundError, WatchEvent
 from controller.ops.backoff import Retry
 from controller.ops.metrics import ControllerMetrics
+from controller.ops.role import Role
 from controller.spoke.events import records_for
 from controller.spoke.status_writer import SpokeStatus, owned_types
 from statemachines import (
@@ -68,22 +65,20 @@ class Reconciler:
         metrics: ControllerMetrics,
         clock: Clock,
         record_events: Callable[[list[EventRecord]], None],
-        leader: bool,
-        lease_held: Callable[[], bool] = lambda: True,
+        role: Role,
         write_attempts: int = 5,
     ) -> None:
         self.config = config
         self.status = SpokeStatus(
             store, owned=owned_types(config.profile), metrics=metrics, attempts=write_attempts
         )
-        self.leader = leader
-        self.synced = False  # the machines were rebuilt from a read of the CR while leading
+        self.role = role
+        self._term: int | None = None  # the leadership term the machines were rebuilt in
         self.present = False  # the CR exists, as far as the last read or event says
         self._store = store
         self._metrics = metrics
         self._clock = clock
         self._record_events = record_events
-        self._lease_held = lease_held
         self._state: AddonState | None = None
         self._uid: str | None = None
         self._sync_retry = Retry()  # reading the CR on becoming leader
@@ -99,18 +94,19 @@ class Reconciler:
 
     @property
     def leading(self) -> bool:
-        return self.leader and self.synced
+        """Elected, and the machines rebuilt from a read of the CR in this leadership term."""
+        return self.role.elected and self._term == self.role.term
 
     @property
     def accepting(self) -> bool:
         """Leading, and the Lease still held right now: a report may be judged."""
-        return self.leading and self._lease_held()
+        return self.leading and self.role.may_write()
 
     def begin(self, obj: dict[str, Any]) -> None:
         """The machines as the CR stores them. Raises StoredStateError if it cannot be read."""
         self._rebuild(obj, strict=True)
-        self.synced = self.leader
-        if self.synced:
+        if self.role.elected:
+            self._term = self.role.term
             self._announce_read()
 
     # ---- the items -------------------------------------------------------------------------
@@ -136,11 +132,12 @@ class Reconciler:
             log.warning("the addon CR was created anew; its machines start over from it")
             self._rebuild(obj, strict=False)
         self.present = True
+        foreign = self.status.seen(event)  # before a write: it starts from this CR
         generation = int(meta.get("generation") or 0)
         if generation > self.state.generation:
             outcome = observe_generation(self.state, generation, self._clock(), config=self.config)
             self.settle(outcome, cause="spec")
-        if self.status.seen(obj, to_status(self.state)) and self.leader:
+        if foreign and self.role.elected and self.status.lags(obj, to_status(self.state)):
             self.status.dirty = True
             self._flush()
 
@@ -152,19 +149,18 @@ class Reconciler:
         self.settle(outcome, cause="object")
 
     def lead(self, leader: bool) -> None:
-        """Leader election's verdict, on the worker's thread."""
-        self.leader = leader
+        """Leader election's verdict (already on `role`), on the worker's thread."""
         if not leader:
-            self.synced = False
+            self._term = None
             self.status.dirty = False
             log.info("leadership lost: no more status writes or reports")
-        elif not self.synced:
+        elif not self.leading:
             self._sync_retry.succeeded()
             self._sync()
 
     def catch_up(self) -> None:
         """Rebuild after becoming leader, fire the timers due, retry a pending write."""
-        if self.leader and not self.synced and self._sync_retry.due:
+        if self.role.elected and not self.leading and self._sync_retry.due:
             self._sync()
         wakeup = next_wakeup(self.state, self.config)
         if wakeup is not None and wakeup <= self._clock():
@@ -183,7 +179,7 @@ class Reconciler:
             waits.append(self.status.retry.seconds_left())
         elif self.status.dirty and self.leading and self.present:
             waits.append(_LEASE_POLL)  # the Lease lapses: write once it is renewed, or step down
-        if self.leader and not self.synced:
+        if self.role.elected and not self.leading:
             waits.append(self._sync_retry.seconds_left())
         return max(0.0, min(waits))
 
@@ -215,22 +211,22 @@ class Reconciler:
 
     @property
     def _writing(self) -> bool:
-        return self.leading and self.present and self._lease_held()
+        return self.leading and self.present and self.role.may_write()
 
     def _flush(self) -> None:
         if not self._writing:
             return
         try:
             self.status.write(to_status(self.state))
-        except AddonNotFoundError:
+        except NotFoundError:
             self.present = False
 
     def _sync(self) -> None:
         """Rebuild the machines from a fresh read of the CR (on becoming leader)."""
         try:
             obj = self._store.get()
-        except StoreError as error:
-            self.present = not isinstance(error, AddonNotFoundError)
+        except KubeError as error:
+            self.present = not isinstance(error, NotFoundError)
             delay = self._sync_retry.failed()
             log.warning(
                 "cannot read the addon CR; retrying",
@@ -239,7 +235,7 @@ class Reconciler:
             return
         self._sync_retry.succeeded()
         self._rebuild(obj, strict=False)
-        self.synced = True
+        self._term = self.role.term
         log.info("leading: machines rebuilt from the addon CR")
         if self.status.dirty:
             self._flush()

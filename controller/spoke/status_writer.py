@@ -1,14 +1,16 @@
-"""Writing the addon CR's status: read, merge ours in, skip if unchanged, write with the read
-resourceVersion, and on 409 Conflict start over from a fresh read (a bounded number of times).
-`SpokeStatus` keeps the worker's side of it: whether the CR lags behind the machines, and when
-a failed write may be tried again.
+"""Writing the addon CR's status through the one update loop (`controller.kube.update`): read,
+merge ours in, skip if unchanged, write with the read resourceVersion, and on 409 Conflict start
+over from a fresh read (a bounded number of times). `SpokeStatus` keeps the worker's side of
+it: whether the CR lags behind the machines, the newest CR the worker has seen, and when a
+failed write may be tried again.
 
 The controller owns the standard condition types, one condition type per collector of its
 profile, `ResourcesHealthy`, `status.collectors` and `status.resources`. Anything else on the
-status — a condition type of someone else's, a field of another controller — is kept as it
-is, in its place in the list: a read taken just before the write, and the resourceVersion
-precondition, make sure nothing another writer put there in the meantime is lost. A status
-that is already right costs one GET and no write at all.
+status — a condition type of someone else's, a field of another controller — is kept as it is,
+in its place in the list: the CR the write starts from is the newest the worker has seen (its
+own last write, or a watch event that came after it), and the resourceVersion precondition
+makes sure nothing another writer put there in the meantime is lost. A status that is already
+right costs no write at all.
 """
 
 from __future__ import annotations
@@ -17,16 +19,17 @@ import copy
 import logging
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from controller.kube.addons import (
-    AddonNotFoundError,
-    AddonStore,
+from controller.kube.addons import AddonStore
+from controller.kube.api import (
     ConflictError,
-    StoreError,
+    KubeError,
+    NotFoundError,
+    WatchEvent,
     resource_version,
 )
+from controller.kube.update import Updated, update_status
 from controller.ops.backoff import Retry
 from controller.ops.metrics import ControllerMetrics
 from statemachines.health import RESOURCES_HEALTHY
@@ -36,7 +39,6 @@ __all__ = [
     "SpokeStatus",
     "StatusHook",
     "StatusWriter",
-    "WriteResult",
     "merged_status",
     "needs_write",
     "owned_types",
@@ -94,16 +96,8 @@ def needs_write(
     return merged_status(current, desired, owned=owned) != current
 
 
-@dataclass(frozen=True, slots=True)
-class WriteResult:
-    """`obj` is the CR as stored after the call; `written` says whether a PUT changed it."""
-
-    obj: dict[str, Any]
-    written: bool
-
-
 class StatusWriter:
-    """The status writer of STYLE.md item 9, around the pure `merged_status`."""
+    """The status writer of STYLE.md item 9: `update_status` around the pure `merged_status`."""
 
     def __init__(
         self,
@@ -122,47 +116,37 @@ class StatusWriter:
 
     def write(
         self, desired: Mapping[str, Any], *, known: Mapping[str, Any] | None = None
-    ) -> WriteResult:
+    ) -> Updated:
         """Make the CR's status hold `desired` (conditions and collectors).
 
-        `known` is the CR as this controller last wrote or read it, when nobody else has
-        written it since as far as the caller knows: the first attempt then starts from it and
-        saves a read; a 409 says it was wrong, and every retry reads afresh.
+        `known` is the newest CR the caller has seen: the first attempt starts from it and
+        saves a read; a 409 says someone wrote since, and every retry reads afresh.
 
-        Raises ConflictError when every attempt met a newer CR, AddonNotFoundError when the CR
-        is gone, StoreError when the API server fails otherwise; the caller retries later.
+        Raises ConflictError when every attempt met a newer CR, NotFoundError when the CR
+        is gone, KubeError when the API server fails otherwise; the caller retries later.
         """
-        last: ConflictError | None = None
-        for attempt in range(1, self._attempts + 1):
-            obj = copy.deepcopy(dict(known)) if known is not None else self._store.get()
-            known = None
-            current = obj.get("status") or {}
-            status = merged_status(current, desired, owned=self._owned)
-            if status == current:
-                return WriteResult(obj, written=False)
-            try:
-                stored = self._store.replace_status({**obj, "status": status})
-            except ConflictError as error:
-                self._on_conflict()
-                log.info(
-                    "status write conflicted; reading again",
-                    extra={"attempt": attempt, "resourceVersion": resource_version(obj)},
-                )
-                last = error
-                continue
-            return WriteResult(stored, written=True)
-        assert last is not None
-        raise ConflictError(
-            f"status of {self._store.ref}: still conflicting after {self._attempts} attempts",
-            status=409,
-        ) from last
+
+        def conflicted(attempt: int, error: ConflictError) -> None:
+            self._on_conflict()
+            log.info("status write conflicted; reading again", extra={"attempt": attempt})
+
+        return update_status(
+            self._store.get,
+            lambda current: merged_status(current, desired, owned=self._owned),
+            self._store.replace_status,
+            what=f"status of {self._store.ref}",
+            attempts=self._attempts,
+            first=known,
+            on_conflict=conflicted,
+        )
 
 
 class SpokeStatus:
     """The worker's view of the CR's status, used from the worker's thread only.
 
-    It knows whether the CR lags behind the machines (`dirty`), the CR as we last wrote or read
-    it (so that a write in the steady state costs one PUT and no GET), the resourceVersions of
+    It knows whether the CR lags behind the machines (`dirty`), the newest CR the worker has
+    seen (its own last write or read, or a later watch event: a write starts from it, so the
+    steady state and a spec change cost one PUT, no GET and no 409), the resourceVersions of
     our own writes (so that their watch events cost nothing), and when a failed write may be
     tried again. After every successful write, each of `hooks` gets the status written (the hub
     replication subscribes there).
@@ -186,31 +170,45 @@ class SpokeStatus:
             store, owned=owned, attempts=attempts, on_conflict=metrics.status_conflicts.inc
         )
         self._known: dict[str, Any] | None = None
-        self._echoes: deque[str] = deque(maxlen=64)
+        self._echoes: deque[str] = deque(maxlen=64)  # versions of our recent writes
+        self._unechoed: deque[str] = deque(maxlen=64)  # ... whose watch event has not come yet
 
     def adopt(self, obj: Mapping[str, Any], desired: Mapping[str, Any]) -> None:
         """The CR as just read (at start, by a new leader, a new CR): is our part right?"""
         self._known = copy.deepcopy(dict(obj))
+        self._unechoed.clear()
         self.last = copy.deepcopy(obj.get("status") or {})
         self.dirty = needs_write(obj, desired, owned=self._owned)
 
-    def seen(self, obj: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
-        """A watch event: whether it is someone else's write that leaves our part wrong.
+    def seen(self, event: WatchEvent) -> bool:
+        """A watch event: False for the echo of our own write, True for someone else's.
 
-        It may also be an event older than our last write; the writer's fresh read tells, and
-        writes only when something is really missing.
+        A watch delivers events in the server's order, so someone else's write that comes
+        before the echo of our last write may be older than that write, so the next write
+        reads the CR first; one that comes after it is the newest CR, and the next write
+        starts from it (a spec change then costs no read and no 409).
         """
-        if resource_version(obj) in self._echoes:
+        version = resource_version(event.object)
+        if version in self._unechoed:
+            while self._unechoed.popleft() != version:
+                pass
+        if version in self._echoes:
             return False
-        self._known = None  # someone else wrote the CR: the next write reads it first
+        # Older than our last write, or newer with our echo lost: only a read tells.
+        self._known = copy.deepcopy(event.object) if not self._unechoed else None
+        return True
+
+    def lags(self, obj: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
+        """Whether the CR as an event shows it lacks part of `desired`. It may be older than
+        our last write; then the write finds nothing to do and costs no PUT."""
         return needs_write(obj, desired, owned=self._owned)
 
     def write(self, desired: Mapping[str, Any]) -> None:
         """Make the CR hold `desired`. A failure is logged and leaves `dirty` set for a retry
-        after backoff; AddonNotFoundError is raised (after that) for the caller to note."""
+        after backoff; NotFoundError is raised (after that) for the caller to note."""
         try:
             result = self._writer.write(desired, known=self._known)
-        except StoreError as error:
+        except KubeError as error:
             self._known = None
             self._metrics.status_failures.inc()
             delay = self.retry.failed()
@@ -218,7 +216,7 @@ class SpokeStatus:
                 "cannot write the status; retrying",
                 extra={"error": str(error), "retryIn": round(delay, 3)},
             )
-            if isinstance(error, AddonNotFoundError):
+            if isinstance(error, NotFoundError):
                 raise
             return
         self.dirty = False
@@ -231,6 +229,7 @@ class SpokeStatus:
     def _announce(self, obj: Mapping[str, Any]) -> None:
         version = resource_version(obj)
         self._echoes.append(version)
+        self._unechoed.append(version)
         self._metrics.status_writes.inc()
         log.info("status written", extra={"resourceVersion": version})
         for hook in list(self.hooks):

@@ -18,14 +18,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from controller.kube.addons import (
-    AddonStore,
-    GoneError,
-    StoreError,
-    WatchEvent,
-    WatchStream,
-    resource_version,
-)
+from controller.kube.addons import AddonStore
+from controller.kube.api import GoneError, KubeError, WatchEvent, WatchStream, resource_version
 from controller.ops.backoff import Backoff
 
 __all__ = ["AddonWatch"]
@@ -102,7 +96,7 @@ class AddonWatch:
                 log.info("watch history expired (410 Gone); listing the CR again")
                 version = None
                 self._on_restart("gone")
-            except StoreError as error:
+            except KubeError as error:
                 if self._stopping.is_set():
                     return
                 version = None

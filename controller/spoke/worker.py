@@ -30,13 +30,14 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from copy import deepcopy
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from controller.kube.addons import AddonStore, EventRecord, WatchEvent
+from controller.kube.addons import AddonStore, EventRecord
+from controller.kube.api import WatchEvent
 from controller.ops.metrics import ControllerMetrics
+from controller.ops.role import Role
 from controller.spoke.reconcile import Clock, Reconciler
 from controller.spoke.status_writer import StatusHook
 from statemachines import AddonState, Config, Report, Verdict, VerdictKind
@@ -148,24 +149,22 @@ class Worker:
         metrics: ControllerMetrics,
         clock: Clock = utc_now,
         record_events: Callable[[list[EventRecord]], None] | None = None,
-        leader: bool = True,
-        lease_held: Callable[[], bool] | None = None,
+        role: Role | None = None,
         capacity: int = 1024,
         max_wait: float = 30.0,
         write_attempts: int = 5,
     ) -> None:
-        """`lease_held` (leader election's `is_leader`) is asked before every write and report:
-        it turns False the moment the Lease may lapse, before the election's verdict arrives."""
+        """`role` is asked before every write and report (default: the only replica, which
+        leads from start to stop)."""
         self.config = config
-        self._lease_held = lease_held or (lambda: True)
+        self.role = role or Role()
         self._reconciler = Reconciler(
             store,
             config,
             metrics=metrics,
             clock=clock,
             record_events=record_events or (lambda records: None),
-            leader=leader,
-            lease_held=self._lease_held,
+            role=self.role,
             write_attempts=write_attempts,
         )
         # Callables receiving the full status after every successful write of the spoke CR.
@@ -177,8 +176,7 @@ class Worker:
         self._thread: threading.Thread | None = None
         self._waiting: list[_Waiting] = []  # the worker's thread only
         self._running = False
-        self._leader = leader  # the caller's side of it, for a quick answer in submit()
-        metrics.leader.set(1 if leader else 0)
+        metrics.leader.set_function(lambda: 1 if self.role.may_write() else 0)
         metrics.queue_depth.set_function(self._queue.qsize)
 
     # ---- the caller's side (any thread) -------------------------------------------------
@@ -186,7 +184,7 @@ class Worker:
     def start(self, cr: dict[str, Any] | None = None) -> None:
         """Rebuild the machines from the CR (read now unless given) and start the thread.
 
-        Raises AddonNotFoundError or StoreError when the CR cannot be read, StoredStateError
+        Raises NotFoundError or another KubeError when the CR cannot be read, StoredStateError
         when its status cannot be read back: the caller reports those and exits.
         """
         self._reconciler.begin(cr if cr is not None else self._store.get())
@@ -216,7 +214,7 @@ class Worker:
         """
         if not self._running:
             raise WorkerStoppedError("the reconcile worker is not running")
-        if not (self._leader and self._lease_held()):
+        if not self.role.may_write():
             raise NotLeaderError("this replica is not the leader; send the report to the leader")
         deadline = time.monotonic() + timeout
         answer: Future[Verdict] = Future()
@@ -264,8 +262,7 @@ class Worker:
     def set_leader(self, leader: bool) -> None:
         """Leader election's verdict: a follower neither writes nor judges reports; a new
         leader first rebuilds its machines from the CR, where the old leader left them."""
-        self._leader = leader
-        self._metrics.leader.set(1 if leader else 0)
+        self.role.elect(leader)
         self._put(_Lead(leader))
 
     @property
@@ -281,22 +278,12 @@ class Worker:
     def leading(self) -> bool:
         """This replica leads, holds the Lease, and has rebuilt its machines from the CR since
         it became leader."""
-        return self._leader and self._reconciler.leading and self._lease_held()
-
-    @property
-    def ready(self) -> bool:
-        """Worker running, the CR read and present, this replica leading."""
-        return self.alive and self.present and self.leading
+        return self._reconciler.leading and self.role.may_write()
 
     @property
     def state(self) -> AddonState:
         """The machines as of the last item handled (an immutable value; safe to read)."""
         return self._reconciler.state
-
-    @property
-    def last_status(self) -> dict[str, Any]:
-        """The status of the CR as last read or written by the worker (a copy)."""
-        return deepcopy(self._reconciler.status.last)
 
     def _put(self, item: object) -> None:
         while True:

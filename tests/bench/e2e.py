@@ -14,12 +14,15 @@ accepted per second; p50/p99 from a report sent to the spoke status written, and
 copy written (over the changes of the conditions, the part that is copied; a change that a
 newer write covered counts as written then); spoke status writes per visible state change
 (goal: exactly 1; and 0 for heartbeats and refusals); hub writes per visible state change
-(goal: no more than the spoke's). A shadow copy of the core, fed the same reports at the same
-times, says which reports change the status; the written statuses must be exactly the
-shadow's, in order. The fake clock moves 10 ms per report, so dampening windows open (and are
-written once) but never run out during a run: every write belongs to one report.
+(goal: no more than the spoke's); status write conflicts (409) per visible change, over the
+reports and then over `--spec-changes` edits of the CR's spec (goal 0: nobody else writes the
+status, so every conflict would be one the controller caused itself). A shadow copy of the
+core, fed the same reports at the same times, says which reports change the status; the
+written statuses must be exactly the shadow's, in order. The fake clock moves 10 ms per
+report, so dampening windows open (and are written once) but never run out during a run:
+every write belongs to one report.
 
-    .venv/bin/python tests/bench/e2e.py [--reports 1000] [--runs 3]
+    .venv/bin/python tests/bench/e2e.py [--reports 1000] [--runs 3] [--spec-changes 20]
 """
 
 from __future__ import annotations
@@ -47,8 +50,10 @@ from kubernetes import client  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
 
 from controller.app import Replica  # noqa: E402
-from controller.kube.addons import GROUP, PLURAL, VERSION, AddonRef, KubeAddonStore, WatchEvent  # noqa: E402
+from controller.kube.addons import GROUP, PLURAL, VERSION, AddonRef, AddonStore  # noqa: E402
+from controller.kube.api import WatchEvent  # noqa: E402
 from controller.kube.kubeconfig import kubeconfig_yaml  # noqa: E402
+from controller.kube.official import OfficialKube  # noqa: E402
 from controller.options import Address, RunOptions  # noqa: E402
 from controller.reports.client import ReportClient  # noqa: E402
 from controller.spoke.watch import AddonWatch  # noqa: E402
@@ -203,7 +208,7 @@ def running_stack(clock: FakeClock) -> Iterator[Stack]:
             stale_after=timedelta(hours=6),
         )
         hub_view = HubView()
-        hub_watch = AddonWatch(KubeAddonStore(hub_api, AddonRef(CLUSTER, NAME)), hub_view)
+        hub_watch = AddonWatch(AddonStore(OfficialKube(hub_api), AddonRef(CLUSTER, NAME)), hub_view)
         replica = Replica(options, api_client=api, clock=clock, registry=CollectorRegistry())
         hub_watch.start()
         replica.start()
@@ -228,12 +233,18 @@ class Trace:
 
 
 def drive(
-    reports: list[Report], clock: FakeClock, worker: Worker, *, url: str, writes: Writes
+    reports: list[Report],
+    clock: FakeClock,
+    worker: Worker,
+    *,
+    status: dict[str, Any],
+    url: str,
+    writes: Writes,
 ) -> Trace:
     """POST every report, the shadow core beside the worker; wait for the last spoke write."""
     trace = Trace()
-    shadow = start(worker.config, clock(), status=worker.last_status, generation=1)
-    hub_holds = _key(worker.last_status.get("conditions"))
+    shadow = start(worker.config, clock(), status=status, generation=1)
+    hub_holds = _key(status.get("conditions"))
     with ReportClient(url, timeout=10.0, deadline=30.0) as reporter:
         begin = time.perf_counter()
         for index, report in enumerate(reports):
@@ -288,7 +299,7 @@ class Run:
         return found
 
 
-def one_run(reports: list[Report]) -> Run:
+def one_run(reports: list[Report], spec_changes: int) -> Run:
     clock = FakeClock()
     with running_stack(clock) as stack:
         worker, replicator = stack.replica.worker, stack.replica.replicator
@@ -301,10 +312,12 @@ def one_run(reports: list[Report]) -> Run:
         stack.spoke_server.clear_audit()
         stack.hub_server.clear_audit()
         stack.hub_view.clear()
-        trace = drive(reports, clock, worker, url=stack.replica.report_url, writes=writes)
+        status = spoke_status(stack.spoke_server)
+        url = stack.replica.report_url
+        trace = drive(reports, clock, worker, status=status, url=url, writes=writes)
         if not replicator.wait_synced(30):
             raise SystemExit("the hub copy did not catch up within 30 s")
-        final = _key(worker.last_status.get("conditions"))
+        final = _key(spoke_status(stack.spoke_server).get("conditions"))
         _wait(lambda: stack.hub_view.conditions[-1:] == [final] or not trace.copied)
         puts = {"verbs": ("update",), "resource": PLURAL, "subresource": "status"}
         spoke_puts = stack.spoke_server.count_requests(**puts)  # type: ignore[arg-type]
@@ -312,7 +325,42 @@ def one_run(reports: list[Report]) -> Run:
         hub = stack.hub_server.get_object(GROUP, VERSION, PLURAL, CLUSTER, NAME) or {}
         hub_current = _key((hub.get("status") or {}).get("conditions")) == final
         hub_times = stack.hub_view.reached(trace.copied_keys)
-    return measure(trace, writes, hub_times, puts=(spoke_puts, hub_puts), hub_current=hub_current)
+        conflicts = conflicts_on(stack.spoke_server)
+        counts = (spoke_puts, hub_puts)
+        run = measure(trace, writes, hub_times, puts=counts, hub_current=hub_current)
+        spec_conflicts = edit_spec(stack, writes, spec_changes)
+    run.figures["status write conflicts per visible change (goal 0)"] = conflicts / max(
+        len(trace.changed), 1
+    )
+    run.figures["... per spec change (goal 0)"] = spec_conflicts / max(spec_changes, 1)
+    return run
+
+
+def spoke_status(server: APIServer) -> dict[str, Any]:
+    obj = server.get_object(GROUP, VERSION, PLURAL, NAMESPACE, NAME) or {}
+    return dict(obj.get("status") or {})
+
+
+def conflicts_on(server: APIServer) -> int:
+    """Status writes the server refused, all of them 409 here (nothing else fails)."""
+    status = {"verbs": ("update",), "resource": PLURAL, "subresource": "status"}
+    tried = server.count_requests(**status, successful=False)  # type: ignore[arg-type]
+    return tried - server.count_requests(**status)  # type: ignore[arg-type]
+
+
+def edit_spec(stack: Stack, writes: Writes, count: int) -> int:
+    """Edit the spec `count` times, each time waiting for the status write that follows the
+    new generation; the conflicts that cost."""
+    stack.spoke_server.clear_audit()
+    with client.ApiClient(client.Configuration(host=stack.spoke_server.url)) as api:
+        objects = client.CustomObjectsApi(api)
+        for index in range(count):
+            written = len(writes.times)
+            objects.patch_namespaced_custom_object(
+                GROUP, VERSION, NAMESPACE, PLURAL, NAME, {"spec": {"edit": index}}
+            )
+            writes.wait_for(written + 1)
+    return conflicts_on(stack.spoke_server)
 
 
 def _wait(done: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -398,7 +446,7 @@ def show(count: int, runs: list[Run]) -> None:
 
 
 def _digits(name: str) -> int:
-    if "per visible change" in name:
+    if "per visible change" in name or "per spec change" in name:
         return 3
     return 2 if " ms" in name else 0
 
@@ -407,9 +455,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--reports", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--spec-changes", type=int, default=20)
     args = parser.parse_args()
     reports = workload(args.reports)
-    show(args.reports, [one_run(reports) for _ in range(args.runs)])
+    show(args.reports, [one_run(reports, args.spec_changes) for _ in range(args.runs)])
 
 
 if __name__ == "__main__":

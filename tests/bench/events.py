@@ -5,8 +5,8 @@ move (the recorder before it correlated).
 The reports are `e2e.py`'s seeded workload (mostly heartbeats, forwarding flaps, operator
 updates, refusals), judged by the real core on a fake clock moved `--step` seconds per report;
 the Events the core's changes deserve (`records_for`) go through the real `EventRecorder` and
-`KubeAddonStore` (the `kubernetes` client over HTTP) to an embedded API server, whose audit log
-counts the creates and patches.
+`AddonStore` (on `OfficialKube`, the `kubernetes` client over HTTP) to an embedded API server,
+whose audit log counts the creates and patches.
 
     .venv/bin/python tests/bench/events.py [--reports 1000] [--step 10]
 """
@@ -23,7 +23,8 @@ sys.path.insert(0, str(ROOT))
 
 from kubernetes import client  # noqa: E402
 
-from controller.kube.addons import AddonRef, KubeAddonStore  # noqa: E402
+from controller.kube.addons import AddonRef, AddonStore  # noqa: E402
+from controller.kube.official import OfficialKube  # noqa: E402
 from controller.spoke.events import EventRecorder, records_for  # noqa: E402
 from kubesim import APIServer  # noqa: E402
 from statemachines import Config, apply, start  # noqa: E402
@@ -41,7 +42,7 @@ def measure(count: int, step: float) -> tuple[int, int, int]:
         client.CoreV1Api(api).create_namespace(
             client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE))
         )
-        store = KubeAddonStore(api, AddonRef(NAMESPACE, NAME))
+        store = AddonStore(OfficialKube(api), AddonRef(NAMESPACE, NAME))
         recorder = EventRecorder(store, capacity=count * 4)
         recorder.start()
         state, deserved = start(config, T0), 0

@@ -122,3 +122,16 @@ def test_health_rules_bench_measures_the_chosen_libraries_and_every_rule_kind() 
     for kind in ("alwaysHealthy", "singleConditionType", "multiMatch", "cel"):
         evaluations, observations = figures[f"{kind}, per second"]
         assert evaluations > 0 and observations > 0
+
+
+def test_front_door_measures_every_server_and_each_refuses_the_attacks() -> None:
+    output = run("front_door.py", "--reports", "20", "--bursts", "5", "--held", "5")
+    figures = rows(output)
+    for variant in ("stdlib", "stdlib-before", "uvicorn"):
+        p50, p99 = figures[f"{variant} round trip p50 p99 ms"]
+        assert 0 < p50 <= p99
+        assert figures[f"{variant} burst of 5, answered and p99 ms"][0] == 5
+        assert figures[f"{variant} rss at start MiB"][0] > 0
+    for variant in ("stdlib", "uvicorn"):
+        for attack in ("two Content-Lengths (46, 0)", "Content-Length 0xB2", "bare CR in a header"):
+            assert figures[f"{variant} {attack}, answer"] == [400.0], (variant, attack)

@@ -16,11 +16,11 @@ from prometheus_client import CollectorRegistry
 
 from controller.hub.metrics import ReplicationMetrics
 from controller.hub.replicator import HubReplicator
-from controller.kube.hub_objects import GROUP, KIND, PLURAL, VERSION
+from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
 from controller.kube.kubeconfig import KubeconfigSource, kubeconfig_yaml
 from controller.ops.leader import SystemClock
 from kubesim import APIServer, UserInfo
-from tests.hub.mount import SecretMount
+from tests.kube.mount import SecretMount
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "base" / "crd.yaml"
 CLUSTER = "cluster1"

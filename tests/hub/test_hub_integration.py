@@ -18,7 +18,7 @@ from kubernetes import client
 from prometheus_client import CollectorRegistry
 
 from controller.hub.replicator import HubReplicator
-from controller.kube.hub_objects import GROUP, PLURAL, VERSION
+from controller.kube.addons import GROUP, PLURAL, VERSION
 from controller.kube.kubeconfig import kubeconfig_yaml
 from kubesim import APIServer, RequestInfo, UserInfo
 from tests.hub.conftest import (
@@ -30,8 +30,8 @@ from tests.hub.conftest import (
     TOKENS,
     api_client,
 )
-from tests.hub.fakes import eventually
-from tests.hub.mount import SecretMount
+from tests.kube.mount import SecretMount
+from tests.support import eventually
 
 pytestmark = pytest.mark.integration
 Factory = Callable[..., HubReplicator]

@@ -19,9 +19,10 @@ from prometheus_client import CollectorRegistry
 
 from controller.hub.metrics import ReplicationMetrics
 from controller.hub.replicator import HubReplicator
-from controller.kube.hub_objects import ErrorKind
+from controller.kube.api import ErrorKind
 from controller.ops.leader import SystemClock
-from tests.hub.fakes import NAME, NAMESPACE, FakeHub, FakeSource, eventually
+from tests.hub.fakes import NAME, NAMESPACE, FakeHub, FakeSource
+from tests.support import eventually
 
 Factory = Callable[..., HubReplicator]
 
@@ -61,7 +62,7 @@ def replicator(hub: FakeHub, registry: CollectorRegistry) -> Iterator[Factory]:
         settings: dict[str, Any] = {
             "namespace": NAMESPACE, "name": NAME, "clock": SystemClock(),
             "metrics": ReplicationMetrics(registry), "backoff_base": 0.01,
-            "backoff_max": 0.05, "rng": random.Random(4), "objects": lambda client: client,
+            "backoff_max": 0.05, "rng": random.Random(4), "kube": lambda client: client,
             **options,
         }
         made = HubReplicator(source or FakeSource(hub), **settings)
@@ -105,7 +106,7 @@ def test_publish_never_waits_for_the_hub(hub: FakeHub, replicator: Factory) -> N
     rep = replicator()
     hub.gate.clear()  # the hub holds every call
     rep.publish(status(1))
-    eventually(lambda: len(hub.ops("read")) == 1, what="the replicator to call the hub")
+    eventually(lambda: len(hub.ops("get")) == 1, what="the replicator to call the hub")
     done = threading.Event()
 
     def burst() -> None:
@@ -134,28 +135,25 @@ def test_nothing_is_written_when_the_hub_copy_is_current(
 def test_a_conflict_is_retried_with_a_fresh_read_at_once(
     hub: FakeHub, replicator: Factory, registry: CollectorRegistry
 ) -> None:
-    hub.fail_next("write", ErrorKind.CONFLICT, times=2)
+    hub.fail("replace_status", ErrorKind.CONFLICT, times=2)
     rep = replicator(backoff_base=30.0, backoff_max=30.0)  # a backoff would time the test out
     rep.publish(status(1))
     assert rep.wait_synced(5)
     assert hub.status() == status(1)
-    assert len(hub.ops("read")) == 3
+    assert len(hub.ops("get")) == 3
     assert metric(registry, "addon_status_hub_errors_total", kind="conflict") == 2
 
 
 def test_a_real_conflict_from_a_concurrent_writer(hub: FakeHub, replicator: Factory) -> None:
     """The hub copy changes between our read and our write: the resourceVersion catches it."""
-    original_read = hub.read
     tampered: list[bool] = []
 
-    def read_then_someone_writes(namespace: str, name: str) -> dict[str, Any]:
-        obj = original_read(namespace, name)
+    def someone_writes() -> None:
         if not tampered:
             tampered.append(True)
             hub.tamper({"conditions": [], "other": "writer"})
-        return obj
 
-    hub.read = read_then_someone_writes  # type: ignore[method-assign]
+    hub.before["replace_status"] = someone_writes
     rep = replicator()
     rep.publish(status(1))
     assert rep.wait_synced(5)
@@ -192,7 +190,7 @@ def test_auth_errors_reload_the_credentials(
     hub: FakeHub, replicator: Factory, kind: ErrorKind, reload_succeeds: bool
 ) -> None:
     source = FakeSource(hub, reload_succeeds=reload_succeeds)
-    hub.fail_next("read", kind, times=2)
+    hub.fail("get", kind, times=2)
     rep = replicator(source)
     rep.publish(status(1))
     assert rep.wait_synced(5)  # a failed reload keeps the old client, which works again
@@ -210,7 +208,7 @@ class _BrokenReloadSource(FakeSource):
 
 def test_a_failing_reload_does_not_end_replication(hub: FakeHub, replicator: Factory) -> None:
     source = _BrokenReloadSource(hub)
-    hub.fail_next("read", ErrorKind.UNAUTHORIZED)
+    hub.fail("get", ErrorKind.UNAUTHORIZED)
     rep = replicator(source)
     rep.publish(status(1))
     assert rep.wait_synced(5)
@@ -220,7 +218,7 @@ def test_a_failing_reload_does_not_end_replication(hub: FakeHub, replicator: Fac
 
 def test_other_errors_do_not_reload_the_credentials(hub: FakeHub, replicator: Factory) -> None:
     source = FakeSource(hub)
-    hub.fail_next("write", ErrorKind.UNAVAILABLE, times=3)
+    hub.fail("replace_status", ErrorKind.UNAVAILABLE, times=3)
     rep = replicator(source)
     rep.publish(status(1))
     assert rep.wait_synced(5)
@@ -228,23 +226,23 @@ def test_other_errors_do_not_reload_the_credentials(hub: FakeHub, replicator: Fa
 
 
 def test_retry_after_delays_the_next_attempt(hub: FakeHub, replicator: Factory) -> None:
-    hub.fail_next("read", ErrorKind.THROTTLED, retry_after=0.3)
+    hub.fail("get", ErrorKind.THROTTLED, retry_after=0.3)
     rep = replicator()
     rep.publish(status(1))
     assert rep.wait_synced(5)
-    first, second = hub.ops("read")[:2]
+    first, second = hub.ops("get")[:2]
     assert second.at - first.at >= 0.3
 
 
 def test_a_publish_does_not_cut_a_backoff_short(hub: FakeHub, replicator: Factory) -> None:
-    hub.fail_next("read", ErrorKind.UNAVAILABLE, retry_after=0.3)
+    hub.fail("get", ErrorKind.UNAVAILABLE, retry_after=0.3)
     rep = replicator()
     rep.publish(status(1))
-    eventually(lambda: len(hub.ops("read")) == 1, what="the first attempt")
+    eventually(lambda: len(hub.ops("get")) == 1, what="the first attempt")
     for n in range(2, 20):
         rep.publish(status(n))
     assert rep.wait_synced(5)
-    first, second = hub.ops("read")[:2]
+    first, second = hub.ops("get")[:2]
     assert second.at - first.at >= 0.3
     assert [message(w) for w in hub.written] == ["status #19"]
 
@@ -284,7 +282,7 @@ def test_status_mode_copies_the_whole_status(hub: FakeHub, replicator: Factory) 
 def test_metrics_count_writes_errors_and_lag(
     hub: FakeHub, replicator: Factory, registry: CollectorRegistry
 ) -> None:
-    hub.fail_next("read", ErrorKind.NETWORK)
+    hub.fail("get", ErrorKind.NETWORK)
     rep = replicator()
     rep.publish(status(1))
     assert rep.wait_synced(5)
@@ -299,7 +297,7 @@ def test_metrics_count_writes_errors_and_lag(
 
 def test_stop_returns_promptly_while_idle(hub: FakeHub, registry: CollectorRegistry) -> None:
     rep = HubReplicator(FakeSource(hub), namespace=NAMESPACE, clock=SystemClock(),
-                        metrics=ReplicationMetrics(registry), objects=lambda client: client)
+                        metrics=ReplicationMetrics(registry), kube=lambda client: client)
     rep.start()
     began = time.monotonic()
     assert rep.stop(timeout=5)
@@ -313,13 +311,13 @@ def test_a_stop_between_read_and_write_writes_nothing(
     rep = replicator()
     hub.gate.clear()
     rep.publish(status(1))
-    eventually(lambda: len(hub.ops("read")) == 1, what="a sync to be in flight")
+    eventually(lambda: len(hub.ops("get")) == 1, what="a sync to be in flight")
     opener = threading.Timer(0.05, hub.gate.set)  # the hub answers the read after stop()
     opener.start()
     assert rep.stop(timeout=5)
     opener.join()
     assert hub.written == []
-    assert hub.ops("write") == []
+    assert hub.ops("replace_status") == []
 
 
 def test_an_unknown_copy_mode_is_refused(hub: FakeHub, registry: CollectorRegistry) -> None:

@@ -1,14 +1,12 @@
-"""The pure decisions of hub replication and leader election, without threads or servers:
-backoff with full jitter and its bounds, `Retry-After` as a floor, which HTTP status is which
-kind of failure, what each copy mode copies and keeps, when a hub copy counts as current
-(including a hub that prunes what we send), and the Lease rules (expiry, who may acquire,
-transitions, release, MicroTime-safe instants).
+"""The pure decisions of hub replication, without threads or servers: backoff with full
+jitter and its bounds, `Retry-After` as a floor, what each copy mode copies and keeps, when a
+hub copy counts as current (including a hub that prunes what we send).
 """
 
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -20,15 +18,6 @@ from controller.hub.replicator import (
     hub_status_for,
     in_sync,
     projection,
-)
-from controller.kube.hub_objects import ErrorKind, error_kind, parse_retry_after
-from controller.ops.leader import (
-    LeaseRecord,
-    lease_expired,
-    may_acquire,
-    next_record,
-    released_record,
-    representable,
 )
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
@@ -75,43 +64,6 @@ def test_retry_after_is_a_floor_of_the_backoff(retry_after: float) -> None:
 def test_an_absurd_retry_after_is_capped() -> None:
     delay = backoff_delay(1, base=0.5, cap=1.0, rng=random.Random(1), retry_after=86_400.0)
     assert delay == RETRY_AFTER_CEILING
-
-
-@pytest.mark.parametrize(
-    ("header", "seconds"),
-    [
-        pytest.param("3", 3.0, id="delta-seconds"),
-        pytest.param(" 10 ", 10.0, id="padded"),
-        pytest.param("Sat, 01 Mar 2025 12:00:05 GMT", 4.75, id="http-date"),
-        pytest.param("Sat, 01 Mar 2025 11:00:00 GMT", 0.0, id="http-date-in-the-past"),
-        pytest.param("soon", None, id="garbage"),
-        pytest.param("", None, id="empty"),
-        pytest.param(None, None, id="absent"),
-    ],
-)
-def test_retry_after_header(header: str | None, seconds: float | None) -> None:
-    assert parse_retry_after(header, now=NOW) == seconds
-
-
-@pytest.mark.parametrize(
-    ("status", "kind"),
-    [
-        (0, ErrorKind.NETWORK),
-        (400, ErrorKind.INVALID),
-        (401, ErrorKind.UNAUTHORIZED),
-        (403, ErrorKind.FORBIDDEN),
-        (404, ErrorKind.NOT_FOUND),
-        (409, ErrorKind.CONFLICT),
-        (422, ErrorKind.INVALID),
-        (429, ErrorKind.THROTTLED),
-        (500, ErrorKind.SERVER),
-        (503, ErrorKind.UNAVAILABLE),
-        (504, ErrorKind.UNAVAILABLE),
-        (418, ErrorKind.OTHER),
-    ],
-)
-def test_http_status_to_error_kind(status: int, kind: ErrorKind) -> None:
-    assert error_kind(status) is kind
 
 
 # --- what is copied -------------------------------------------------------------------------
@@ -167,60 +119,3 @@ def test_a_hub_that_prunes_what_we_sent_is_current_after_our_write() -> None:
     moved = {**SPOKE, "conditions": [DEGRADED]}
     assert not in_sync(moved, pruned, "status", echo=echo)
     assert not in_sync(SPOKE, {"conditions": []}, "status", echo=echo)
-
-
-# --- the Lease ----------------------------------------------------------------------------
-
-
-def record(holder: str | None, *, renewed: float = 0.0, duration: int | None = 15,
-           transitions: int = 0) -> LeaseRecord:
-    renew = NOW + timedelta(seconds=renewed)
-    return LeaseRecord(holder, duration, NOW - timedelta(minutes=5), renew, transitions)
-
-
-@pytest.mark.parametrize(
-    ("lease", "expired"),
-    [
-        pytest.param(record("a", renewed=-10), False, id="renewed-recently"),
-        pytest.param(record("a", renewed=-15), False, id="exactly-at-expiry-still-held"),
-        pytest.param(record("a", renewed=-15.001), True, id="past-expiry"),
-        pytest.param(record(None), True, id="released"),
-        pytest.param(record(""), True, id="empty-holder"),
-        pytest.param(LeaseRecord("a", 15, None, None), True, id="never-renewed"),
-        pytest.param(record("a", duration=None), True, id="no-duration"),
-    ],
-)
-def test_lease_expiry(lease: LeaseRecord, expired: bool) -> None:
-    assert lease_expired(lease, NOW) is expired
-
-
-def test_only_the_holder_may_take_a_live_lease() -> None:
-    live = record("a", renewed=-1)
-    assert may_acquire(live, "a", NOW)
-    assert not may_acquire(live, "b", NOW)
-    assert may_acquire(record("a", renewed=-20), "b", NOW)
-
-
-def test_renewal_keeps_acquire_time_and_transitions() -> None:
-    mine = record("a", renewed=-1, transitions=3)
-    renewed = next_record(mine, identity="a", now=NOW, duration_seconds=15)
-    assert renewed == LeaseRecord("a", 15, mine.acquire_time, NOW, 3)
-
-
-def test_a_take_over_counts_one_transition() -> None:
-    taken = next_record(record("a", renewed=-20, transitions=3), identity="b", now=NOW,
-                        duration_seconds=15)
-    assert taken == LeaseRecord("b", 15, NOW, NOW, 4)
-    assert next_record(None, identity="b", now=NOW, duration_seconds=15).transitions == 0
-
-
-def test_release_frees_the_lease_at_once() -> None:
-    released = released_record(record("a", renewed=-1, transitions=2), NOW)
-    assert released == LeaseRecord(None, 1, NOW, NOW, 2)
-    assert may_acquire(released, "b", NOW)
-
-
-def test_lease_instants_always_carry_microseconds() -> None:
-    whole = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
-    assert representable(whole).isoformat() == "2025-03-01T12:00:00.000001+00:00"
-    assert representable(NOW) == NOW

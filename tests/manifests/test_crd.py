@@ -21,7 +21,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from controller.kube import addons as kube
-from controller.kube import hub_objects
+from controller.kube import api as seam
 from controller.options import DEFAULT_NAME, DEFAULT_NAMESPACE
 from kubesim import APIServer
 from statemachines import (
@@ -282,12 +282,12 @@ def test_printer_columns_show_the_three_standard_conditions() -> None:
 def test_the_crd_serves_what_the_code_calls() -> None:
     [crd] = documents(CRD)
     spec = crd["spec"]
-    assert spec["group"] == kube.GROUP == hub_objects.GROUP
-    assert spec["names"]["plural"] == kube.PLURAL == hub_objects.PLURAL
-    assert spec["names"]["kind"] == kube.KIND == hub_objects.KIND
+    assert spec["group"] == kube.GROUP == seam.ADDON.group
+    assert spec["names"]["plural"] == kube.PLURAL == seam.ADDON.plural
+    assert spec["names"]["kind"] == kube.KIND == seam.ADDON.kind
     assert crd["metadata"]["name"] == f"{kube.PLURAL}.{kube.GROUP}"
     assert spec["scope"] == "Namespaced"
     [version] = spec["versions"]
-    assert version["name"] == kube.VERSION == hub_objects.VERSION
+    assert version["name"] == kube.VERSION == seam.ADDON.version
     assert version["served"] and version["storage"]
     assert version["subresources"] == {"status": {}}

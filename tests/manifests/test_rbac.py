@@ -11,8 +11,6 @@ it implements.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -39,6 +37,7 @@ from tests.manifests.rbac import (
     unauthorized,
     unused,
 )
+from tests.support import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -203,11 +202,7 @@ def _create_addon(server: APIServer, ref: AddonRef) -> None:
         )
 
 
-def _eventually(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
+
 
 
 def _reporters(spoke: list[Obj], deployment: Obj) -> tuple[Obj, str]:
@@ -313,11 +308,11 @@ def _exercise(spoke: APIServer, hub: APIServer, options: RunOptions, who: Identi
         try:
             _boot(replica, who.speakers)
             _repeat_a_move(replica, who.speakers)
-            _eventually(
+            eventually(
                 lambda: _conditions(hub, hub_ref) == _conditions(spoke, options.ref),
                 "the hub copy",
             )
-            _eventually(
+            eventually(
                 lambda: (
                     spoke.count_requests(
                         verbs=("create",), resource="events", user=who.controller.username
@@ -330,7 +325,7 @@ def _exercise(spoke: APIServer, hub: APIServer, options: RunOptions, who: Identi
                 ),
                 "Events, and a repeat patched onto one",
             )
-            _eventually(
+            eventually(
                 lambda: all(
                     spoke.count_requests(
                         verbs=(verb,), resource="deployments", user=who.controller.username
@@ -345,7 +340,7 @@ def _exercise(spoke: APIServer, hub: APIServer, options: RunOptions, who: Identi
 
 
 def _boot(replica: Replica, speakers: list[tuple[str, str | None]]) -> None:
-    _eventually(lambda: replica.leading, "leadership")
+    eventually(lambda: replica.leading, "leadership")
     for index, (_, collector) in enumerate(speakers):
         reporter = ReportClient(replica.report_url, token=f"token-{index}", deadline=WAIT)
         try:

@@ -176,7 +176,7 @@ def build(sink: CoreSink, config: Config, *argv: str) -> ReportServer:
     args = run_flags(*argv)
     registry = CollectorRegistry()
     return build_report_server(
-        args, sink=sink, config=config, registry=registry, api_client=no_cluster
+        args, sink=sink, config=config, registry=registry, kube=no_cluster
     )
 
 

@@ -218,7 +218,7 @@ def build(tmp_path: Path, *argv: str) -> ReportServer:
         sink=CoreSink(config, FakeClock()),
         config=config,
         registry=CollectorRegistry(),
-        api_client=lambda: None,
+        kube=lambda: None,
     )
 
 

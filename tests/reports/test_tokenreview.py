@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from controller.kube.official import OfficialKube
 from controller.reports.auth import AuthenticationError, Identity, TokenReviewAuthenticator
 from controller.reports.server import ReportServer
 from kubesim import APIServer, UserInfo
@@ -63,7 +64,9 @@ def ticker() -> Ticker:
 
 @pytest.fixture
 def reviewer(spoke: client.ApiClient, ticker: Ticker) -> TokenReviewAuthenticator:
-    return TokenReviewAuthenticator(spoke, cache_ttl=10.0, clock=ticker, request_timeout=5.0)
+    return TokenReviewAuthenticator(
+        OfficialKube(spoke, request_timeout=5.0), cache_ttl=10.0, clock=ticker
+    )
 
 
 @pytest.fixture
@@ -123,7 +126,7 @@ def test_negative_answers_are_not_cached(
 def test_the_cache_is_bounded(
     spoke: client.ApiClient, apiserver: APIServer, ticker: Ticker
 ) -> None:
-    reviewer = TokenReviewAuthenticator(spoke, max_entries=1, clock=ticker)
+    reviewer = TokenReviewAuthenticator(OfficialKube(spoke), max_entries=1, clock=ticker)
     reviewer.authenticate(TOKENS["mc"])
     reviewer.authenticate(TOKENS["uwl"])
     reviewer.authenticate(TOKENS["mc"])
@@ -133,7 +136,7 @@ def test_the_cache_is_bounded(
 def test_an_audience_the_api_server_confirms_is_accepted(
     spoke: client.ApiClient, apiserver: APIServer
 ) -> None:
-    reviewer = TokenReviewAuthenticator(spoke, audiences=["addon-status"])
+    reviewer = TokenReviewAuthenticator(OfficialKube(spoke), audiences=["addon-status"])
     assert reviewer.authenticate(TOKENS["operator"]).username == OPERATOR_SA
     last = [r for r in apiserver.audit if r.resource == "tokenreviews"][-1]
     assert last.user == CONTROLLER_SA

@@ -10,6 +10,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from controller.ops.metrics import ControllerMetrics
+from controller.ops.role import Role
 from controller.spoke.worker import Worker
 from statemachines import Config, Settings
 from tests.spoke.fakes import FakeAddonStore, FakeClock
@@ -42,6 +43,8 @@ def make_worker(store: FakeAddonStore, clock: FakeClock, config: Config) -> Iter
     def make(**kwargs: Any) -> Worker:
         kwargs.setdefault("metrics", ControllerMetrics(CollectorRegistry()))
         kwargs.setdefault("clock", clock)
+        leader, lease_held = kwargs.pop("leader", True), kwargs.pop("lease_held", None)
+        kwargs.setdefault("role", Role(elected=leader, lease_held=lease_held))
         worker = Worker(kwargs.pop("store", store), kwargs.pop("config", config), **kwargs)
         worker.start()
         started.append(worker)

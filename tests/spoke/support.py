@@ -5,11 +5,26 @@ from __future__ import annotations
 
 from typing import Any
 
+from controller.kube.addons import AddonStore
+from controller.kube.official import ApiClient, OfficialKube
+from controller.options import RunOptions
+from controller.spoke.controller import SpokeController
 from controller.spoke.worker import Worker
-from statemachines import Report
+from statemachines import Config, Report
 from statemachines.vocabulary import Reason
 
-__all__ = ["MC", "UWL", "WAIT", "collector", "condition", "report", "settle", "true_type"]
+__all__ = [
+    "MC",
+    "UWL",
+    "WAIT",
+    "collector",
+    "condition",
+    "ready",
+    "report",
+    "settle",
+    "spoke_controller",
+    "true_type",
+]
 
 MC = "metrics-collector"
 UWL = "uwl-metrics-collector"
@@ -42,3 +57,31 @@ def true_type(status: dict[str, Any]) -> str:
 
 def collector(status: dict[str, Any], name: str) -> dict[str, Any]:
     return next(c for c in status.get("collectors", []) if c["name"] == name)
+
+
+def ready(worker: Worker) -> bool:
+    """Worker running, the CR read and present, this replica leading."""
+    return worker.alive and worker.present and worker.leading
+
+
+def spoke_controller(
+    options: RunOptions,
+    *,
+    store: AddonStore | None = None,
+    api_client: ApiClient | None = None,
+    config: Config | None = None,
+    **kwargs: Any,
+) -> SpokeController:
+    """A `SpokeController` as `controller.app` builds one from `options`: on `store`, else on
+    the real store over `api_client`."""
+    if store is None:
+        assert api_client is not None
+        kube = OfficialKube(api_client, request_timeout=options.request_timeout)
+        store = AddonStore(kube, options.ref)
+    return SpokeController(
+        store,
+        config or options.config(),
+        metrics_address=options.metrics_address,
+        probe_address=options.probe_address,
+        **kwargs,
+    )

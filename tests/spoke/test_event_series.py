@@ -10,10 +10,11 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from controller.kube.addons import EventRecord, StoreError
+from controller.kube.addons import EventRecord
+from controller.kube.api import KubeError
 from controller.spoke.event_series import COMBINED_PREFIX, Correlation, EventCorrelator
 from controller.spoke.events import COLLECTOR_CHANGED, EventRecorder
-from tests.spoke.fakes import NAME, T0, FakeAddonStore
+from tests.spoke.fakes import T0, FakeAddonStore
 from tests.spoke.support import WAIT
 
 
@@ -115,17 +116,17 @@ def test_the_recorder_patches_a_repeat_instead_of_creating_it() -> None:
 
 def test_a_repeat_whose_event_is_gone_is_created_again_with_its_count() -> None:
     store = FakeAddonStore()
-    store.faults["count_event"] = [StoreError("events not found", status=404)]
+    store.fake.before["patch"] = store.delete_events  # its TTL ran out: the patch gets a 404
     results = run(store, [move(at=T0), move(at=T0 + timedelta(minutes=1))])
     assert results == ["recorded", "recorded"]
     first, again = store.events
     assert first.name is None  # the store named it
-    assert (again.name, again.count, again.first_at) == (f"{NAME}.1", 2, T0)
+    assert (again.name, again.count, again.first_at) == (store.names[0], 2, T0)
 
 
 def test_a_failed_patch_is_counted_and_not_created() -> None:
     store = FakeAddonStore()
-    store.faults["count_event"] = [StoreError("500", status=500)]
+    store.faults["count_event"] = [KubeError("500", status=500)]
     results = run(store, [move(at=T0), move(at=T0 + timedelta(minutes=1))])
     assert results == ["recorded", "failed"]
     assert len(store.events) == 1

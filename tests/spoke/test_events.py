@@ -7,7 +7,8 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
-from controller.kube.addons import EventRecord, StoreError
+from controller.kube.addons import EventRecord
+from controller.kube.api import KubeError
 from controller.spoke.events import ADDON_CHANGED, COLLECTOR_CHANGED, EventRecorder, records_for
 from statemachines import Config, Report, Settings, apply, start
 from statemachines.core import advance
@@ -49,7 +50,7 @@ def record(n: int) -> EventRecord:
 
 def test_the_recorder_sends_in_order_and_counts_failures() -> None:
     store = FakeAddonStore()
-    store.faults["record_event"] = [StoreError("500")]
+    store.faults["record_event"] = [KubeError("500")]
     results: list[str] = []
     recorder = EventRecorder(store, on_result=results.append)
     recorder.start()

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from controller.kube.addons import AddonNotFoundError, ConflictError
+from controller.kube.api import ConflictError, NotFoundError
 from controller.spoke.status_writer import StatusWriter, merged_status, needs_write, owned_types
 from statemachines.vocabulary import SEED
 from tests.spoke.fakes import FakeAddonStore, addon_object
@@ -109,7 +109,7 @@ def test_retries_are_bounded() -> None:
 
 
 def test_a_missing_cr_is_reported_not_created() -> None:
-    with pytest.raises(AddonNotFoundError):
+    with pytest.raises(NotFoundError):
         StatusWriter(FakeAddonStore(obj=None), owned=OWNED).write(DESIRED)
 
 

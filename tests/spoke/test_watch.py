@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from controller.kube.addons import StoreError, WatchEvent
+from controller.kube.api import KubeError, WatchEvent
 from controller.ops.backoff import Backoff
 from controller.spoke.watch import AddonWatch
 from tests.spoke.fakes import FakeAddonStore, addon_object
@@ -113,7 +113,7 @@ def test_a_quiet_cr_older_than_the_compacted_history_is_followed(
 def test_a_failed_request_is_retried_with_backoff_from_a_fresh_list(
     store: FakeAddonStore,
 ) -> None:
-    store.faults["watch"] = [StoreError("500"), StoreError("500")]
+    store.faults["watch"] = [KubeError("500"), KubeError("500")]
     f = Follower(store)
     f.watch.start()
     try:
@@ -133,7 +133,7 @@ def test_an_outage_is_told_once_when_lost_and_once_when_restored(
     follower.next()
     wait_for_watch(store)
     caplog.set_level(logging.DEBUG, logger="controller.spoke.watch")
-    down = [StoreError("connection refused")] * 4
+    down = [KubeError("connection refused")] * 4
     store.faults["watch"], store.faults["list"] = down[:1], down[1:]
     store.disconnect()
     event = follower.next()  # the first list that succeeds again

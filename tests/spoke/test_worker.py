@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.kube.addons import AddonNotFoundError, EventRecord, StoreError, WatchEvent
+from controller.kube.addons import EventRecord
+from controller.kube.api import KubeError, NotFoundError, WatchEvent
 from controller.ops.metrics import ControllerMetrics
 from controller.spoke.worker import (
     NotLeaderError,
@@ -33,6 +34,7 @@ from tests.spoke.support import (
     WAIT,
     collector,
     condition,
+    ready,
     report,
     settle,
     true_type,
@@ -326,7 +328,7 @@ def test_accepted_means_persisted_a_failed_write_is_retried_before_the_answer(
 ) -> None:
     worker = make_worker()
     boot(worker)
-    store.faults["replace_status"] = [StoreError("503 unavailable", status=503)]
+    store.faults["replace_status"] = [KubeError("503 unavailable", status=503)]
     verdict = worker.submit(report(R.UPDATE_FAILURE, None), timeout=WAIT)
     assert verdict.kind is VerdictKind.ACCEPTED
     assert true_type(store.status) == "Degraded"  # already on the CR when the answer came
@@ -355,7 +357,7 @@ def test_a_report_that_cannot_be_persisted_times_out_and_its_repeat_is_judged_ag
 ) -> None:
     worker = make_worker()
     boot(worker)
-    store.faults["replace_status"] = [StoreError("503", status=503) for _ in range(1000)]
+    store.faults["replace_status"] = [KubeError("503", status=503) for _ in range(1000)]
     with pytest.raises(SubmitTimeoutError, match="not on the addon CR"):
         worker.submit(report(R.UPDATE_FAILURE, None, message="broken"), timeout=0.3)
     assert true_type(store.status) == "Available"  # nothing was called accepted
@@ -370,7 +372,7 @@ def test_leadership_lost_before_the_write_answers_not_leader(
 ) -> None:
     worker = make_worker()
     boot(worker)
-    store.faults["replace_status"] = [StoreError("503", status=503) for _ in range(1000)]
+    store.faults["replace_status"] = [KubeError("503", status=503) for _ in range(1000)]
     errors: list[BaseException] = []
 
     def send() -> None:
@@ -428,7 +430,7 @@ def test_a_follower_neither_judges_nor_writes(
     with pytest.raises(NotLeaderError):
         worker.submit(report(R.UPDATE_SUCCESSFUL, None), timeout=WAIT)
     assert store.puts == []
-    assert not worker.ready
+    assert not ready(worker)
 
 
 def test_a_new_leader_resumes_from_the_cr(
@@ -442,7 +444,7 @@ def test_a_new_leader_resumes_from_the_cr(
     old.set_leader(False)
     follower.set_leader(True)
     settle(follower)
-    assert follower.ready
+    assert ready(follower)
     verdict = follower.submit(report(R.FORWARD_SUCCESSFUL, MC), timeout=WAIT)
     assert verdict.kind is VerdictKind.REFUSED  # the old leader's UpdateFailure holds
     with pytest.raises(NotLeaderError):
@@ -538,11 +540,11 @@ def test_the_deleted_cr_is_written_again_once_it_is_back(
     with pytest.raises(SubmitTimeoutError):  # not on a CR, so not accepted
         worker.submit(report(R.UPDATE_FAILURE, None), timeout=0.2)
     settle(worker)
-    assert not worker.ready
+    assert not ready(worker)
     store.obj = kept
     worker.observe(WatchEvent("ADDED", store.get()))
     settle(worker)
-    assert true_type(store.status) == "Degraded" and worker.ready
+    assert true_type(store.status) == "Degraded" and ready(worker)
 
 
 def test_a_cr_created_anew_starts_its_machines_over(
@@ -561,7 +563,7 @@ def test_a_cr_created_anew_starts_its_machines_over(
 
 def test_start_fails_clearly_without_the_cr_or_with_an_unreadable_status(config: Config) -> None:
     metrics = ControllerMetrics(CollectorRegistry())
-    with pytest.raises(AddonNotFoundError):
+    with pytest.raises(NotFoundError):
         Worker(FakeAddonStore(obj=None), config, metrics=metrics).start()
     broken = FakeAddonStore(obj=addon_object(status={"collectors": [{"name": MC}]}))
     with pytest.raises(StoredStateError, match=r"status\.collectors\[0\]"):

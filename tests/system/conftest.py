@@ -50,19 +50,10 @@ LOOPBACK = Address(host="127.0.0.1", port=0)
 # Threads of a replica; none may outlive its stop().
 THREADS = frozenset({
     "reconcile-worker", "addon-watch", "event-recorder", "metrics", "probes", "report-api",
-    "report-api-connection", "hub-replicator", "leader-election",
+    "report-api-worker", "metrics-worker", "probes-worker", "hub-replicator", "leader-election",
 })  # fmt: skip
 
 ReplicaFactory = Callable[..., Replica]
-
-
-def eventually(check: Callable[[], object], *, what: str, timeout: float = WAIT) -> None:
-    """Poll `check` until it holds; fail naming `what` after `timeout` (never hang)."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.01)
 
 
 def api_client(server: APIServer, token: str = ADMIN) -> client.ApiClient:

@@ -23,6 +23,7 @@ from controller.app import Replica
 from controller.kube.addons import PLURAL
 from kubesim import APIServer
 from tests.spoke.fakes import T0, FakeClock
+from tests.support import eventually
 from tests.system.conftest import (
     CLUSTER,
     MC,
@@ -33,7 +34,6 @@ from tests.system.conftest import (
     boot,
     condition,
     conditions,
-    eventually,
     probe,
     status_of,
     status_writes,

@@ -17,6 +17,7 @@ from kubernetes import client
 from controller import ReportClient
 from controller.kube.addons import GROUP, PLURAL, VERSION
 from kubesim import APIServer, RequestInfo, UserInfo
+from tests.support import eventually
 from tests.system.conftest import (
     ADMIN,
     CLUSTER,
@@ -32,7 +33,6 @@ from tests.system.conftest import (
     boot,
     condition,
     conditions,
-    eventually,
     status_of,
     status_writes,
     true_type,

@@ -24,6 +24,7 @@ from kubernetes import client
 from controller import ReportClient
 from controller.kube.kubeconfig import kubeconfig_yaml
 from kubesim import APIServer
+from tests.support import eventually
 from tests.system.conftest import (
     CLUSTER,
     HUB_TOKEN,
@@ -31,7 +32,6 @@ from tests.system.conftest import (
     WAIT,
     api_client,
     conditions,
-    eventually,
     status_of,
     true_type,
 )

@@ -20,6 +20,7 @@ from controller.options import Address, RunOptions
 from controller.spoke.controller import SpokeController
 from kubesim import APIServer
 from tests.spoke.fakes import NAME, NAMESPACE, FakeClock
+from tests.spoke.support import spoke_controller
 
 CRD = Path(__file__).resolve().parents[3] / "manifests" / "base" / "crd.yaml"
 LOOPBACK = Address(host="127.0.0.1", port=0)
@@ -139,7 +140,7 @@ def spoke(api: client.ApiClient, addon: Addon, clock: FakeClock) -> Iterator[Spo
 
     def make(*, store: AddonStore | None = None, **kwargs: Any) -> SpokeController:
         kwargs.setdefault("registry", CollectorRegistry())
-        controller = SpokeController(OPTIONS, api_client=api, store=store, clock=clock, **kwargs)
+        controller = spoke_controller(OPTIONS, api_client=api, store=store, clock=clock, **kwargs)
         controller.start()
         started.append(controller)
         return controller

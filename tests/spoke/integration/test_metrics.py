@@ -12,8 +12,9 @@ from statemachines import VerdictKind
 from statemachines.vocabulary import Reason, Rule
 from tests.spoke.fakes import FakeClock
 from tests.spoke.integration.conftest import Addon, SpokeFactory, scrape
-from tests.spoke.integration.test_spoke import boot, eventually
+from tests.spoke.integration.test_spoke import boot
 from tests.spoke.support import MC, UWL, WAIT, report, settle
+from tests.support import eventually
 
 pytestmark = pytest.mark.integration
 R = Reason

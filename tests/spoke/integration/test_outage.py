@@ -9,8 +9,7 @@ from __future__ import annotations
 import io
 import json
 import logging
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,6 +19,7 @@ from controller.ops.logs import configure_logging
 from kubesim import APIServer
 from tests.spoke.integration.conftest import Addon, SpokeFactory, scrape
 from tests.spoke.support import settle
+from tests.support import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -42,13 +42,6 @@ def log() -> Iterator[io.StringIO]:
 
 def lines(stream: io.StringIO) -> list[dict[str, Any]]:
     return [json.loads(line) for line in stream.getvalue().splitlines()]
-
-
-def eventually(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def test_an_api_server_outage_is_logged_once_lost_once_restored_and_counted(

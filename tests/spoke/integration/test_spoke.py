@@ -6,7 +6,6 @@ generation moves, Events on the CR, metrics and probes on their own ports."""
 
 from __future__ import annotations
 
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
@@ -15,15 +14,9 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from controller.kube.addons import (
-    GROUP,
-    PLURAL,
-    VERSION,
-    AddonNotFoundError,
-    AddonRef,
-    KubeAddonStore,
-)
-from controller.spoke.controller import SpokeController
+from controller.kube.addons import GROUP, PLURAL, VERSION, AddonRef, AddonStore
+from controller.kube.api import NotFoundError
+from controller.kube.official import OfficialKube
 from controller.spoke.status_writer import owned_types
 from controller.spoke.worker import Worker
 from kubesim import APIServer, RequestInfo
@@ -31,7 +24,18 @@ from statemachines import VerdictKind
 from statemachines.vocabulary import SEED, Reason
 from tests.spoke.fakes import NAME, NAMESPACE, FakeClock
 from tests.spoke.integration.conftest import OPTIONS, Addon, SpokeFactory, scrape, status_puts
-from tests.spoke.support import MC, UWL, WAIT, collector, condition, report, settle, true_type
+from tests.spoke.support import (
+    MC,
+    UWL,
+    WAIT,
+    collector,
+    condition,
+    report,
+    settle,
+    spoke_controller,
+    true_type,
+)
+from tests.support import eventually
 
 pytestmark = pytest.mark.integration
 R = Reason
@@ -45,13 +49,6 @@ def boot(worker: Worker) -> None:
     ):
         assert worker.submit(r, timeout=WAIT).kind is VerdictKind.ACCEPTED
     settle(worker)
-
-
-def eventually(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def generations(addon: Addon) -> set[int]:
@@ -143,12 +140,12 @@ def test_a_restart_inside_a_dampening_window_fires_it_on_time(
     )
 
 
-class RacedStore(KubeAddonStore):
+class RacedStore(AddonStore):
     """The real store, except that once, between the writer's read and its PUT, someone
     else writes the CR."""
 
     def __init__(self, api: client.ApiClient, race: Callable[[], None]) -> None:
-        super().__init__(api, AddonRef(NAMESPACE, NAME), request_timeout=5.0)
+        super().__init__(OfficialKube(api, request_timeout=5.0), AddonRef(NAMESPACE, NAME))
         self._race: Callable[[], None] | None = race
 
     def replace_status(self, obj: dict[str, Any]) -> dict[str, Any]:
@@ -336,7 +333,7 @@ def test_start_without_the_cr_fails_and_leaves_nothing(
     api: client.ApiClient, addon: Addon, clock: FakeClock
 ) -> None:
     addon.objects.delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, NAME)
-    controller = SpokeController(OPTIONS, api_client=api, clock=clock)
-    with pytest.raises(AddonNotFoundError):
+    controller = spoke_controller(OPTIONS, api_client=api, clock=clock)
+    with pytest.raises(NotFoundError):
         controller.start()
     assert not controller.worker.alive and not controller.watch.alive

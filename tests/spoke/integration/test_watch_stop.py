@@ -7,7 +7,8 @@ import time
 
 from kubernetes import client
 
-from controller.kube.addons import AddonRef, KubeAddonStore
+from controller.kube.addons import AddonRef, AddonStore
+from controller.kube.official import OfficialKube
 from controller.spoke.watch import AddonWatch
 from tests.spoke.integration.conftest import NAME, NAMESPACE, Addon
 
@@ -17,7 +18,7 @@ def test_stopping_a_quiet_watch_ends_its_thread_at_once(
 ) -> None:
     seen: list[str] = []
     watch = AddonWatch(
-        KubeAddonStore(api, AddonRef(namespace=NAMESPACE, name=NAME)),
+        AddonStore(OfficialKube(api), AddonRef(namespace=NAMESPACE, name=NAME)),
         lambda event: seen.append(event.type),
         watch_seconds=300,
     )

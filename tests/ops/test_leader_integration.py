@@ -1,12 +1,14 @@
 """Leader election on a real Lease through the real client: two replicas are never both
 leaders (sampled over many renew cycles while renewals are slowed past the deadline and
 leaders are killed); a released Lease is taken over at once; a killed leader's Lease only
-after it expired; a stopping leader steps down before it releases; the metrics follow.
+after it expired; a stopping leader steps down before it releases; the metrics follow; an API
+server that stops answering makes the leader step down, say so once, and show the Lease's age.
 Short durations (lease 1 s, renew deadline 0.6 s, retry 0.2 s) keep this fast.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,10 +19,11 @@ import pytest
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
+from controller.kube.official import OfficialKube
 from controller.ops.leader import LeaderElector, LeaderMetrics, SystemClock
 from kubesim import APIServer, RequestInfo, UserInfo
 from tests.hub.conftest import ADMIN, TOKENS, api_client
-from tests.hub.fakes import eventually
+from tests.support import eventually
 
 pytestmark = pytest.mark.integration
 LEASE = "addon-status"
@@ -47,7 +50,7 @@ def elector(lease_server: APIServer) -> Iterator[Callable[..., LeaderElector]]:
             "clock": SystemClock(), "on_started_leading": lambda: None,
             "on_stopped_leading": lambda: None, **FAST, **options,
         }
-        made = LeaderElector(api, **settings)
+        made = LeaderElector(OfficialKube(api, request_timeout=0.3), **settings)
         if start:
             made.start()
         started.append((made, api))
@@ -175,17 +178,20 @@ def test_callbacks_and_metrics_follow_leadership(
     leader = elector("a", metrics=LeaderMetrics(registry),
                      on_started_leading=lambda: events.append("started"),
                      on_stopped_leading=lambda: events.append("stopped"))
+    assert registry.get_sample_value("addon_status_lease_renew_age_seconds") == float("inf")
     eventually(lambda: leader.is_leader, what="a to lead")
-    assert registry.get_sample_value("addon_status_leader") == 1
+    assert registry.get_sample_value("addon_status_leader_transitions_total") == 1
     leader.stop()
     assert events == ["started", "stopped"]
-    assert registry.get_sample_value("addon_status_leader") == 0
     assert registry.get_sample_value("addon_status_leader_transitions_total") == 2
+    age = registry.get_sample_value("addon_status_lease_renew_age_seconds")
+    assert age is not None and 0 <= age < float("inf")
 
 
 def test_inconsistent_durations_are_refused(lease_server: APIServer) -> None:
     with api_client(lease_server) as api, pytest.raises(ValueError, match="lease_duration"):
-        LeaderElector(api, namespace=NAMESPACE, name=LEASE, identity="a", clock=SystemClock(),
+        LeaderElector(OfficialKube(api), namespace=NAMESPACE, name=LEASE, identity="a",
+                      clock=SystemClock(),
                       lease_duration=1.0, renew_deadline=2.0, retry_period=0.2,
                       on_started_leading=lambda: None, on_stopped_leading=lambda: None)
 
@@ -210,3 +216,22 @@ def test_an_unexpected_error_in_a_round_does_not_end_the_election(
     leader = elector("a", clock=clock)
     eventually(lambda: clock.failed, what="the failing round")
     eventually(lambda: leader.is_leader, what="a to lead after the failed round")
+
+
+def test_an_outage_past_the_renew_deadline_is_logged_once_and_the_age_shows_it(
+    lease_server: APIServer, elector: Callable[..., LeaderElector],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = CollectorRegistry()
+    leader = elector("a", metrics=LeaderMetrics(registry))
+    eventually(lambda: leader.is_leader, what="a to lead")
+    age = "addon_status_lease_renew_age_seconds"
+    with caplog.at_level(logging.INFO, logger="controller.ops.leader"):
+        lease_server.faults.fail_next(10_000, 503, match=lambda info: info.resource == "leases")
+        eventually(lambda: not leader.is_leader, what="a to step down")
+        eventually(lambda: "stopped leading" in caplog.text, what="the step-down")
+        assert (registry.get_sample_value(age) or 0.0) >= FAST["renew_deadline"]
+        lease_server.faults.reset()
+        eventually(lambda: leader.is_leader, what="a to lead again once the server answers")
+    deadline = [r for r in caplog.records if "renew deadline" in r.getMessage()]
+    assert len(deadline) == 1 and deadline[0].levelno == logging.WARNING

@@ -11,7 +11,7 @@ import pytest
 from kubernetes.client import Configuration
 
 from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource, kubeconfig_yaml
-from tests.hub.mount import SecretMount
+from tests.kube.mount import SecretMount
 
 TOKEN = "s3cr3t-token-value"
 SERVER = "http://127.0.0.1:6443"

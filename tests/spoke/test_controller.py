@@ -13,13 +13,13 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.kube.addons import AddonNotFoundError
+from controller.kube.api import NotFoundError
 from controller.options import Address, RunOptions
 from controller.spoke.controller import SpokeController
 from controller.spoke.worker import Worker
 from statemachines.vocabulary import Reason
 from tests.spoke.fakes import FakeAddonStore, FakeClock
-from tests.spoke.support import MC, WAIT, report, settle
+from tests.spoke.support import MC, WAIT, report, settle, spoke_controller
 
 LOOPBACK = Address(host="127.0.0.1", port=0)
 OPTIONS = RunOptions(metrics_address=LOOPBACK, probe_address=LOOPBACK)
@@ -28,7 +28,7 @@ OPTIONS = RunOptions(metrics_address=LOOPBACK, probe_address=LOOPBACK)
 @pytest.fixture
 def controller(store: FakeAddonStore, clock: FakeClock) -> Iterator[SpokeController]:
     before = set(threading.enumerate())
-    spoke = SpokeController(OPTIONS, store=store, clock=clock)
+    spoke = spoke_controller(OPTIONS, store=store, clock=clock)
     spoke.start()
     yield spoke
     spoke.stop()
@@ -90,8 +90,8 @@ def test_probes_answer_on_their_own_port(controller: SpokeController) -> None:
 
 def test_a_missing_cr_stops_the_start_and_leaves_nothing_running(clock: FakeClock) -> None:
     before = set(threading.enumerate())
-    spoke = SpokeController(OPTIONS, store=FakeAddonStore(obj=None), clock=clock)
-    with pytest.raises(AddonNotFoundError):
+    spoke = spoke_controller(OPTIONS, store=FakeAddonStore(obj=None), clock=clock)
+    with pytest.raises(NotFoundError):
         spoke.start()
     assert set(threading.enumerate()) - before == set()
 
@@ -112,7 +112,7 @@ def test_services_run_beside_the_worker_and_stop_before_it(
         def stop(self) -> None:
             seen.append(f"stop, worker alive: {self.worker.alive}")
 
-    spoke = SpokeController(OPTIONS, store=store, clock=clock, services=[Elector], leader=True)
+    spoke = spoke_controller(OPTIONS, store=store, clock=clock, services=[Elector])
     spoke.start()
     try:
         settle(spoke.worker)

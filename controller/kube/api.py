@@ -1,0 +1,259 @@
+"""The one seam to Kubernetes: objects by coordinates, as plain JSON dicts, and one tree of
+errors.
+
+Every part of the controller reaches an API server through `Kube`: the addon CR on the spoke
+and its Events (`controller.kube.addons`), its copy on the hub (`controller.hub.replicator`),
+the Lease of leader election (`controller.ops.leader`) and TokenReview
+(`controller.reports.auth`).
+`controller.kube.official.OfficialKube` implements it on the official client (production and
+integration tests against a real HTTP server); `controller.kube.fake.FakeKube` in memory (unit
+tests), as httpx tests inject a `MockTransport`.
+
+Errors are one tree under `KubeError`, chained with `raise ... from` to the client's exception.
+A caller catches the class it acts on (`ConflictError`: read again; `GoneError`: list again;
+`NotFoundError`; `InvalidError`: the server will never take this body) and labels metrics with
+`kind`, finer-grained than the classes (`throttled`, `server`, `network` are all
+`UnavailableError`: try again later).
+"""
+
+from __future__ import annotations
+
+import builtins
+import enum
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from statemachines.errors import AddonStatusError
+
+__all__ = [
+    "ADDON",
+    "EVENT",
+    "LEASE",
+    "ConflictError",
+    "ErrorKind",
+    "ForbiddenError",
+    "GoneError",
+    "InvalidError",
+    "Kube",
+    "KubeError",
+    "NotFoundError",
+    "Resource",
+    "UnauthorizedError",
+    "UnavailableError",
+    "WatchEvent",
+    "WatchStream",
+    "error_for",
+    "resource_version",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """A namespaced resource's coordinates; `group` is "" for the core API."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(self, namespace: str, name: str = "", subresource: str = "") -> str:
+        root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        path = f"{root}/namespaces/{namespace}/{self.plural}"
+        if name:
+            path += f"/{name}"
+        if subresource:
+            path += f"/{subresource}"
+        return path
+
+
+ADDON = Resource(
+    "observability.open-cluster-management.io", "v1beta1", "observabilityaddons",
+    "ObservabilityAddon",
+)
+LEASE = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+EVENT = Resource("", "v1", "events", "Event")
+
+
+class ErrorKind(enum.StrEnum):
+    """Why a call failed, finer than the error classes; the `kind` label of error metrics."""
+
+    CONFLICT = "conflict"
+    NOT_FOUND = "not_found"
+    GONE = "gone"
+    UNAUTHORIZED = "unauthorized"
+    FORBIDDEN = "forbidden"
+    THROTTLED = "throttled"
+    UNAVAILABLE = "unavailable"
+    SERVER = "server"
+    INVALID = "invalid"
+    NETWORK = "network"
+    OTHER = "other"
+
+
+_KINDS = {
+    400: ErrorKind.INVALID,
+    401: ErrorKind.UNAUTHORIZED,
+    403: ErrorKind.FORBIDDEN,
+    404: ErrorKind.NOT_FOUND,
+    409: ErrorKind.CONFLICT,
+    410: ErrorKind.GONE,
+    422: ErrorKind.INVALID,
+    429: ErrorKind.THROTTLED,
+    502: ErrorKind.UNAVAILABLE,
+    503: ErrorKind.UNAVAILABLE,
+    504: ErrorKind.UNAVAILABLE,
+}
+
+
+class KubeError(AddonStatusError):
+    """A call to an API server failed. `status` is the HTTP status (None: no answer);
+    `detail` is safe to log (never a header or a token); `retry_after` is the wait in seconds
+    the server asked for, if any."""
+
+    def __init__(
+        self, detail: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        self.status = status
+        self.retry_after = retry_after
+
+    @property
+    def kind(self) -> ErrorKind:
+        if self.status is None:
+            return ErrorKind.NETWORK
+        known = _KINDS.get(self.status)
+        if known is not None:
+            return known
+        return ErrorKind.SERVER if self.status >= 500 else ErrorKind.OTHER
+
+
+class NotFoundError(KubeError):
+    """The object does not exist (404)."""
+
+
+class ConflictError(KubeError):
+    """The object changed since it was read (409), or already exists: read it again."""
+
+
+class GoneError(KubeError):
+    """A watch's resourceVersion is older than the server's history (410): list again."""
+
+
+class InvalidError(KubeError):
+    """The server refuses the body itself (400, 422): sending it again cannot help."""
+
+
+class UnauthorizedError(KubeError):
+    """The credentials prove nobody (401): reload them."""
+
+
+class ForbiddenError(KubeError):
+    """The caller may not do this (403)."""
+
+
+class UnavailableError(KubeError):
+    """No answer, throttled (429) or a server error (5xx): try again later."""
+
+
+_CLASSES: dict[int, type[KubeError]] = {
+    400: InvalidError,
+    401: UnauthorizedError,
+    403: ForbiddenError,
+    404: NotFoundError,
+    409: ConflictError,
+    410: GoneError,
+    422: InvalidError,
+    429: UnavailableError,
+}
+
+
+def error_for(
+    detail: str, *, status: int | None, retry_after: float | None = None
+) -> KubeError:
+    """The error of the tree for an HTTP status (None: no answer at all)."""
+    if status is None or status >= 500:
+        kind: type[KubeError] = UnavailableError
+    else:
+        kind = _CLASSES.get(status, KubeError)
+    return kind(detail, status=status, retry_after=retry_after)
+
+
+EventType = Literal["SYNC", "ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent:
+    """`SYNC` is a fresh read (the list of list-and-watch); the others come from the watch.
+    A `BOOKMARK` only carries a newer resourceVersion; it is never delivered to the worker."""
+
+    type: EventType
+    object: dict[str, Any]
+
+
+class WatchStream(Protocol):
+    """One watch request: iterate its events (raises `GoneError` when the start version is
+    no longer in the server's history); `close()` from another thread ends it."""
+
+    def __iter__(self) -> Iterator[WatchEvent]: ...
+
+    def close(self) -> None: ...
+
+
+class Kube(Protocol):
+    """What the controller does with an API server. Objects are plain JSON dicts; every method
+    raises a `KubeError`. A write's `metadata.resourceVersion`, when set, is its precondition
+    (409 when the object moved on)."""
+
+    def get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any]: ...
+
+    def list(
+        self, resource: Resource, namespace: str, *, field_selector: str = ""
+    ) -> dict[str, Any]:
+        """The collection; its `metadata.resourceVersion` is the one a watch starts from."""
+        ...
+
+    def watch(
+        self,
+        resource: Resource,
+        namespace: str,
+        *,
+        resource_version: str,
+        timeout_seconds: int,
+        field_selector: str = "",
+    ) -> WatchStream: ...
+
+    def create(
+        self, resource: Resource, namespace: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]: ...
+
+    def replace(
+        self, resource: Resource, namespace: str, name: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]: ...
+
+    def replace_status(
+        self, resource: Resource, namespace: str, name: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """PUT on the status subresource: the server keeps the spec as stored."""
+        ...
+
+    def patch(
+        self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """A strategic merge patch (what client-go's Event recorder sends for a repeat)."""
+        ...
+
+    def review_token(self, token: str, audiences: builtins.list[str]) -> dict[str, Any]:
+        """A TokenReview's `status` (authenticated, user, audiences). The token never appears
+        in an error."""
+        ...
+
+
+def resource_version(obj: Mapping[str, Any]) -> str:
+    """An object's (or a list's) `metadata.resourceVersion`; "" when it has none."""
+    return str((obj.get("metadata") or {}).get("resourceVersion") or "")

@@ -1,0 +1,352 @@
+"""An in-memory API server behind the `Kube` seam, for the shell's unit tests.
+
+It keeps the rules the controller relies on, as kube-apiserver has them: one resourceVersion
+counter for all objects, moved by every write; a write carrying `metadata.resourceVersion`
+must carry the stored one (409 Conflict otherwise); a create of an existing name is a 409; a
+PUT on `status` touches only the status and a PUT of the object keeps the status; the
+generation moves with the spec; a watch replays the history after its version and answers
+410 Gone once that history was compacted. Integration tests use kubesim and the real client
+instead; this fake is for tests that drive one part alone, fast and without threads of its own.
+
+Tests inject failures per operation (`fail_next`), run code inside an operation before its
+checks (`before`: a racing writer), slow every call down (`delay`) or hold them (`gate`), and
+read what happened (`calls`, `written`).
+"""
+
+from __future__ import annotations
+
+import builtins
+import copy
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from controller.kube.api import (
+    ConflictError,
+    GoneError,
+    NotFoundError,
+    Resource,
+    UnavailableError,
+    WatchEvent,
+    error_for,
+)
+
+__all__ = ["Call", "FakeKube"]
+
+Key = tuple[Resource, str, str]
+Op = Literal[
+    "get", "list", "watch", "create", "replace", "replace_status", "patch", "review_token"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    op: Op
+    resource: Resource | None
+    name: str
+    at: float
+
+
+@dataclass
+class _Stream:
+    kube: FakeKube
+    resource: Resource
+    namespace: str
+    name: str
+    after: int
+    deadline: float
+    closed: bool = False
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        return self.kube._events_after(self)
+
+    def close(self) -> None:
+        with self.kube._changed:
+            self.closed = True
+            self.kube._changed.notify_all()
+
+
+@dataclass
+class FakeKube:
+    """`controller.kube.api.Kube` in memory; thread-safe. `prune` names status fields the
+    server drops (a schema that does not know them); `tokens` maps a bearer token to the
+    TokenReview user it proves (username, groups)."""
+
+    prune: frozenset[str] = frozenset()
+    tokens: dict[str, dict[str, Any]] = field(default_factory=dict)
+    delay: float = 0.0
+    gate: threading.Event = field(default_factory=threading.Event)
+    before: dict[str, Callable[[], object]] = field(default_factory=dict)
+    calls: builtins.list[Call] = field(default_factory=list)
+    written: builtins.list[dict[str, Any]] = field(default_factory=list)  # statuses stored by PUTs
+    conflicts: int = 0
+    faults: dict[str, builtins.list[Exception]] = field(default_factory=dict)  # per operation
+
+    def __post_init__(self) -> None:
+        self.gate.set()
+        self._changed = threading.Condition()
+        self._objects: dict[Key, dict[str, Any]] = {}
+        self._version = 0
+        self._history: builtins.list[tuple[int, Key, WatchEvent]] = []
+        self._horizon = 0  # versions at or below this one are compacted away
+        self._streams: builtins.list[_Stream] = []
+
+    # ---- Kube --------------------------------------------------------------------------------
+
+    def get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any]:
+        self._enter("get", resource, name)
+        with self._changed:
+            return copy.deepcopy(self._stored((resource, namespace, name)))
+
+    def list(
+        self, resource: Resource, namespace: str, *, field_selector: str = ""
+    ) -> dict[str, Any]:
+        self._enter("list", resource, "")
+        wanted = field_selector.removeprefix("metadata.name=") if field_selector else None
+        with self._changed:
+            items = [
+                copy.deepcopy(obj)
+                for (kind, ns, name), obj in self._objects.items()
+                if kind == resource and ns == namespace and wanted in (None, name)
+            ]
+            version = str(self._version)
+        meta = {"resourceVersion": version}
+        return {"apiVersion": resource.api_version, "kind": f"{resource.kind}List",
+                "metadata": meta, "items": items}
+
+    def watch(
+        self,
+        resource: Resource,
+        namespace: str,
+        *,
+        resource_version: str,
+        timeout_seconds: int,
+        field_selector: str = "",
+    ) -> _Stream:
+        self._enter("watch", resource, "")
+        name = field_selector.removeprefix("metadata.name=")
+        deadline = time.monotonic() + timeout_seconds
+        stream = _Stream(self, resource, namespace, name, int(resource_version or 0), deadline)
+        with self._changed:
+            self._streams.append(stream)
+        return stream
+
+    def create(
+        self, resource: Resource, namespace: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        name = str(body["metadata"]["name"])
+        self._enter("create", resource, name)
+        with self._changed:
+            key = (resource, namespace, name)
+            if key in self._objects:
+                raise ConflictError(f"{resource.plural} {name!r} already exists", status=409)
+            obj = copy.deepcopy(dict(body))
+            obj["metadata"] = {**obj["metadata"], "namespace": namespace,
+                               "uid": f"uid-{self._version + 1}", "generation": 1}
+            obj["metadata"].pop("resourceVersion", None)
+            self._objects[key] = obj
+            return self._bump(key, "ADDED")
+
+    def replace(
+        self, resource: Resource, namespace: str, name: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        self._enter("replace", resource, name)
+        with self._changed:
+            key = (resource, namespace, name)
+            stored = self._precondition(key, body)
+            obj = copy.deepcopy(dict(body))
+            meta = {**stored["metadata"], **{k: v for k, v in obj["metadata"].items()
+                                             if k in ("labels", "annotations")}}
+            if obj.get("spec") != stored.get("spec"):
+                meta["generation"] = int(meta.get("generation") or 1) + 1
+            obj["metadata"] = meta
+            if "status" in stored:
+                obj["status"] = stored["status"]
+            self._objects[key] = obj
+            return self._bump(key, "MODIFIED")
+
+    def replace_status(
+        self, resource: Resource, namespace: str, name: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        self._enter("replace_status", resource, name)
+        with self._changed:
+            key = (resource, namespace, name)
+            stored = self._precondition(key, body)
+            status = {k: v for k, v in (body.get("status") or {}).items() if k not in self.prune}
+            stored["status"] = copy.deepcopy(status)
+            self.written.append(copy.deepcopy(status))
+            return self._bump(key, "MODIFIED")
+
+    def patch(
+        self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """A merge of `patch`'s top-level fields (all a strategic merge patch of scalars does)."""
+        self._enter("patch", resource, name)
+        with self._changed:
+            key = (resource, namespace, name)
+            self._stored(key).update(copy.deepcopy(dict(patch)))
+            return self._bump(key, "MODIFIED")
+
+    def review_token(self, token: str, audiences: builtins.list[str]) -> dict[str, Any]:
+        self._enter("review_token", None, "")
+        user = self.tokens.get(token)
+        if user is None:
+            return {"authenticated": False}
+        return {"authenticated": True, "user": copy.deepcopy(user),
+                "audiences": list(audiences)}
+
+    # ---- what tests and other actors do ------------------------------------------------------
+
+    def fail_next(self, op: Op, error: Exception | int, *, times: int = 1,
+                  retry_after: float | None = None) -> None:
+        """The next `times` calls of `op` raise `error` (an HTTP status: its error of the
+        tree, 0 meaning no answer)."""
+        if isinstance(error, int):
+            status = error or None
+            error = error_for(f"injected {error}", status=status, retry_after=retry_after)
+        with self._changed:
+            self.faults.setdefault(op, []).extend([error] * times)
+
+    def put(self, resource: Resource, obj: Mapping[str, Any]) -> dict[str, Any]:
+        """Store `obj` as given (status included): an object someone else created."""
+        meta = obj["metadata"]
+        key = (resource, str(meta["namespace"]), str(meta["name"]))
+        with self._changed:
+            stored = copy.deepcopy(dict(obj))
+            stored["metadata"].setdefault("generation", 1)
+            self._objects[key] = stored
+            return self._bump(key, "ADDED")
+
+    def edit(
+        self, resource: Resource, namespace: str, name: str,
+        mutate: Callable[[dict[str, Any]], object],
+    ) -> dict[str, Any]:
+        """Another writer changes the object in place, without a precondition; the generation
+        moves when the spec did."""
+        key = (resource, namespace, name)
+        with self._changed:
+            obj = self._stored(key)
+            spec = copy.deepcopy(obj.get("spec"))
+            mutate(obj)
+            if obj.get("spec") != spec:
+                obj["metadata"]["generation"] = int(obj["metadata"].get("generation") or 1) + 1
+            return self._bump(key, "MODIFIED")
+
+    def delete(self, resource: Resource, namespace: str, name: str) -> None:
+        key = (resource, namespace, name)
+        with self._changed:
+            gone = self._objects.pop(key)
+            self._version += 1
+            gone["metadata"]["resourceVersion"] = str(self._version)
+            self._history.append((self._version, key, WatchEvent("DELETED", copy.deepcopy(gone))))
+            self._changed.notify_all()
+
+    def stored(self, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:
+        with self._changed:
+            obj = self._objects.get((resource, namespace, name))
+            return copy.deepcopy(obj) if obj is not None else None
+
+    def others_write(self, count: int) -> None:
+        """Other objects change: the server's resourceVersion moves past every object's own."""
+        with self._changed:
+            self._version += count
+
+    def compact(self) -> None:
+        """Drop the watch history: a watch from an older version now gets 410 Gone."""
+        with self._changed:
+            self._horizon = self._version
+            self._history.clear()
+
+    def disconnect(self) -> None:
+        """End every open watch, as a dropped connection does."""
+        with self._changed:
+            for stream in self._streams:
+                stream.closed = True
+            self._changed.notify_all()
+
+    @property
+    def open_watches(self) -> int:
+        with self._changed:
+            return sum(1 for s in self._streams if not s.closed)
+
+    @property
+    def lock(self) -> threading.Condition:
+        """Held, no call and no change can happen (for changes that must be seen together)."""
+        return self._changed
+
+    def ops(self, op: Op) -> builtins.list[Call]:
+        with self._changed:
+            return [c for c in self.calls if c.op == op]
+
+    # ---- inside -------------------------------------------------------------------------------
+
+    def _enter(self, op: Op, resource: Resource | None, name: str) -> None:
+        with self._changed:
+            self.calls.append(Call(op, resource, name, time.monotonic()))
+        if not self.gate.wait(10):
+            raise UnavailableError("the test's gate never opened")
+        if self.delay:
+            time.sleep(self.delay)
+        with self._changed:
+            pending = self.faults.get(op)
+            error = pending.pop(0) if pending else None
+        if error is not None:
+            raise error
+        hook = self.before.get(op)
+        if hook is not None:
+            hook()
+
+    def _stored(self, key: Key) -> dict[str, Any]:
+        obj = self._objects.get(key)
+        if obj is None:
+            resource, _, name = key
+            raise NotFoundError(f"{resource.plural} {name!r} not found", status=404)
+        return obj
+
+    def _precondition(self, key: Key, body: Mapping[str, Any]) -> dict[str, Any]:
+        stored = self._stored(key)
+        wanted = (body.get("metadata") or {}).get("resourceVersion")
+        if wanted and wanted != stored["metadata"]["resourceVersion"]:
+            self.conflicts += 1
+            raise ConflictError("the object has been modified", status=409)
+        return stored
+
+    def _bump(self, key: Key, kind: Literal["ADDED", "MODIFIED"]) -> dict[str, Any]:
+        obj = self._objects[key]
+        self._version += 1
+        obj["metadata"]["resourceVersion"] = str(self._version)
+        snapshot = copy.deepcopy(obj)
+        self._history.append((self._version, key, WatchEvent(kind, snapshot)))
+        self._changed.notify_all()
+        return copy.deepcopy(snapshot)
+
+    def _matches(self, stream: _Stream, key: Key) -> bool:
+        resource, namespace, name = key
+        return (resource, namespace) == (stream.resource, stream.namespace) and (
+            not stream.name or name == stream.name
+        )
+
+    def _events_after(self, stream: _Stream) -> Iterator[WatchEvent]:
+        if stream.after < self._horizon:
+            raise GoneError("too old resource version", status=410)
+        seen = stream.after
+        while True:
+            with self._changed:
+                while not stream.closed and not self._newer(stream, seen):
+                    left = stream.deadline - time.monotonic()
+                    if left <= 0:
+                        stream.closed = True
+                        break
+                    self._changed.wait(min(left, 0.5))
+                if stream.closed:
+                    return
+                version, event = next(
+                    (v, e) for v, k, e in self._history if v > seen and self._matches(stream, k)
+                )
+            seen = version
+            yield WatchEvent(event.type, copy.deepcopy(event.object))
+
+    def _newer(self, stream: _Stream, seen: int) -> bool:
+        return any(v > seen and self._matches(stream, k) for v, k, _ in self._history)

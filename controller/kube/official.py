@@ -1,0 +1,316 @@
+"""`Kube` on the official client: one `ApiClient` per kubeconfig, plain JSON dicts in and out,
+every failure translated once into the error tree of `controller.kube.api`.
+
+Requests go through the client's generic request path (`param_serialize` / `call_api`), so
+custom resources, Leases, Events and TokenReviews share one code path and none of them passes
+through the client's typed models (which validate what they receive, and lose fields they do
+not know). Every call carries `request_timeout`: a hung API server must never hang a caller.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import json
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any, Final
+
+from kubernetes.client import ApiClient
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError, MaxRetryError
+
+from controller.kube.api import (
+    KubeError,
+    Resource,
+    WatchEvent,
+    error_for,
+)
+
+__all__ = ["ApiClient", "OfficialKube", "RequestTimeout", "parse_retry_after"]
+
+RequestTimeout = float | tuple[float, float]
+_DETAIL_LIMIT: Final = 200
+_OBJECT: Final = {"2XX": "object"}
+
+
+def parse_retry_after(value: str | None, *, now: datetime) -> float | None:
+    """`Retry-After` as seconds (what kube-apiserver sends) or as an HTTP date; None when
+    absent or unreadable, so a garbled header falls back to plain backoff."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    if text.isdigit():
+        return float(text)
+    try:
+        moment = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return max((moment - now).total_seconds(), 0.0)
+
+
+class OfficialKube:
+    """`controller.kube.api.Kube` over an `ApiClient` (which the caller owns and closes)."""
+
+    def __init__(self, api_client: ApiClient, *, request_timeout: RequestTimeout = 10.0) -> None:
+        self._api = api_client
+        self._timeout = request_timeout
+
+    def get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any]:
+        what = f"get {resource.kind} {namespace}/{name}"
+        return self._call("GET", resource.path(namespace, name), what=what)
+
+    def list(
+        self, resource: Resource, namespace: str, *, field_selector: str = ""
+    ) -> dict[str, Any]:
+        query = [("fieldSelector", field_selector)] if field_selector else []
+        what = f"list {resource.kind} in {namespace}"
+        return self._call("GET", resource.path(namespace), query=query, what=what)
+
+    def watch(
+        self,
+        resource: Resource,
+        namespace: str,
+        *,
+        resource_version: str,
+        timeout_seconds: int,
+        field_selector: str = "",
+    ) -> _Watch:
+        query = [
+            ("watch", "true"),
+            ("resourceVersion", resource_version),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(timeout_seconds)),
+        ]
+        if field_selector:
+            query.append(("fieldSelector", field_selector))
+        connect = self._timeout[0] if isinstance(self._timeout, tuple) else self._timeout
+        # The read timeout outlasts the server's own timeout, so a quiet watch ends cleanly;
+        # only a dead connection hits it.
+        timeout = (connect, timeout_seconds + max(connect, 5.0))
+        what = f"watch {resource.kind} in {namespace}"
+        return _Watch(lambda: self._open(resource.path(namespace), query, timeout, what), what)
+
+    def create(
+        self, resource: Resource, namespace: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        what = f"create {resource.kind} in {namespace}"
+        return self._call("POST", resource.path(namespace), body=body, what=what)
+
+    def replace(
+        self, resource: Resource, namespace: str, name: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        what = f"replace {resource.kind} {namespace}/{name}"
+        return self._call("PUT", resource.path(namespace, name), body=body, what=what)
+
+    def replace_status(
+        self, resource: Resource, namespace: str, name: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        what = f"replace status of {resource.kind} {namespace}/{name}"
+        path = resource.path(namespace, name, "status")
+        return self._call("PUT", path, body=body, what=what)
+
+    def patch(
+        self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        what = f"patch {resource.kind} {namespace}/{name}"
+        return self._call(
+            "PATCH",
+            resource.path(namespace, name),
+            body=patch,
+            what=what,
+            content_type="application/strategic-merge-patch+json",
+        )
+
+    def review_token(self, token: str, audiences: builtins.list[str]) -> dict[str, Any]:
+        spec: dict[str, Any] = {"token": token}
+        if audiences:
+            spec["audiences"] = list(audiences)
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": spec}
+        path = "/apis/authentication.k8s.io/v1/tokenreviews"
+        # The server's message may echo the review, token included: keep the status line only.
+        review = self._call("POST", path, body=body, what="TokenReview", quote_server=False)
+        status = review.get("status")
+        return status if isinstance(status, dict) else {}
+
+    # --- inside
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        what: str,
+        body: Mapping[str, Any] | None = None,
+        query: builtins.list[tuple[str, str]] | None = None,
+        quote_server: bool = True,
+        content_type: str = "application/json",
+    ) -> dict[str, Any]:
+        try:
+            response = self._send(
+                method, path, body, query or [], self._timeout, content_type=content_type
+            )
+            response.read()
+            data = self._api.response_deserialize(response, _OBJECT).data
+        except (ApiException, HTTPError, OSError) as error:
+            translated = _translated(error, what, quote_server=quote_server)
+            if not quote_server:  # the client's exception holds the body: not even as a cause
+                raise translated from None
+            raise translated from error
+        if not isinstance(data, dict):
+            raise KubeError(f"{what}: the API server answered {type(data).__name__}, not an object")
+        return data
+
+    def _open(
+        self,
+        path: str,
+        query: builtins.list[tuple[str, str]],
+        timeout: tuple[float, float],
+        what: str,
+    ) -> Any:
+        """The raw urllib3 response of a watch request (2xx), to read line by line."""
+        try:
+            response = self._send("GET", path, None, query, timeout)
+            if not 200 <= response.status <= 299:
+                response.read()
+                raise ApiException.from_response(http_resp=response, body=None, data=None)
+        except (ApiException, HTTPError, OSError) as error:
+            raise _translated(error, what) from error
+        return response.response
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        body: Mapping[str, Any] | None,
+        query: builtins.list[tuple[str, str]],
+        timeout: RequestTimeout,
+        *,
+        content_type: str = "application/json",
+    ) -> Any:
+        headers = {"Accept": "application/json"}
+        if body is not None:
+            headers["Content-Type"] = content_type
+        verb, url, headers, payload, form = self._api.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=query,
+            header_params=headers,
+            body=dict(body) if body is not None else None,
+            auth_settings=["BearerToken"],
+        )
+        return self._api.call_api(verb, url, headers, payload, form, _request_timeout=timeout)
+
+
+class _Watch:
+    """One watch request, read line by line; `close()` from another thread shuts the
+    connection down, so a quiet watch ends at once."""
+
+    def __init__(self, open_response: Callable[[], Any], what: str) -> None:
+        self._open = open_response
+        self._what = what
+        self._closed = threading.Event()
+        self._response: Any = None
+
+    def __iter__(self) -> Iterator[WatchEvent]:
+        response = self._response = self._open()
+        if self._closed.is_set():
+            self._shut()
+        try:
+            for line in _lines(response, self._what):
+                if self._closed.is_set():
+                    return
+                event = _event_from(line, self._what)
+                if event is not None:
+                    yield event
+        except KubeError:
+            if not self._closed.is_set():
+                raise
+        finally:
+            self._response = None
+            response.close()
+            response.release_conn()
+
+    def close(self) -> None:
+        self._closed.set()
+        self._shut()
+
+    def _shut(self) -> None:
+        response = self._response
+        if response is not None:
+            # ValueError: the response was released in between (the stream already ended).
+            with contextlib.suppress(OSError, ValueError):
+                response.shutdown()
+
+
+def _lines(response: Any, what: str) -> Iterator[bytes]:
+    buffer = bytearray()
+    try:
+        for chunk in response.stream(amt=None, decode_content=False):
+            buffer.extend(chunk)
+            while (end := buffer.find(b"\n")) != -1:
+                line, buffer = bytes(buffer[:end]), buffer[end + 1 :]
+                if line.strip():
+                    yield line
+    except (HTTPError, OSError) as error:
+        raise _translated(error, what) from error
+    if buffer.strip():
+        yield bytes(buffer)
+
+
+def _event_from(line: bytes, what: str) -> WatchEvent | None:
+    """One watch line as a WatchEvent; an ERROR line (410 Gone, say) as the error it names."""
+    try:
+        raw = json.loads(line)
+    except ValueError as error:
+        raise KubeError(f"{what}: a watch line that is not JSON") from error
+    kind, obj = (raw.get("type"), raw.get("object")) if isinstance(raw, dict) else (None, None)
+    if not isinstance(obj, dict):
+        return None
+    if kind == "ERROR":
+        code = obj.get("code")
+        status = code if isinstance(code, int) else None
+        raise error_for(f"{what}: {status} {obj.get('reason') or ''}".rstrip(), status=status)
+    if kind == "BOOKMARK":
+        return WatchEvent("BOOKMARK", {"metadata": obj.get("metadata") or {}})
+    if kind in ("ADDED", "MODIFIED", "DELETED"):
+        return WatchEvent(kind, obj)
+    return None
+
+
+def _translated(error: Exception, what: str, *, quote_server: bool = True) -> KubeError:
+    """The client's exception as one of the tree, with the server's message (never the
+    headers, which carry the bearer token)."""
+    if not isinstance(error, ApiException):
+        # urllib3 gives up with MaxRetryError; what went wrong ("Connection refused") is its
+        # reason. Neither holds a header, so neither holds the token.
+        cause = error.reason if isinstance(error, MaxRetryError) and error.reason else error
+        return error_for(f"{what}: {type(cause).__name__}: {cause}", status=None)
+    status = int(error.status) if error.status else None
+    body = _status_body(error.body) if quote_server else {}
+    headers = error.headers or {}
+    retry_after = parse_retry_after(headers.get("Retry-After"), now=datetime.now(UTC))
+    details = body.get("details")
+    if retry_after is None and isinstance(details, dict):
+        seconds = details.get("retryAfterSeconds")
+        retry_after = float(seconds) if isinstance(seconds, int) and seconds > 0 else None
+    message = body.get("message") if isinstance(body.get("message"), str) else error.reason
+    detail = f"{what}: {status or ''} {message or ''}".strip()[: len(what) + _DETAIL_LIMIT]
+    return error_for(detail, status=status, retry_after=retry_after)
+
+
+def _status_body(raw: Any) -> dict[str, Any]:
+    """The `Status` object a Kubernetes API server sends with a failure, if it is one."""
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "replace")
+    if not isinstance(raw, str):
+        return {}
+    try:
+        decoded = json.loads(raw)
+    except ValueError:
+        return {}
+    return decoded if isinstance(decoded, dict) else {}

@@ -1,0 +1,130 @@
+"""The seam's contract, checked on both of its sides: `FakeKube` (what unit tests use) must
+answer as `OfficialKube` against kubesim (the real client over HTTP against a server that
+answers as kube-apiserver) does. Each test names the API server behaviour it relies on:
+404 for a missing object, 409 for a create of an existing name and for a stale
+resourceVersion, a status PUT that leaves the spec and a PUT of the object that leaves the
+status, `metadata.generation` moving with the spec only, a watch from a list's
+resourceVersion, 410 Gone for a compacted one, and TokenReview."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from controller.kube.api import (
+    ADDON,
+    ConflictError,
+    GoneError,
+    Kube,
+    NotFoundError,
+    WatchEvent,
+    resource_version,
+)
+from controller.kube.fake import FakeKube
+from controller.kube.official import OfficialKube
+from kubesim import APIServer, UserInfo
+
+CRD = Path(__file__).resolve().parents[2] / "manifests" / "base" / "crd.yaml"
+NAMESPACE = "open-cluster-management-addon-observability"
+NAME = "observability-addon"
+ADMIN = "admin-token"
+USER = {"username": "admin", "groups": ["system:masters", "system:authenticated"]}
+
+
+@pytest.fixture(params=["fake", "kubesim"])
+def kube(request: pytest.FixtureRequest) -> Iterator[Kube]:
+    if request.param == "fake":
+        yield FakeKube(tokens={ADMIN: USER})
+        return
+    tokens = {ADMIN: UserInfo("admin", groups=("system:masters",))}
+    with APIServer([CRD], tokens=tokens, watch_history=3) as server:
+        config = client.Configuration(host=server.url)
+        config.api_key = {"BearerToken": ADMIN}
+        config.api_key_prefix = {"BearerToken": "Bearer"}
+        with client.ApiClient(config) as api:
+            client.CoreV1Api(api).create_namespace(
+                client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE))
+            )
+            yield OfficialKube(api, request_timeout=5.0)
+
+
+def addon(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": ADDON.api_version,
+        "kind": ADDON.kind,
+        "metadata": {"name": NAME, "namespace": NAMESPACE},
+        "spec": spec,
+    }
+
+
+def first_event(kube: Kube, version: str) -> WatchEvent:
+    stream = kube.watch(ADDON, NAMESPACE, resource_version=version, timeout_seconds=2,
+                        field_selector=f"metadata.name={NAME}")
+    try:
+        return next(e for e in stream if e.type != "BOOKMARK")
+    finally:
+        stream.close()
+
+
+def test_a_missing_object_is_not_found(kube: Kube) -> None:
+    with pytest.raises(NotFoundError):
+        kube.get(ADDON, NAMESPACE, NAME)
+
+
+def test_a_second_create_of_one_name_conflicts(kube: Kube) -> None:
+    created = kube.create(ADDON, NAMESPACE, addon())
+    assert created["metadata"]["generation"] == 1 and resource_version(created)
+    with pytest.raises(ConflictError):
+        kube.create(ADDON, NAMESPACE, addon())
+
+
+def test_a_status_write_with_a_stale_resource_version_conflicts(kube: Kube) -> None:
+    read = kube.create(ADDON, NAMESPACE, addon(retention="7d"))
+    body = {**read, "spec": {"ignored": True}, "status": {"conditions": []}}
+    stored = kube.replace_status(ADDON, NAMESPACE, NAME, body)
+    assert stored["status"] == {"conditions": []}
+    assert stored["spec"] == {"retention": "7d"}  # a status PUT leaves the spec
+    assert stored["metadata"]["generation"] == 1
+    with pytest.raises(ConflictError):
+        kube.replace_status(ADDON, NAMESPACE, NAME, {**read, "status": {}})
+
+
+def test_the_generation_moves_with_the_spec_and_a_put_keeps_the_status(kube: Kube) -> None:
+    read = kube.create(ADDON, NAMESPACE, addon())
+    read = kube.replace_status(ADDON, NAMESPACE, NAME, {**read, "status": {"conditions": []}})
+    stored = kube.replace(ADDON, NAMESPACE, NAME, {**read, "spec": {"retention": "1d"},
+                                                   "status": {}})
+    assert stored["metadata"]["generation"] == 2
+    assert stored["status"] == {"conditions": []}
+
+
+def test_a_watch_from_the_lists_version_sees_the_next_change(kube: Kube) -> None:
+    kube.create(ADDON, NAMESPACE, addon())
+    listed = kube.list(ADDON, NAMESPACE, field_selector=f"metadata.name={NAME}")
+    [item] = listed["items"]
+    changed = kube.replace_status(ADDON, NAMESPACE, NAME, {**item, "status": {"conditions": []}})
+    event = first_event(kube, resource_version(listed))
+    assert event.type == "MODIFIED"
+    assert resource_version(event.object) == resource_version(changed)
+
+
+def test_a_watch_from_a_compacted_version_is_gone(kube: Kube) -> None:
+    obj = kube.create(ADDON, NAMESPACE, addon())
+    start = resource_version(obj)
+    for index in range(5):
+        obj = kube.replace(ADDON, NAMESPACE, NAME, {**obj, "spec": {"n": index}})
+    if isinstance(kube, FakeKube):
+        kube.compact()  # kubesim keeps the last 3 versions only
+    with pytest.raises(GoneError):
+        first_event(kube, start)
+
+
+def test_token_review_says_who_a_token_belongs_to(kube: Kube) -> None:
+    known = kube.review_token(ADMIN, [])
+    assert known["authenticated"] is True
+    assert known["user"]["username"] == "admin"
+    assert not kube.review_token("forged", []).get("authenticated")
