@@ -127,17 +127,17 @@ class AddonWatch:
             log.debug("the addon CR still cannot be read", extra={"error": error})
 
     def _restored(self) -> None:
-        """A list succeeded: the loop reads the CR again (told once if it had lost it)."""
-        self._on_connected(True)
+        """A list succeeded: the loop reads the CR again (told once if it had lost it). The line
+        is logged before `on_connected` says so, so whoever sees the gauge also finds the line."""
         ended = self._outage.end()
-        if ended is None:
-            return
-        seconds, tries = ended
-        log.info(
-            "the watch on the addon CR %s is restored",
-            self._store.ref,
-            extra={"lostSeconds": round(seconds, 3), "failedAttempts": tries},
-        )
+        if ended is not None:
+            seconds, tries = ended
+            log.info(
+                "the watch on the addon CR %s is restored",
+                self._store.ref,
+                extra={"lostSeconds": round(seconds, 3), "failedAttempts": tries},
+            )
+        self._on_connected(True)
 
     def _list(self, present: bool) -> tuple[bool, str]:
         """The list step: deliver the CR as it is (or its absence, once); the version to watch
