@@ -34,6 +34,7 @@ from statemachines.config import Config
 from statemachines.configuration import load_configuration
 from statemachines.errors import AddonStatusError, ConfigError
 from statemachines.settings import Duration, Settings
+from statemachines.vocabulary import PROFILES
 
 __all__ = [
     "DEFAULT_LEASE",
@@ -78,6 +79,7 @@ _OPTIONS = (
     _Option("kubeconfig", "--kubeconfig", "kubeconfig of the spoke (default: in-cluster)", "PATH"),
     _Option("addon_name", "--addon-name", f"name of the addon CR (default {DEFAULT_NAME})"),
     _Option("addon_namespace", "--addon-namespace", f"its namespace (default {DEFAULT_NAMESPACE})"),
+    _Option("profile", "--profile", "names written: seed or acm (seed)", "NAME"),
     _Option("collectors", "--collectors", "comma-separated collectors (default: all)", "LIST"),
     _Option("config_file", "--config", "configuration file: resources, collectorSettings", "FILE"),
     _Option("degrade_after", "--degrade-after", "dampening window before Degraded (10m)", "DUR"),
@@ -160,6 +162,7 @@ class RunOptions(BaseModel):
     kubeconfig: Path | None = None  # None: the in-cluster service account
     addon_name: str = Field(default=DEFAULT_NAME, pattern=_NAME)
     addon_namespace: str = Field(default=DEFAULT_NAMESPACE, pattern=_LABEL)
+    profile: Literal["seed", "acm"] = "seed"
     collectors: tuple[str, ...] | None = None
     config_file: Path | None = None  # resources (health rules), collectorSettings, profile
     degrade_after: Duration | None = None
@@ -293,7 +296,8 @@ class RunOptions(BaseModel):
         }
         try:
             settings = Settings.model_validate({k: v for k, v in timings.items() if v is not None})
-            config = Config.create(collectors=self.collectors, settings=settings)
+            profile = PROFILES[self.profile]
+            config = Config.create(profile=profile, collectors=self.collectors, settings=settings)
         except ValidationError as error:
             raise OptionsError(_first_problem(error)) from None
         except ConfigError as error:
@@ -312,6 +316,7 @@ class RunOptions(BaseModel):
                 namespace=self.addon_namespace,
                 collectors=self.collectors,
                 settings=settings,
+                profile=profile,
             )[0]
         except ConfigError as error:
             raise OptionsError(str(error)) from error

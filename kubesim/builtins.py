@@ -1,10 +1,13 @@
-"""The built-in types a controller touches — core/v1 Namespace and Event, coordination/v1
-Lease, authentication/v1 TokenReview — with their Go shapes and the create/update rules and
-validation kube-apiserver applies to each."""
+"""The built-in types a controller touches — core/v1 Namespace, Event and ConfigMap,
+coordination/v1 Lease, authentication/v1 TokenReview — with their Go shapes and the
+create/update rules and validation kube-apiserver applies to each."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
+import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
@@ -116,6 +119,14 @@ NAMESPACE = Struct(
                 ),
             ),
         ),
+    ),
+)
+CONFIG_MAP = Struct(
+    "ConfigMap",
+    (
+        Field("immutable", BOOL, pointer=True),
+        Field("data", MapOf(STRING)),
+        Field("binaryData", MapOf(STRING)),  # []byte: base64 in JSON
     ),
 )
 TOKEN_REVIEW = Struct(
@@ -290,6 +301,75 @@ class EventStrategy(TypedStrategy):
         return errors
 
 
+_CONFIG_MAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+CONFIG_MAP_MAX_BYTES: Final = 1024 * 1024  # corev1.MaxSecretSize, the limit for ConfigMaps too
+
+
+class ConfigMapStrategy(TypedStrategy):
+    """core/v1 ConfigMap: `ValidateConfigMap` and `ValidateConfigMapUpdate` of kube-apiserver —
+    keys as `IsConfigMapKey`, no key in both maps, at most 1 MiB of data, and an immutable
+    ConfigMap keeps its data and stays immutable."""
+
+    def __init__(self) -> None:
+        super().__init__(CONFIG_MAP)
+
+    def validate(self, obj: Obj, version: str) -> list[FieldError]:
+        errors: list[FieldError] = []
+        data, binary = obj.get("data") or {}, obj.get("binaryData") or {}
+        size = 0
+        for field, values, other in (("data", data, binary), ("binaryData", binary, data)):
+            for key, value in values.items():
+                where = f"{field}[{key}]"
+                errors += [FieldError.invalid(where, key, msg) for msg in _key_errors(key)]
+                if key in other:
+                    other_name = "binaryData" if field == "data" else "data"
+                    errors.append(
+                        FieldError.invalid(where, key, f"duplicate of key present in {other_name}")
+                    )
+                size += _size(value, binary=field == "binaryData")
+        if size > CONFIG_MAP_MAX_BYTES:
+            errors.append(FieldError.too_long("", CONFIG_MAP_MAX_BYTES))
+        return errors
+
+    def validate_update(self, new: Obj, old: Obj, version: str) -> list[FieldError]:
+        errors = self.validate(new, version)
+        if old.get("immutable"):
+            frozen = "field is immutable when `immutable` is set"
+            if not new.get("immutable"):
+                errors.append(FieldError.forbidden("immutable", frozen))
+            for field in ("data", "binaryData"):
+                if (new.get(field) or {}) != (old.get(field) or {}):
+                    errors.append(FieldError.forbidden(field, frozen))
+        return errors
+
+
+def _size(value: str, *, binary: bool) -> int:
+    if not binary:
+        return len(value.encode())
+    try:
+        return len(base64.b64decode(value, validate=True))
+    except (binascii.Error, ValueError):
+        return len(value)
+
+
+def _key_errors(key: str) -> list[str]:
+    """`validation.IsConfigMapKey`."""
+    errors = []
+    if len(key) > 253:
+        errors.append("must be no more than 253 characters")
+    if not _CONFIG_MAP_KEY.match(key):
+        errors.append(
+            "a valid config key must consist of alphanumeric characters, '-', '_' or '.' "
+            "(e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is "
+            "'[-._a-zA-Z0-9]+')"
+        )
+    if key in (".", ".."):
+        errors.append(f"must not be '{key}'")
+    elif key.startswith(".."):
+        errors.append("must not start with '..'")
+    return errors
+
+
 class NamespaceStrategy(TypedStrategy):
     """Namespaces: `kubernetes` finalizer and phase Active on create; status and finalizers are
     not changed through the main resource; the name label always matches the name."""
@@ -359,6 +439,17 @@ def builtin_types() -> list[ResourceType]:
             namespaced=True,
             strategy=EventStrategy(),
             short_names=("ev",),
+        ),
+        ResourceType(
+            "",
+            ("v1",),
+            "configmaps",
+            "configmap",
+            "ConfigMap",
+            "ConfigMapList",
+            namespaced=True,
+            strategy=ConfigMapStrategy(),
+            short_names=("cm",),
         ),
         ResourceType(
             "coordination.k8s.io",

@@ -1,6 +1,6 @@
-"""The built-in types health rules watch (section 8): apps/v1 Deployment, core/v1 ConfigMap and
-Secret, with the create/update rules kube-apiserver applies to each (the strategies of
-`pkg/registry/apps/deployment`, `pkg/registry/core/configmap` and `.../secret`).
+"""The built-in types health rules watch (section 8) beyond those of `builtins.py` (which has
+ConfigMaps): apps/v1 Deployment and core/v1 Secret, with the create/update rules kube-apiserver
+applies to each (the strategies of `pkg/registry/apps/deployment` and `pkg/registry/core/secret`).
 
 Unlike `builtins.py`, these are not decoded into their full Go structs: the fields of the top
 level that the type has are kept and the rest dropped, and what is inside `spec` and `status` is
@@ -24,7 +24,7 @@ from kubesim.resources import ResourceType, Strategy
 __all__ = ["workload_types"]
 
 Obj = dict[str, Any]
-_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")  # validation.IsConfigMapKey
+_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")  # validation.IsConfigMapKey, for Secrets too
 
 
 class _TopLevelStrategy(Strategy):
@@ -112,24 +112,6 @@ def _default_spec(obj: Obj) -> None:
         strategy.setdefault("rollingUpdate", {"maxUnavailable": "25%", "maxSurge": "25%"})
 
 
-class ConfigMapStrategy(_TopLevelStrategy):
-    """configMapStrategy: no generation, no status; keys checked (`IsConfigMapKey`)."""
-
-    fields = ("data", "binaryData", "immutable")
-
-    def validate(self, obj: Obj, version: str) -> list[FieldError]:
-        errors = _key_errors(obj, "data") + _key_errors(obj, "binaryData")
-        both = set(obj.get("data") or {}) & set(obj.get("binaryData") or {})
-        errors += [
-            FieldError.invalid("data", key, "duplicate of key present in binaryData")
-            for key in sorted(both)
-        ]
-        return errors
-
-    def validate_update(self, new: Obj, old: Obj, version: str) -> list[FieldError]:
-        return _immutable(new, old) or self.validate(new, version)
-
-
 class SecretStrategy(_TopLevelStrategy):
     """secretStrategy: `stringData` is write-only, merged into `data` (base64) on every write;
     `type` defaults to Opaque and never changes; `data` values must be base64."""
@@ -176,12 +158,12 @@ def _key_errors(obj: Obj, field: str) -> list[FieldError]:
 
 
 def _immutable(new: Obj, old: Obj) -> list[FieldError]:
-    """An immutable ConfigMap or Secret keeps its data and stays immutable."""
+    """An immutable Secret keeps its data and stays immutable."""
     if not old.get("immutable"):
         return []
     if not new.get("immutable"):
         return [FieldError.forbidden("immutable", "field is immutable when `immutable` is set")]
-    changed = [k for k in ("data", "binaryData") if new.get(k) != old.get(k)]
+    changed = [k for k in ("data",) if new.get(k) != old.get(k)]
     return [FieldError.forbidden(k, "field is immutable when `immutable` is set") for k in changed]
 
 
@@ -199,17 +181,6 @@ def workload_types() -> list[ResourceType]:
             short_names=("deploy",),
             categories=("all",),
             subresource_verbs={"status": ("get", "patch", "update")},
-        ),
-        ResourceType(
-            "",
-            ("v1",),
-            "configmaps",
-            "configmap",
-            "ConfigMap",
-            "ConfigMapList",
-            namespaced=True,
-            strategy=ConfigMapStrategy(),
-            short_names=("cm",),
         ),
         ResourceType(
             "",

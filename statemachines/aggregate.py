@@ -2,10 +2,12 @@
 that is True, the reason it keeps and the message naming every collector.
 
 The operator's overrides come first (`NotSupported`, then `Disabled`, of the primary collector);
-then the precedence table over the collectors that count, each one's contribution raised by
-its resources' counted health (section 8: the overlay, like staleness, never touches the
-machine underneath). The result does not depend on the order of the collectors or resources:
-precedence is a total order and the message is sorted by name.
+then the precedence table over the collectors that count, the contribution of each one that is
+switched on raised by its resources' counted health (section 8: the overlay, like staleness,
+never touches the machine underneath). The result does not depend on the order of the
+collectors or resources: precedence is a total order and the message is sorted by name. The
+table, and the standard type each reason leads to, are the profile's: in `acm` a switched-off
+collector counts too, with `NotSupported` first and `Disabled` last in the table (section 11).
 """
 
 from __future__ import annotations
@@ -43,20 +45,29 @@ def aggregate(state: AddonState, config: Config, own: Sequence[Condition]) -> Ag
     quotes them."""
     message = _message(state, config, own)
     primary = state.collector(config.primary.name)
+    profile = config.profile
     if primary.state is State.NOT_SUPPORTED:
-        return Aggregate(ConditionType.NOT_SUPPORTED, Reason.NOT_SUPPORTED, message)
+        return Aggregate(profile.spec(Reason.NOT_SUPPORTED).leads_to, Reason.NOT_SUPPORTED, message)
     if primary.state is State.DISABLED:
-        return Aggregate(ConditionType.DISABLED, Reason.DISABLED_METRICS, message)
-    own_reasons = {
-        c.name: collector_reason(c) for c in state.collectors if c.state not in _OUT_OF_TABLE
-    }
-    counted = health.overlay(own_reasons, state.resources, state.health, profile=config.profile)
+        disabled = Reason.DISABLED_METRICS
+        return Aggregate(profile.spec(disabled).leads_to, disabled, message)
+    counts = [c for c in state.collectors if _counts(c, config)]
+    switched_on = {c.name: collector_reason(c) for c in counts if c.state not in _OUT_OF_TABLE}
+    raised = health.overlay(switched_on, state.resources, state.health, profile=profile)
+    counted = [raised.get(c.name, collector_reason(c)) for c in counts]
     if not counted:  # only when the primary is not configured and every other one is switched off
         off = {c.state for c in state.collectors}
         kept = Reason.NOT_SUPPORTED if off == {State.NOT_SUPPORTED} else Reason.DISABLED_METRICS
     else:
-        kept = max(counted.values(), key=lambda r: config.profile.spec(r).precedence or 0)
+        kept = max(counted, key=lambda r: config.profile.spec(r).precedence or 0)
     return Aggregate(config.profile.spec(kept).leads_to, kept, message)
+
+
+def _counts(c: CollectorState, config: Config) -> bool:
+    """A switched-off collector counts only where the profile ranks its reason."""
+    if c.state not in _OUT_OF_TABLE:
+        return True
+    return c.reason is not None and config.profile.spec(c.reason).precedence is not None
 
 
 def _message(state: AddonState, config: Config, own: Sequence[Condition]) -> str:

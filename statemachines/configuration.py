@@ -1,7 +1,7 @@
 """The configuration file of `addon-status run --config FILE` (DESIGN.md, "Configuration file"):
 what does not fit a flag, mounted from a ConfigMap.
 
-    profile: seed                 # optional; the only profile today
+    profile: seed                 # optional: must be the one `--profile` runs (seed, acm)
     collectorSettings:            # optional, per collector: degradeAfter, recoverAfter, ...
       uwl-metrics-collector: {degradeAfter: 5m}
     resources: [...]              # section 8: watched objects and their health rules
@@ -26,6 +26,7 @@ from statemachines.config import Config
 from statemachines.errors import ConfigError
 from statemachines.health import load_resources
 from statemachines.settings import Settings
+from statemachines.vocabulary import SEED, Profile
 
 __all__ = [
     "ConfigurationFile",
@@ -52,7 +53,7 @@ class ConfigurationFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 
-    profile: str = Field(default="seed", pattern="^seed$")
+    profile: str | None = None
     collector_settings: dict[str, dict[str, Any]] = Field(
         default_factory=dict, alias="collectorSettings"
     )
@@ -67,9 +68,11 @@ def load_configuration(
     namespace: str,
     collectors: Sequence[str] | None = None,
     settings: Settings | None = None,
+    profile: Profile = SEED,
 ) -> tuple[Config, ConfigurationFile]:
-    """The core's configuration from the flags (`collectors`, `settings`) and the file's text;
-    objects without a namespace get `namespace` (the addon's). Raises ConfigError
+    """The core's configuration from the flags (`collectors`, `settings`, `profile`) and the
+    file's text; objects without a namespace get `namespace` (the addon's). A `profile` in the
+    file must name the one the flags chose: two sources may not disagree. Raises ConfigError
     `<source>: <path>: <what is wrong>`."""
     try:
         raw = yaml.safe_load(text)
@@ -86,8 +89,14 @@ def load_configuration(
         shape = ConfigurationFile.model_validate(raw)
     except ValidationError as error:
         raise ConfigError(f"{source}: {_first_problem(error)}") from error
+    if shape.profile is not None and shape.profile != profile.name:
+        raise ConfigError(
+            f"{source}: profile: {shape.profile!r}, but the controller runs the"
+            f" {profile.name!r} profile (--profile)"
+        )
     try:
         base = Config.create(
+            profile=profile,
             collectors=collectors,
             settings=settings,
             collector_settings=shape.collector_settings,

@@ -35,16 +35,10 @@ from statemachines.conditions import format_time
 from statemachines.config import Config
 from statemachines.errors import ConfigError, ReportError, ScenarioError
 from statemachines.health import RESOURCES_HEALTHY, load_resources
+from statemachines.health.vocabulary import HEALTHY_CONDITION_RULE
 from statemachines.reports import GENERATION_LIMIT, Report, VerdictKind, parse_report
 from statemachines.settings import Duration, Settings, parse_duration
-from statemachines.vocabulary import (
-    REASON_PATTERN,
-    SEED,
-    ConditionType,
-    Profile,
-    Rule,
-    State,
-)
+from statemachines.vocabulary import PROFILES, SEED, ConditionType, Profile, Reason, Rule, State
 
 __all__ = [
     "EPOCH",
@@ -83,20 +77,34 @@ def _expected_time(value: object) -> str:
             raise ValueError(f"{value!r} is neither an offset nor a time") from error
 
 
+# Every profile's spelling of every reason: an expectation must use its own profile's.
+_ANY_PROFILES_NAME = {p.name_of(r) for p in PROFILES.values() for r in Reason}
+
+
+# Reasons written on conditions that are no collector's event: `ResourcesHealthy`'s (section 8).
+_NOT_EVENTS = {HEALTHY_CONDITION_RULE}
+
+
 def _expected_reason(value: object, info: ValidationInfo) -> object:
-    """A reason as the profile spells it on input (the seed's `UpdateSuccesful` too)."""
+    """A reason as the scenario's profile writes it (the seed's `UpdateSuccesful` too)."""
     profile: Profile = (info.context or {}).get("profile", SEED)
-    return profile.aliases.get(value, value) if isinstance(value, str) else value
+    if not isinstance(value, str):
+        return value
+    if value in profile.aliases and value not in _ANY_PROFILES_NAME:
+        return profile.name_of(profile.aliases[value])
+    written = sorted({profile.name_of(r.reason) for r in profile.reasons} | _NOT_EVENTS)
+    if value not in written:
+        raise ValueError(
+            f"{value!r} is not a reason the {profile.name} profile writes; "
+            f"expected one of {', '.join(written)}"
+        )
+    return value
 
 
 Generation = Annotated[StrictInt, Field(ge=1, lt=GENERATION_LIMIT)]
 ConditionStatus = Annotated[Literal["True", "False", "Unknown"], BeforeValidator(_status_text)]
 ExpectedTime = Annotated[str, BeforeValidator(_expected_time)]
-# Any condition reason (ResourcesHealthy's `HealthyConditionRule` is not a collector's event);
-# a reason of the table is spelt as the profile writes it.
-ExpectedReason = Annotated[
-    str, BeforeValidator(_expected_reason), Field(pattern=REASON_PATTERN.pattern)
-]
+ExpectedReason = Annotated[str, BeforeValidator(_expected_reason)]
 
 
 class _Shape(BaseModel):
@@ -171,6 +179,7 @@ class ScenarioFile(_Shape):
 
     name: str | None = None
     description: str = ""
+    profile: Literal["seed", "acm"] = "seed"  # the names written, and expected (section 11)
     generation: Generation = 1  # the CR's metadata.generation at the start
     settings: Settings = Field(default_factory=Settings)
     collector_settings: dict[str, dict[str, Any]] = Field(
@@ -223,8 +232,12 @@ def load(text: str, *, source: str = "<scenario>") -> Scenario:
         raise ScenarioError(where, f"not valid YAML: {getattr(error, 'problem', error)}") from error
     if not isinstance(raw, dict):
         raise ScenarioError("", "a scenario is a mapping with `steps`")
+    profile = PROFILES.get(str(raw.get("profile", SEED.name)))
+    if profile is None:
+        known = ", ".join(PROFILES)
+        raise ScenarioError("profile", f"unknown profile {raw['profile']!r}; known: {known}")
     try:
-        shape = ScenarioFile.model_validate(raw, context={"profile": SEED})
+        shape = ScenarioFile.model_validate(raw, context={"profile": profile})
     except ValidationError as error:
         raise _invalid(error) from error
     config = _config(shape)
@@ -251,6 +264,7 @@ def _config(shape: ScenarioFile) -> Config:
         names = shape.collectors or [c.name for c in SEED.collectors]
         resources = load_resources(shape.resources, namespace=NAMESPACE, collectors=names)
         return Config.create(
+            profile=PROFILES[shape.profile],
             collectors=shape.collectors,
             settings=shape.settings,
             collector_settings=shape.collector_settings,
@@ -302,8 +316,14 @@ def _object(shape: ObjectStep, where: str, config: Config) -> ObjectChange:
 
 
 def _expectation_names(expect: Expectation, where: str, config: Config) -> None:
-    """Condition types, collectors and resources must be ones this configuration writes."""
-    types = {*ConditionType, *(c.condition_type for c in config.collectors)}
+    """The standard type, condition types, collectors and resources must be ones this
+    configuration writes."""
+    standard = config.profile.standard_types
+    if expect.addon is not None and expect.addon not in standard:
+        listed = ", ".join(standard)
+        problem = f"not a standard type of the {config.profile.name} profile ({listed})"
+        raise ScenarioError(f"{where}.addon", problem)
+    types = {*standard, *(c.condition_type for c in config.collectors)}
     if config.resources:
         types.add(RESOURCES_HEALTHY)
     names = {c.name for c in config.collectors}

@@ -27,7 +27,7 @@ from statemachines.scenario import EPOCH, Scenario, Step
 from statemachines.settings import format_duration
 from statemachines.state import AddonState
 from statemachines.stored import to_status
-from statemachines.vocabulary import ConditionType
+from statemachines.vocabulary import ConditionType, Reason
 
 __all__ = ["Run", "TimelineRow", "check", "run"]
 
@@ -89,10 +89,11 @@ def run(scenario: Scenario) -> Run:
             written = store.take(ticked)
             for change in ticked.changes:
                 event = _timer_event(change)
-                rows.append(_row(change.at - EPOCH, None, event, state, written=written))
+                row = _row(change.at - EPOCH, None, event, state, config, written=written)
+                rows.append(row)
             if written and not ticked.changes:  # only a resource's `for` ran out
                 event = "timer: a held-back health result counts (for ran out)"
-                rows.append(_row(wakeup - EPOCH, None, event, state, written=written))
+                rows.append(_row(wakeup - EPOCH, None, event, state, config, written=written))
         written, events = False, []
         if step.generation is not None:
             moved = observe_generation(state, step.generation, now, config=config)
@@ -114,7 +115,14 @@ def run(scenario: Scenario) -> Run:
         if step.note:
             event = f"{event}  # {step.note}"
         row = _row(
-            step.at, step.index, event, state, written=written, verdict=verdict, failures=failures
+            step.at,
+            step.index,
+            event,
+            state,
+            config,
+            written=written,
+            verdict=verdict,
+            failures=failures,
         )
         rows.append(row)
     return Run(scenario, tuple(rows), store.status, store.writes)
@@ -125,16 +133,21 @@ def _row(
     step: int | None,
     event: str,
     state: AddonState,
+    config: Config,
     *,
     written: bool,
     verdict: Verdict | None = None,
     failures: tuple[str, ...] = (),
 ) -> TimelineRow:
+    """A row of the timeline, in the names the profile writes."""
     true = next(c for c in state.conditions if c.type in set(ConditionType) and c.status == "True")
+    name = config.profile.name_of
     collectors = {}
     for c in state.collectors:
-        reason = "ReportsStale" if c.stale else (c.reason.value if c.reason else "no reason")
-        pending = f", {c.pending.reason.value} pending" if c.pending else ""
+        reason = (
+            name(Reason.REPORTS_STALE) if c.stale else (name(c.reason) if c.reason else "no reason")
+        )
+        pending = f", {name(c.pending.reason)} pending" if c.pending else ""
         collectors[c.name] = f"{c.state.value} ({reason}{pending})"
     return TimelineRow(
         at, step, event, verdict, f"{true.type} ({true.reason})", collectors, written, failures

@@ -14,6 +14,8 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
+    "ACM",
+    "PROFILES",
     "REASON_PATTERN",
     "SEED",
     "Actor",
@@ -101,7 +103,12 @@ class CollectorSpec(BaseModel):
 
 
 class Profile(BaseModel):
-    """A complete vocabulary: the reasons table, the collectors, and accepted spellings."""
+    """A complete vocabulary: the reasons table, the collectors, and accepted spellings.
+
+    A profile only names things (section 11): the standard types it writes, how it spells each
+    reason (`written`, default the reason's own name), the precedence ranks, and whether the
+    addon's CRD keeps our bookkeeping (`status.collectors`, `observedGeneration`) in the status.
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -109,6 +116,11 @@ class Profile(BaseModel):
     reasons: tuple[ReasonSpec, ...]
     collectors: tuple[CollectorSpec, ...]
     aliases: dict[str, Reason] = Field(default_factory=dict)
+    standard_types: tuple[ConditionType, ...] = tuple(ConditionType)
+    written: dict[Reason, str] = Field(default_factory=dict)
+    # False: the CRD keeps only conditions' type, status, reason, message, lastTransitionTime
+    # (upstream's); the rest lives in the `<addon>-status` ConfigMap.
+    status_keeps_bookkeeping: bool = True
 
     @model_validator(mode="after")
     def _check(self) -> Profile:
@@ -120,7 +132,13 @@ class Profile(BaseModel):
             raise ValueError("precedence must be a total order: two reasons share a rank")
         if sum(c.primary for c in self.collectors) != 1:
             raise ValueError("exactly one collector must be the primary one")
+        if stray := {r.leads_to for r in self.reasons} - set(self.standard_types):
+            raise ValueError(f"a reason leads to {sorted(stray)}, not a standard type written")
         return self
+
+    def name_of(self, reason: Reason) -> str:
+        """How this profile writes `reason` on the CR."""
+        return self.written.get(reason, reason.value)
 
     def spec(self, reason: Reason) -> ReasonSpec:
         for row in self.reasons:
@@ -129,20 +147,19 @@ class Profile(BaseModel):
         raise KeyError(reason)
 
     def parse_reason(self, text: str) -> Reason | None:
-        """The reportable reason spelled `text` (aliases included), or None."""
+        """The reportable reason spelled `text` (as written here, or an alias), or None."""
         if text in self.aliases:
             return self.aliases[text]
-        try:
-            reason = Reason(text)
-        except ValueError:
-            return None
-        return reason if self.spec(reason).reported_by is not None else None
+        return next(
+            (r.reason for r in self.reasons if r.reported_by and self.name_of(r.reason) == text),
+            None,
+        )
 
     def collector(self, name: str) -> CollectorSpec | None:
         return next((c for c in self.collectors if c.name == name), None)
 
     def reportable(self) -> list[str]:
-        return [r.reason.value for r in self.reasons if r.reported_by is not None]
+        return [self.name_of(r.reason) for r in self.reasons if r.reported_by is not None]
 
 
 def _row(
@@ -152,6 +169,13 @@ def _row(
 
 
 _OP, _MC, T = Actor.ENDPOINT_OPERATOR, Actor.METRICS_COLLECTOR, ConditionType
+
+# The acm profile's spellings where they differ from the seed's.
+_ACM_NAMES = {
+    Reason.FORWARD_FAILURE: "ForwardFailed",
+    Reason.UPDATE_FAILURE: "UpdateFailed",
+    Reason.DISABLED_METRICS: "Disabled",
+}
 
 SEED = Profile(
     name="seed",
@@ -174,6 +198,38 @@ SEED = Profile(
         ),
         CollectorSpec(name="uwl-metrics-collector", condition_type="UwlMetricsCollectorStatus"),
     ),
-    # The seed design spells it this way; accepted on input, never written.
-    aliases={"UpdateSuccesful": Reason.UPDATE_SUCCESSFUL},
+    # The seed design spells it this way; accepted on input, never written. Reports may use
+    # either profile's names.
+    aliases={"UpdateSuccesful": Reason.UPDATE_SUCCESSFUL, **{v: r for r, v in _ACM_NAMES.items()}},
 )
+
+# Section 11: what the shipped observability addon writes, for hubs that read it unchanged.
+# NotSupported > UpdateFailed > ForwardFailed > ResourceUnhealthy > ReportsStale
+#   > UpdateSuccessful > ForwardSuccessful > Disabled; Disabled and NotSupported are Degraded.
+ACM = Profile(
+    name="acm",
+    reasons=(
+        _row(Reason.NOT_SUPPORTED, _OP, T.DEGRADED, 8),
+        _row(Reason.UPDATE_FAILURE, _OP, T.DEGRADED, 7),
+        _row(Reason.FORWARD_FAILURE, _MC, T.DEGRADED, 6),
+        _row(Reason.RESOURCE_UNHEALTHY, None, T.DEGRADED, 5),
+        _row(Reason.REPORTS_STALE, None, T.DEGRADED, 4),
+        _row(Reason.UPDATE_SUCCESSFUL, _OP, T.PROGRESSING, 3),
+        _row(Reason.FORWARD_SUCCESSFUL, _MC, T.AVAILABLE, 2),
+        _row(Reason.DISABLED_METRICS, _OP, T.DEGRADED, 1),
+        _row(Reason.NO_REPORT_YET, None, T.PROGRESSING, None),
+    ),
+    collectors=(
+        CollectorSpec(name="metrics-collector", condition_type="MetricsCollector", primary=True),
+        CollectorSpec(name="uwl-metrics-collector", condition_type="UwlMetricsCollector"),
+    ),
+    aliases={
+        "UpdateSuccesful": Reason.UPDATE_SUCCESSFUL,
+        **{r.value: r for r in _ACM_NAMES},  # the seed's names
+    },
+    standard_types=(T.AVAILABLE, T.PROGRESSING, T.DEGRADED),
+    written=_ACM_NAMES,
+    status_keeps_bookkeeping=False,
+)
+
+PROFILES = {p.name: p for p in (SEED, ACM)}

@@ -24,17 +24,18 @@ __all__ = ["collector_condition", "write_conditions"]
 def collector_condition(c: CollectorState, config: Config, generation: int) -> Condition:
     """The collector's own condition: its last accepted reason and message, Unknown while stale.
     Its transition time is the collector's own (section 1)."""
-    spec = config.spec(c.name)
+    spec, name = config.spec(c.name), config.profile.name_of
     assert spec is not None and c.changed_at is not None
     type_, at = spec.condition_type, c.changed_at
     if c.stale:
         limit = format_duration(config.settings[c.name].staleness_limit)
-        underneath = f"{c.state.value} ({(c.reason or Reason.NO_REPORT_YET).value})"
+        underneath = f"{c.state.value} ({name(c.reason or Reason.NO_REPORT_YET)})"
         message = f"no report for {limit} (staleAfter); last known state {underneath}"
-        return Condition(type_, "Unknown", Reason.REPORTS_STALE, message, at, generation)
+        return Condition(type_, "Unknown", name(Reason.REPORTS_STALE), message, at, generation)
     if c.reason is None:
-        return Condition(type_, "True", Reason.NO_REPORT_YET, "no report yet", at, generation)
-    return Condition(type_, "True", c.reason, c.message, at, generation)
+        no_report = name(Reason.NO_REPORT_YET)
+        return Condition(type_, "True", no_report, "no report yet", at, generation)
+    return Condition(type_, "True", name(c.reason), c.message, at, generation)
 
 
 def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonState:
@@ -47,12 +48,11 @@ def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonS
     result = aggregate(state, config, collectors)
     previous = state.conditions
     standard = []
-    for type_ in ConditionType:
+    reason = config.profile.name_of(result.reason)
+    for type_ in config.profile.standard_types:
         status = "True" if type_ is result.type else "False"
         since = transition_time(find_condition(previous, type_), status, now)
-        standard.append(
-            Condition(type_, status, result.reason, result.message, since, state.generation)
-        )
+        standard.append(Condition(type_, status, reason, result.message, since, state.generation))
     resources = health.resources_healthy(
         state.resources,
         state.health,

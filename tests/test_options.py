@@ -133,3 +133,19 @@ def test_a_bad_configuration_file_stops_the_start_naming_file_and_path(tmp_path:
     assert str(raised.value).startswith(f"{path}: resources[0] (Not A Label).name: ")
     with pytest.raises(OptionsError, match=r"--config / ADDON_STATUS_CONFIG: .*missing.yaml"):
         options([], {"ADDON_STATUS_CONFIG": str(tmp_path / "missing.yaml")})
+
+
+def test_the_profile_is_chosen_by_flag_or_variable() -> None:
+    """`--profile acm` (section 11): the core's configuration writes the acm names."""
+    from statemachines.vocabulary import ACM, SEED
+
+    assert options([]).config().profile is SEED
+    assert options(["--profile", "acm"]).config().profile is ACM
+    assert options([], {"ADDON_STATUS_PROFILE": "acm"}).config().profile is ACM
+
+
+def test_an_unknown_profile_is_one_line_naming_the_flag() -> None:
+    with pytest.raises(OptionsError) as error:
+        options(["--profile", "ocm"])
+    assert str(error.value).startswith("--profile / ADDON_STATUS_PROFILE: ")
+    assert "'seed' or 'acm'" in str(error.value)

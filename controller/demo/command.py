@@ -11,6 +11,7 @@ of the scenario is checked on the CRs, and the exit code says whether all held, 
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import tempfile
@@ -35,6 +36,7 @@ from controller.kube.addons import GROUP, PLURAL, VERSION
 from controller.kube.kubeconfig import kubeconfig_yaml
 from controller.options import DEFAULT_NAME, DEFAULT_NAMESPACE
 from controller.reports.client import ReportClient
+from controller.spoke.bookkeeping import KEY, config_map_name
 from kubesim import APIServer, UserInfo
 from statemachines.configuration import guess_plural
 from statemachines.errors import AddonStatusError, ScenarioError
@@ -189,7 +191,7 @@ def running(
         system = System(
             worker=controller.worker,
             report=client.report,
-            spoke_status=lambda: _status(spoke, SPOKE_NAMESPACE),
+            spoke_status=lambda: _spoke_status(spoke),
             hub_status=lambda: _status(hub, CLUSTER),
             hub_copy=controller.options.hub_copy,
             change_generation=lambda generation: _change_generation(spoke, generation),
@@ -236,6 +238,16 @@ def _demo(
 def _status(server: APIServer, namespace: str) -> dict[str, Any]:
     obj = server.get_object(GROUP, VERSION, PLURAL, namespace, ADDON) or {}
     status: dict[str, Any] = obj.get("status") or {}
+    return status
+
+
+def _spoke_status(server: APIServer) -> dict[str, Any]:
+    """The spoke CR's status; where the profile keeps its bookkeeping in the ConfigMap (acm),
+    with the collectors' machines from there, as `simulate` shows them."""
+    status = _status(server, SPOKE_NAMESPACE)
+    kept = server.get_object("", "v1", "configmaps", SPOKE_NAMESPACE, config_map_name(ADDON))
+    if kept is not None and "collectors" not in status:
+        status["collectors"] = json.loads(kept["data"][KEY]).get("collectors") or []
     return status
 
 

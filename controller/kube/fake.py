@@ -157,8 +157,10 @@ class FakeKube:
             key = (resource, namespace, name)
             stored = self._precondition(key, body)
             obj = copy.deepcopy(dict(body))
+            # What an update may change in metadata, as kube-apiserver allows it.
+            mutable = ("labels", "annotations", "ownerReferences", "finalizers")
             meta = {**stored["metadata"], **{k: v for k, v in obj["metadata"].items()
-                                             if k in ("labels", "annotations")}}
+                                             if k in mutable}}
             if obj.get("spec") != stored.get("spec"):
                 meta["generation"] = int(meta.get("generation") or 1) + 1
             obj["metadata"] = meta

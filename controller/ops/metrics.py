@@ -192,10 +192,11 @@ def _reporters(config: Config, collectors: list[str]) -> Iterator[tuple[str, str
     for spec in config.profile.reasons:
         if spec.reported_by is None:
             continue
+        reason = config.profile.name_of(spec.reason)  # as the profile writes it
         for collector in collectors:
-            yield collector, spec.reason.value
+            yield collector, reason
         if spec.reported_by is Actor.ENDPOINT_OPERATOR:
-            yield _EVERY_COLLECTOR, spec.reason.value
+            yield _EVERY_COLLECTOR, reason
 
 
 def _moves() -> set[tuple[str, str, str]]:

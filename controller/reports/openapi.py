@@ -38,8 +38,12 @@ ERROR_REASONS: dict[int, tuple[str, str]] = {
 def _report_schema(config: Config) -> dict[str, Any]:
     profile = config.profile
     reasons = [*profile.reportable(), *profile.aliases]
+    # Every accepted spelling of a collector's reason (either profile's names, aliases).
     by_collector = [
-        r.reason.value for r in profile.reasons if r.reported_by is Actor.METRICS_COLLECTOR
+        text
+        for text in reasons
+        if (reason := profile.parse_reason(text)) is not None
+        and profile.spec(reason).reported_by is Actor.METRICS_COLLECTOR
     ]
     return {
         "type": "object",

@@ -29,6 +29,7 @@ from controller.kube.api import KubeError, NotFoundError, WatchEvent
 from controller.ops.backoff import Retry
 from controller.ops.metrics import ControllerMetrics
 from controller.ops.role import Role
+from controller.spoke.bookkeeping import Bookkeeping, ConfigMapBookkeeping
 from controller.spoke.events import records_for
 from controller.spoke.status_writer import SpokeStatus, owned_types
 from statemachines import (
@@ -43,8 +44,8 @@ from statemachines import (
     observe_generation,
     observe_object,
     start,
-    to_status,
 )
+from statemachines.placement import bookkeeping, on_cr
 
 __all__ = ["Clock", "Reconciler"]
 
@@ -81,6 +82,11 @@ class Reconciler:
         self._record_events = record_events
         self._state: AddonState | None = None
         self._uid: str | None = None
+        # What the profile's CRD prunes (acm) is kept in a ConfigMap beside the CR.
+        self._kept: Bookkeeping | None = None
+        if not config.profile.status_keeps_bookkeeping:
+            self._kept = ConfigMapBookkeeping(store.kube, store.ref)
+        self._owner: dict[str, Any] = {}  # the CR as last read: the bookkeeping's owner
         self._sync_retry = Retry()  # reading the CR on becoming leader
         # The watched objects as last delivered (None: absent) and their resourceVersions:
         # replayed onto machines rebuilt from the CR, which may lag behind them.
@@ -103,8 +109,9 @@ class Reconciler:
         return self.leading and self.role.may_write()
 
     def begin(self, obj: dict[str, Any]) -> None:
-        """The machines as the CR stores them. Raises StoredStateError if it cannot be read."""
-        self._rebuild(obj, strict=True)
+        """The machines as the CR (or the bookkeeping beside it) stores them. Raises
+        StoredStateError if it cannot be read, KubeError if the bookkeeping cannot be read."""
+        self._rebuild(obj, self._stored(obj), strict=True)
         if self.role.elected:
             self._term = self.role.term
             self._announce_read()
@@ -117,7 +124,8 @@ class Reconciler:
         assert self.leading, "a follower judges no report"
         outcome = apply(self.state, report, self._clock(), config=self.config)
         assert outcome.verdict is not None
-        self._metrics.count_verdict(report.reason.value, outcome.verdict)
+        reason = self.config.profile.name_of(report.reason)
+        self._metrics.count_verdict(reason, outcome.verdict)
         return outcome
 
     def observe(self, event: WatchEvent) -> None:
@@ -130,14 +138,15 @@ class Reconciler:
         meta = obj.get("metadata") or {}
         if self._uid and meta.get("uid") and meta.get("uid") != self._uid:
             log.warning("the addon CR was created anew; its machines start over from it")
-            self._rebuild(obj, strict=False)
+            fresh = None if self._kept else obj.get("status")
+            self._rebuild(obj, fresh, strict=False)
         self.present = True
         foreign = self.status.seen(event)  # before a write: it starts from this CR
         generation = int(meta.get("generation") or 0)
         if generation > self.state.generation:
             outcome = observe_generation(self.state, generation, self._clock(), config=self.config)
             self.settle(outcome, cause="spec")
-        if foreign and self.role.elected and self.status.lags(obj, to_status(self.state)):
+        if foreign and self.role.elected and self.status.lags(obj, self._on_cr):
             self.status.dirty = True
             self._flush()
 
@@ -213,28 +222,54 @@ class Reconciler:
     def _writing(self) -> bool:
         return self.leading and self.present and self.role.may_write()
 
+    @property
+    def _on_cr(self) -> dict[str, Any]:
+        return on_cr(self.state, self.config.profile)
+
     def _flush(self) -> None:
         if not self._writing:
             return
+        kept = bookkeeping(self.state, self.config.profile)
+        if kept is not None and self._kept is not None:
+            # Before the CR: a restart resumes from here, so it must never lag behind the CR.
+            try:
+                self._kept.write(kept, self._owner)
+            except KubeError as error:
+                delay = self.status.retry.failed()
+                log.warning(
+                    "cannot write the bookkeeping ConfigMap; retrying",
+                    extra={"error": str(error), "retryIn": round(delay, 3)},
+                )
+                return
         try:
-            self.status.write(to_status(self.state))
+            self.status.write(self._on_cr)
         except NotFoundError:
             self.present = False
+
+    def _stored(self, obj: dict[str, Any]) -> dict[str, Any] | None:
+        """The status to resume from: the CR's, or the bookkeeping kept for this CR."""
+        if self._kept is None:
+            return obj.get("status")
+        return self._kept.read(obj)
 
     def _sync(self) -> None:
         """Rebuild the machines from a fresh read of the CR (on becoming leader)."""
         try:
             obj = self._store.get()
+            stored = self._stored(obj)
         except KubeError as error:
             self.present = not isinstance(error, NotFoundError)
             delay = self._sync_retry.failed()
             log.warning(
-                "cannot read the addon CR; retrying",
+                "cannot read the addon CR or its bookkeeping; retrying",
                 extra={"error": str(error), "retryIn": round(delay, 3)},
             )
             return
+        except StoredStateError as error:
+            log.warning("the bookkeeping cannot be read back; starting fresh: %s", error)
+            stored = None
         self._sync_retry.succeeded()
-        self._rebuild(obj, strict=False)
+        self._rebuild(obj, stored, strict=False)
         self._term = self.role.term
         log.info("leading: machines rebuilt from the addon CR")
         if self.status.dirty:
@@ -253,13 +288,11 @@ class Reconciler:
             except Exception:
                 log.exception("an on_status_written hook failed")
 
-    def _rebuild(self, obj: dict[str, Any], *, strict: bool) -> None:
+    def _rebuild(self, obj: dict[str, Any], stored: dict[str, Any] | None, *, strict: bool) -> None:
         meta = obj.get("metadata") or {}
         generation = int(meta.get("generation") or 1)
         try:
-            state = start(
-                self.config, self._clock(), status=obj.get("status"), generation=generation
-            )
+            state = start(self.config, self._clock(), status=stored, generation=generation)
         except StoredStateError as error:
             if strict:
                 raise
@@ -269,8 +302,9 @@ class Reconciler:
             state = observe_object(state, resource, seen, self._clock(), config=self.config).state
         self._state = state
         self._uid = meta.get("uid")
+        self._owner = {"metadata": {"name": meta.get("name"), "uid": self._uid}}
         self.present = True
-        self.status.adopt(obj, to_status(state))
+        self.status.adopt(obj, self._on_cr)
         self._show()
 
     def _show(self) -> None:

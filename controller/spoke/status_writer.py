@@ -62,7 +62,8 @@ def owned_types(profile: Profile) -> frozenset[str]:
 def merged_status(
     current: Mapping[str, Any], desired: Mapping[str, Any], *, owned: frozenset[str]
 ) -> dict[str, Any]:
-    """`current` with our conditions in place of our types and `collectors` replaced.
+    """`current` with our conditions in place of our types and `collectors` replaced (when
+    `desired` has them).
 
     A foreign condition keeps its position; ours take the position of the old condition of the
     same type, new ones go to the end in the order of `desired`; one of ours that `desired` no
@@ -80,7 +81,9 @@ def merged_status(
             conditions.append(ours[type_])
             placed.add(type_)
     conditions += [c for type_, c in ours.items() if type_ not in placed]
-    merged = {**current, CONDITIONS: conditions, COLLECTORS: list(desired.get(COLLECTORS) or [])}
+    merged = {**current, CONDITIONS: conditions}
+    if COLLECTORS in desired:  # the acm profile's CRD has no `collectors`: it lives elsewhere
+        merged[COLLECTORS] = list(desired[COLLECTORS] or [])
     # status.resources (health rules) is ours too: replaced, or dropped once none is configured.
     merged.pop(RESOURCES, None)
     if desired.get(RESOURCES):

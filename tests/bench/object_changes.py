@@ -10,9 +10,9 @@ Deployment alternates between Available True and False, so every change changes 
 then it gets as many changes that keep the result (a label), which must write nothing.
 
 Prints, for each of `--runs` runs and their median: p50/p99 from the Deployment's status write
-sent (the watch may deliver it before its answer arrives) to the addon's status written (the worker's `on_status_written` hook; goal p99 under
-10 ms), spoke status writes per change of the result (goal 1) and for changes that keep it
-(goal 0).
+sent (the watch may deliver it before its answer arrives) to the addon's status written (the
+worker's `on_status_written` hook; goal p99 under 10 ms), spoke status writes per change of the
+result (goal 1) and for changes that keep it (goal 0).
 
     .venv/bin/python tests/bench/object_changes.py [--changes 200] [--runs 3]
 """

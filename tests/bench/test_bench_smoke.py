@@ -122,6 +122,16 @@ def test_health_rules_bench_measures_the_chosen_libraries_and_every_rule_kind() 
     for kind in ("alwaysHealthy", "singleConditionType", "multiMatch", "cel"):
         evaluations, observations = figures[f"{kind}, per second"]
         assert evaluations > 0 and observations > 0
+def test_profiles_bench_prints_writes_per_report_and_acm_keeps_windows_off_the_cr() -> None:
+    out = run("profiles.py", "--rounds", "2")
+    table = {
+        (parts[0], parts[1]): (float(parts[2]), float(parts[3]))
+        for line in out.splitlines()
+        if len(parts := line.split()) == 4 and parts[0] in ("seed", "acm")
+    }
+    assert table[("seed", "heartbeat")] == table[("acm", "heartbeat")] == (0.0, 0.0)
+    assert table[("acm", "window")] == (0.0, 1.0)  # a window is bookkeeping: the CR is untouched
+    assert table[("seed", "window")] == (1.0, 0.0)
 
 
 def test_front_door_measures_every_server_and_each_refuses_the_attacks() -> None:

@@ -46,3 +46,19 @@ def test_diagrams_command_writes_the_files_and_the_readme_block(tmp_path: Path) 
     text = readme.read_text()
     assert text.startswith("intro\n") and text.endswith("\nafter\n") and "old" not in text
     assert readme_block() in text
+
+
+def test_the_acm_diagram_draws_every_row_in_the_acm_names() -> None:
+    """Section 11: the same machine, the reasons as acm writes them, and the switched-off
+    states labelled with the standard type acm writes for them."""
+    from statemachines.vocabulary import ACM
+
+    text = DIAGRAMS["acm-collector.mmd"]
+    edges = [line.strip() for line in text.splitlines() if "-->" in line and "[*]" not in line]
+    rows = OPERATOR_ROWS + COLLECTOR_ROWS
+    assert len(edges) == len(rows)
+    for row, edge in zip(rows, edges, strict=True):
+        trigger = ACM.name_of(row.trigger)
+        assert edge.startswith(f"{row.source.value} --> {row.dest.value}: {trigger}")
+    assert 'state "Degraded (Disabled)" as Disabled' in text
+    assert "ForwardFailure" not in text and "DisabledMetrics" not in text

@@ -21,7 +21,7 @@ from statemachines.reports import Verdict, VerdictKind, parse_report
 from statemachines.settings import Settings
 from statemachines.state import AddonState, CollectorState
 from statemachines.stored import to_status
-from statemachines.vocabulary import ConditionType, Reason, State
+from statemachines.vocabulary import SEED, ConditionType, Profile, Reason, State
 
 __all__ = [
     "MC",
@@ -71,8 +71,10 @@ class Run:
         collector_settings: Mapping[str, Mapping[str, Any]] | None = None,
         at: datetime = T0,
         generation: int = 1,
+        profile: Profile = SEED,
     ) -> Run:
         config = Config.create(
+            profile=profile,
             collectors=collectors,
             settings=Settings.model_validate(dict(settings or {})),
             collector_settings=collector_settings,

@@ -104,6 +104,11 @@ RESOURCE = "resources:\n  - name: cert\n    object: {apiVersion: v1, kind: Secre
             id="related-object-without-name",
         ),
         pytest.param("resources: [\n", "config.yaml: line 2, column 1: not valid YAML", id="yaml"),
+        pytest.param(
+            "profile: acm\n",
+            "config.yaml: profile: 'acm', but the controller runs the 'seed' profile (--profile)",
+            id="profile-other-than-the-flags",
+        ),
     ],
 )
 def test_a_mistake_names_the_file_the_path_and_what_is_wrong(text: str, message: str) -> None:

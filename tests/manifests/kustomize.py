@@ -163,7 +163,8 @@ def _patched(objects: list[Obj], patch: Mapping[str, Any], *, source: Path) -> l
 
 
 def _json_patch(obj: Obj, op: Mapping[str, Any], *, source: Path) -> None:
-    """One RFC 6902 `add` or `replace` (on maps, and `replace` on list indexes)."""
+    """One RFC 6902 `add` or `replace` (on maps; on lists, `replace` of an index and `add` at
+    the end, `-`)."""
     *parents, last = [
         part.replace("~1", "/").replace("~0", "~") for part in str(op["path"]).split("/")[1:]
     ]
@@ -173,7 +174,12 @@ def _json_patch(obj: Obj, op: Mapping[str, Any], *, source: Path) -> None:
         if node is None:
             raise KustomizeError(f"{source}: {op['path']}: no such path")
     if isinstance(node, list):
-        node[int(last)] = copy.deepcopy(op["value"])
+        if op["op"] == "add" and last == "-":
+            node.append(copy.deepcopy(op["value"]))
+        elif op["op"] == "add":
+            node.insert(int(last), copy.deepcopy(op["value"]))
+        else:
+            node[int(last)] = copy.deepcopy(op["value"])
         return
     if op["op"] == "replace" and last not in node:
         raise KustomizeError(f"{source}: {op['path']}: nothing to replace")

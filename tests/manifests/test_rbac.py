@@ -27,6 +27,7 @@ from controller.reports.auth import Authorizer
 from controller.reports.client import ReportClient
 from kubesim import APIServer, UserInfo
 from statemachines.vocabulary import SEED
+from tests.kubesim.test_upstream_crd import UPSTREAM_CRD
 from tests.manifests.kustomize import MANIFESTS, build, find
 from tests.manifests.pod import POD_NAME, flag_value, options_of
 from tests.manifests.rbac import (
@@ -240,10 +241,12 @@ def identities(spoke_objects: list[Obj], hub_objects: list[Obj], deployment: Obj
     return Identities(controller, ServiceAccount(subject["namespace"], subject["name"]), speakers)
 
 
-def run_replica(tmp_path: Path, *, create_missing: bool = False) -> Calls:
+def run_replica(tmp_path: Path, *, create_missing: bool = False, overlay: str = "base") -> Calls:
     """Boot the addon through the report API with leader election and hub replication on,
-    wait until the hub copy and the Events are there, stop; the calls each server saw."""
-    spoke_objects = build(MANIFESTS / "base").objects
+    wait until the hub copy and the Events are there, stop; the calls each server saw.
+    `overlay` is the spoke's kustomization (`acm`: the spoke serves the upstream CRD)."""
+    spoke_objects = build(MANIFESTS / overlay).objects
+    spoke_crd = UPSTREAM_CRD if overlay == "acm" else CRD
     hub_objects = build(MANIFESTS / "hub").objects
     if create_missing:
         hub_objects += build(MANIFESTS / "hub" / "create-missing").objects
@@ -254,7 +257,9 @@ def run_replica(tmp_path: Path, *, create_missing: bool = False) -> Calls:
     assert hub_ref is not None
     tokens = who.tokens()
     with (
-        APIServer([CRD], tokens=tokens, namespaces=("default", options.ref.namespace)) as spoke,
+        APIServer(
+            [spoke_crd], tokens=tokens, namespaces=("default", options.ref.namespace)
+        ) as spoke,
         APIServer([CRD], tokens=tokens, namespaces=("default", hub_ref.namespace)) as hub,
     ):
         _create_addon(spoke, options.ref)
@@ -406,6 +411,17 @@ def test_creating_the_missing_hub_copy_needs_exactly_the_create_missing_grant(
     without = [g for g in calls.hub_grants if "addon-status-hub-create" not in g.source]
     namespace = calls.hub[0].namespace
     assert unauthorized(calls.hub, without) == [f"create {PLURAL}.{GROUP} in {namespace}"]
+
+
+def test_the_acm_overlay_grants_exactly_the_bookkeeping_configmaps_calls(tmp_path: Path) -> None:
+    """manifests/acm: `create` of ConfigMaps in the namespace (it cannot name one), `get` and
+    `update` of `observability-addon-status` only; every call allowed, every grant used."""
+    calls = run_replica(tmp_path, overlay="acm")
+    bookkeeping = [r for r in calls.spoke if r.resource == "configmaps"]
+    assert {r.verb for r in bookkeeping} == {"create", "get", "update"}
+    assert {r.name for r in bookkeeping if r.verb != "create"} == {"observability-addon-status"}
+    assert unauthorized(calls.spoke, calls.spoke_grants) == []
+    assert unused(calls.spoke, calls.spoke_grants) == []
 
 
 def test_the_reporters_grants_load_and_cover_every_collector(
