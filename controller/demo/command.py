@@ -129,6 +129,11 @@ def run_demo(args: argparse.Namespace) -> int:
     except ScenarioError as error:
         print(f"{path}: invalid scenario: {error}", file=sys.stderr)
         return 2
+    crds = [Path(p) for p in args.crd]
+    for crd in crds:
+        if not crd.is_file():
+            print(f"--crd {crd}: no such file", file=sys.stderr)
+            return 2
     scale = args.time_scale if args.time_scale is not None else None if args.scenario else 60.0
     if scale is not None and scale <= 0:
         print("--time-scale must be positive", file=sys.stderr)
@@ -136,7 +141,6 @@ def run_demo(args: argparse.Namespace) -> int:
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, _stopper(stop))
     try:
-        crds = [Path(p) for p in args.crd]
         result = _demo(scenario, scale=scale, duration=args.duration, stop=stop, crds=crds)
     except AddonStatusError as error:
         print(f"demo: {error}", file=sys.stderr)
