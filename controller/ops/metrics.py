@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make
 
 from controller.ops.serving import BoundedPool, ServerThread
 from statemachines import Cause, Change, Config, Verdict, VerdictKind
+from statemachines.health import Health
 from statemachines.machines import COLLECTOR_ROWS, OPERATOR_ROWS, WINDOW_ELAPSED
 from statemachines.vocabulary import Actor, Rule, State
 
@@ -70,6 +71,19 @@ class ControllerMetrics:
             f"{_PREFIX}_collector_transitions",
             "Moves of a collector's machine (state, reason or staleness), by cause",
             ["collector", "from", "to", "cause"],
+            registry=registry,
+        )
+        self.resource_health = Gauge(
+            f"{_PREFIX}_resource_health",
+            "1 for the counted health of each watched object (health rules), 0 for the others",
+            ["resource", "health"],
+            registry=registry,
+        )
+        self.resource_evaluations = Counter(
+            f"{_PREFIX}_resource_evaluations",
+            "Watched objects judged by their health rule, by the result's reason"
+            " (EvaluationError: a CEL expression failed on the object)",
+            ["resource", "reason"],
             registry=registry,
         )
         self.reports = Counter(
@@ -175,6 +189,14 @@ class ControllerMetrics:
         for change in changes:
             before, after = change.before.state.value, change.after.state.value
             self.transitions.labels(change.collector, before, after, change.cause.value).inc()
+
+    def show_resources(self, counted: Iterable[tuple[str, Health]]) -> None:
+        """Set the per-resource gauges from (resource, counted health) pairs."""
+        for resource, current in counted:
+            for health in Health:
+                self.resource_health.labels(resource, health.value).set(
+                    1 if health is current else 0
+                )
 
     def show_states(self, states: Iterable[tuple[str, State, bool]]) -> None:
         """Set the per-collector gauges from (collector, state, stale) triples."""

@@ -155,6 +155,9 @@ class Reconciler:
         self._objects[resource] = obj
         outcome = observe_object(self.state, resource, obj, self._clock(), config=self.config)
         self.objects_seen[resource] = version
+        counted = outcome.state.health[resource]
+        latest = counted.pending.reason if counted.pending else counted.reason  # this result's
+        self._metrics.resource_evaluations.labels(resource, latest).inc()
         self.settle(outcome, cause="object")
 
     def lead(self, leader: bool) -> None:
@@ -309,3 +312,4 @@ class Reconciler:
 
     def _show(self) -> None:
         self._metrics.show_states((c.name, c.state, c.stale) for c in self.state.collectors)
+        self._metrics.show_resources((n, h.health) for n, h in self.state.health.items())

@@ -7,6 +7,7 @@ again (410 Gone); a kind the server does not serve stays Unknown/NotFound withou
 from __future__ import annotations
 
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,14 @@ def test_an_object_change_reaches_the_status_through_the_watch(
     assert conditions["ResourcesHealthy"]["status"] == "False"
     # The collector's own machine is untouched by the rule.
     assert conditions["MetricsCollectorStatus"]["reason"] == "NoReportYet"
+    with urllib.request.urlopen(f"{replica.metrics_url}/metrics", timeout=WAIT) as answer:
+        metrics = answer.read().decode()
+    assert 'addon_status_resource_health{health="Unhealthy",resource="collector"} 1.0' in metrics
+    assert 'addon_status_resource_health{health="Healthy",resource="collector"} 0.0' in metrics
+    assert (
+        'addon_status_resource_evaluations_total{reason="AvailableCondition",resource="collector"}'
+        in metrics
+    )
 
 
 def test_an_object_change_that_keeps_the_result_writes_nothing(
