@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make
 
 from controller.ops.serving import BoundedPool, ServerThread
 from statemachines import Cause, Change, Config, Verdict, VerdictKind
-from statemachines.health import Health
+from statemachines.health import Health, HealthReason, Resource
 from statemachines.machines import COLLECTOR_ROWS, OPERATOR_ROWS, WINDOW_ELAPSED
 from statemachines.vocabulary import Actor, Rule, State
 
@@ -177,6 +177,9 @@ class ControllerMetrics:
         for collector in collectors:
             for before, after, cause in _moves():
                 self.transitions.labels(collector, before, after, cause)
+        for resource in config.resources:
+            for reason in _results(resource):
+                self.resource_evaluations.labels(resource.name, reason)
 
     def count_verdict(self, reason: str, verdict: Verdict) -> None:
         """One judged report; `reason` is the reason it reported."""
@@ -206,6 +209,22 @@ class ControllerMetrics:
                     1 if state is current else 0
                 )
             self.collector_stale.labels(collector).set(1 if stale else 0)
+
+
+def _results(resource: Resource) -> list[str]:
+    """The reasons a resource's rule can give (section 8), `NotFound` for every one."""
+    rule = resource.health_rule
+    if rule.always_healthy is not None:
+        reasons: list[str] = [HealthReason.ALWAYS_HEALTHY]
+    elif rule.single_condition_type is not None:
+        reasons = [f"{rule.single_condition_type}Condition"]
+    elif rule.multi_match is not None:
+        reasons = [HealthReason.MATCHED_CONDITION, HealthReason.MATCHED_FIELD]
+        reasons.append(HealthReason.NO_MATCHES_FULFILLED)
+    else:
+        reasons = [HealthReason.IN_PROGRESS, HealthReason.FAILED, HealthReason.CURRENT]
+        reasons.append(HealthReason.EVALUATION_ERROR)
+    return [str(r) for r in (*reasons, HealthReason.NOT_FOUND)]
 
 
 def _reporters(config: Config, collectors: list[str]) -> Iterator[tuple[str, str]]:

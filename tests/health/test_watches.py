@@ -169,6 +169,11 @@ def test_an_object_change_reaches_the_status_through_the_watch(
         'addon_status_resource_evaluations_total{reason="AvailableCondition",resource="collector"}'
         in metrics
     )
+    # Every reason the rule can give has its series from the start.
+    assert (
+        'addon_status_resource_evaluations_total{reason="NotFound",resource="certificate"} 0.0'
+        in metrics
+    )
 
 
 def test_an_object_change_that_keeps_the_result_writes_nothing(
