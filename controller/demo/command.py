@@ -49,8 +49,7 @@ __all__ = ["Demo", "add_demo_parser", "run_demo", "running"]
 
 ADDON, SPOKE_NAMESPACE, CLUSTER = DEFAULT_NAME, DEFAULT_NAMESPACE, "cluster1"
 HUB_TOKEN = "demo-hub-token"  # a demo credential for the embedded hub; never a real one
-ROOT = Path(__file__).resolve().parents[2]
-CRD = ROOT / "manifests" / "base" / "crd.yaml"
+CRD = Path(__file__).with_name("crds") / "observabilityaddons.yaml"  # manifests/base/crd.yaml
 DEFAULT_SCENARIO = Path(__file__).with_name("story.yaml")
 
 
@@ -59,7 +58,7 @@ def api_servers(crds: Sequence[Path] = ()) -> Iterator[tuple[APIServer, APIServe
     """A spoke and a hub API server, each with its addon CR; the spoke also serves `crds`
     (the kinds of watched objects, e.g. cert-manager's Certificate)."""
     if not CRD.exists():
-        raise AddonStatusError(f"{CRD}: the CRD is missing; run the demo from a project clone")
+        raise AddonStatusError(f"{CRD}: the CRD is missing; reinstall addon-status")
     spoke = APIServer([CRD, *crds], namespaces=["default", SPOKE_NAMESPACE])
     hub_tokens = {HUB_TOKEN: UserInfo("hub-writer")}
     hub = APIServer([CRD], namespaces=["default", CLUSTER], tokens=hub_tokens)

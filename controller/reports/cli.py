@@ -16,28 +16,16 @@ import ssl
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from prometheus_client import CollectorRegistry
+if TYPE_CHECKING:  # imported where used, so that `addon-status report` loads only the client
+    from prometheus_client import CollectorRegistry
 
-from controller.kube.api import Kube
-from controller.reports.auth import (
-    Authenticator,
-    Authorizer,
-    InsecureAuthenticator,
-    StaticTokenAuthenticator,
-    TokenReviewAuthenticator,
-)
-from controller.reports.client import ReportClient, ReportRejected, ReportUnavailable
-from controller.reports.server import (
-    ReportMetrics,
-    ReportServer,
-    ReportSink,
-    ServingCertificate,
-    ServingCertificateError,
-)
-from statemachines.config import Config
-from statemachines.errors import ConfigError
+    from controller.kube.api import Kube
+    from controller.reports.auth import Authorizer
+    from controller.reports.client import ReportClient
+    from controller.reports.server import ReportServer, ReportSink, ServingCertificate
+    from statemachines.config import Config
 
 __all__ = ["add_report_api_flags", "add_report_parser", "build_report_server", "run_report"]
 
@@ -88,6 +76,8 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run_report(args: argparse.Namespace) -> int:
+    from controller.reports.client import ReportRejected, ReportUnavailable
+
     client = _client(args)
     if client is None:
         return 2
@@ -115,6 +105,8 @@ def run_report(args: argparse.Namespace) -> int:
 
 def _client(args: argparse.Namespace) -> ReportClient | None:
     """The client the flags describe; None, with the flag's problem on stderr, when they do not."""
+    from controller.reports.client import ReportClient
+
     token = None
     if args.token_file is not None:
         try:
@@ -216,6 +208,15 @@ def build_report_server(
 
     `kube` is called only for TokenReview, so that demos need no cluster.
     """
+    from controller.reports.auth import (
+        Authenticator,
+        InsecureAuthenticator,
+        StaticTokenAuthenticator,
+        TokenReviewAuthenticator,
+    )
+    from controller.reports.server import ReportMetrics, ReportServer
+    from statemachines.errors import ConfigError
+
     host, sep, port = str(args.report_address).rpartition(":")
     if not sep or not port.isdigit():
         raise ConfigError(f"--report-address: {args.report_address!r} is not host:port")
@@ -242,6 +243,9 @@ def build_report_server(
 
 def _serving_certificate(args: argparse.Namespace) -> ServingCertificate | None:
     """HTTPS with both TLS flags, plain HTTP with neither; loaded now, so a bad file stops `run`."""
+    from controller.reports.server import ServingCertificate, ServingCertificateError
+    from statemachines.errors import ConfigError
+
     cert_file, key_file = args.tls_cert_file, args.tls_key_file
     if cert_file is None and key_file is None:
         return None
@@ -259,6 +263,9 @@ def _serving_certificate(args: argparse.Namespace) -> ServingCertificate | None:
 
 
 def _authorizer(args: argparse.Namespace, config: Config) -> Authorizer:
+    from controller.reports.auth import Authorizer
+    from statemachines.errors import ConfigError
+
     if args.authorization is not None:
         if args.operator_identity or args.collector_identity:
             raise ConfigError("--authorization: give the file or the identity flags, not both")

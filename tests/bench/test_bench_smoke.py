@@ -134,6 +134,28 @@ def test_profiles_bench_prints_writes_per_report_and_acm_keeps_windows_off_the_c
     assert table[("seed", "window")] == (1.0, 0.0)
 
 
+def test_startup_times_every_command_and_the_bare_interpreter() -> None:
+    figures = rows(run("startup.py", "--runs", "1"))
+    for label in (
+        "addon-status --help",
+        "addon-status report --help",
+        "addon-status simulate STORY",
+        "python -c pass (the interpreter alone)",
+    ):
+        median, fastest, slowest, rss = figures[label]
+        assert 0 < fastest <= median <= slowest and rss > 0, label
+
+
+def test_footprint_measures_an_idle_run_and_what_holds_its_memory() -> None:
+    figures = rows(run("footprint.py", "--runs", "1", "--idle", "3", "--settle", "0.5"))
+    assert figures["start-up to ready, s"][0] > 0
+    assert figures["CPU s per idle hour (over 3 s)"][0] >= 0
+    assert figures["API requests per idle hour"][0] > 0, "the leader renews its Lease"
+    interpreter = figures["the interpreter"][1]
+    imports = figures["controller.app (the rest of run's modules)"][1]
+    assert 0 < interpreter < imports <= figures["RSS when idle, MiB"][0]
+
+
 def test_front_door_measures_every_server_and_each_refuses_the_attacks() -> None:
     output = run("front_door.py", "--reports", "20", "--bursts", "5", "--held", "5")
     figures = rows(output)

@@ -1,0 +1,76 @@
+"""`addon-status --help`, `--version`, `report` and `simulate` start without the Kubernetes
+client and the embedded API server, which take most of a second and tens of MiB to import: each
+command runs in a fresh interpreter, which then lists what it imported."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+STORY = ROOT / "controller" / "demo" / "story.yaml"
+HEAVY = ["kubernetes", "kubesim"]
+PROBE = """
+import json, sys
+{preload}
+from controller.cli import main
+try:
+    code = main(sys.argv[1:])
+except SystemExit as stop:
+    code = stop.code
+loaded = sorted({m.split(".")[0] for m in sys.modules} & {"kubernetes", "kubesim"})
+print(json.dumps({"code": code, "loaded": loaded}))
+"""
+
+
+def imported_by(*argv: str, preload: str = "") -> list[str]:
+    """The heavy packages loaded once `addon-status ARGV` is done (after `preload`)."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.replace("{preload}", preload), *argv],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["code"] in (0, 2), done.stderr
+    loaded: list[str] = result["loaded"]
+    return loaded
+
+
+def unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["--help"], ["--version"], ["report", "--help"], ["simulate", "--help"]],
+    ids=" ".join,
+)
+def test_help_and_version_import_neither_kubernetes_nor_kubesim(argv: list[str]) -> None:
+    assert imported_by(*argv) == []
+
+
+def test_simulate_imports_neither_kubernetes_nor_kubesim() -> None:
+    assert imported_by("simulate", str(STORY)) == []
+
+
+def test_report_imports_neither_kubernetes_nor_kubesim() -> None:
+    """The whole path of a report, up to the connection refused by a port nobody listens on."""
+    url = f"http://127.0.0.1:{unused_port()}"
+    assert imported_by("report", "--url", url, "--reason", "ForwardSuccessful",
+                       "--timeout", "0.2", "--deadline", "0.5") == []  # fmt: skip
+
+
+def test_the_probe_sees_what_was_imported() -> None:
+    """The counter-check: an empty list above means not imported, not unseen."""
+    assert imported_by("--help", preload="import kubernetes, kubesim") == HEAVY
