@@ -46,7 +46,7 @@ from prometheus_client import CollectorRegistry
 from controller.health.watch import ObjectWatches, health_watches
 from controller.hub.metrics import ReplicationMetrics
 from controller.hub.replicator import ClientSource, HubReplicator
-from controller.kube.addons import AddonStore
+from controller.kube.addons import GROUP, PLURAL, AddonStore
 from controller.kube.api import NotFoundError
 from controller.kube.kubeconfig import KubeconfigSource, client_for, client_for_url
 from controller.kube.objects import object_sources
@@ -61,8 +61,9 @@ from controller.spoke.controller import Service, ServiceFactory, SpokeController
 from controller.spoke.worker import Clock, Worker, WorkerError, utc_now
 from statemachines.config import Config
 from statemachines.errors import AddonStatusError
+from statemachines.related import RelatedObject
 
-__all__ = ["Replica", "demo_controller", "replica_identity", "run_command"]
+__all__ = ["Replica", "demo_controller", "related_objects", "replica_identity", "run_command"]
 
 log = logging.getLogger(__name__)
 
@@ -158,6 +159,17 @@ class _Leadership:
             log.warning("the worker did not drain before the step-down: %s", error or "timeout")
 
 
+def related_objects(options: RunOptions) -> list[RelatedObject]:
+    """What the shell adds to `status.relatedObjects` (section 9): the addon CR, and the Lease
+    when electing. The health rules' objects and the configuration's come with the Config."""
+    addon = options.ref
+    found = [RelatedObject(GROUP, PLURAL, addon.name, addon.namespace)]
+    if options.leader_elect:
+        lease = options.lease_ref
+        found.append(RelatedObject("coordination.k8s.io", "leases", lease.name, lease.namespace))
+    return found
+
+
 class Replica:
     """One replica of the spoke controller, from `RunOptions`; see the module docstring.
 
@@ -190,7 +202,7 @@ class Replica:
         self.registry = registry or CollectorRegistry()
         self._own_client = api_client is None
         self.api_client = api_client if api_client is not None else client_for(options.kubeconfig)
-        self.config = config or options.config()
+        self.config = (config or options.config()).with_related(*related_objects(options))
         self._lease_clock = lease_clock or SystemClock()
         self._hub_source = hub_source
         self._own_hub_source: KubeconfigSource | None = None

@@ -86,6 +86,7 @@ _OPTIONS = (
     _Option("recover_after", "--recover-after", "dampening window before recovery (0s)", "DUR"),
     _Option("report_interval", "--report-interval", "how often collectors report (5m)", "DUR"),
     _Option("stale_after", "--stale-after", "silence before ReportsStale (3 intervals)", "DUR"),
+    _Option("history_limit", "--history-limit", "changes status.history keeps; 0: none (10)", "N"),
     _Option("metrics_address", "--metrics-address", "host:port of /metrics (:8080)", "ADDR"),
     _Option("probe_address", "--probe-address", "host:port of /healthz, /readyz (:8081)", "ADDR"),
     _Option("request_timeout", "--request-timeout", "seconds per API call (10)", "SECONDS"),
@@ -169,6 +170,7 @@ class RunOptions(BaseModel):
     recover_after: Duration | None = None
     report_interval: Duration | None = None
     stale_after: Duration | None = None
+    history_limit: int | None = None
     metrics_address: Address = Address(host="0.0.0.0", port=8080)
     probe_address: Address = Address(host="0.0.0.0", port=8081)
     request_timeout: float = Field(default=10.0, gt=0)
@@ -293,6 +295,7 @@ class RunOptions(BaseModel):
             "recoverAfter": self.recover_after,
             "reportInterval": self.report_interval,
             "staleAfter": self.stale_after,
+            "historyLimit": self.history_limit,
         }
         try:
             settings = Settings.model_validate({k: v for k, v in timings.items() if v is not None})
@@ -349,6 +352,7 @@ _BY_SETTING = {
     "recoverAfter": "recover_after",
     "reportInterval": "report_interval",
     "staleAfter": "stale_after",
+    "historyLimit": "history_limit",
 }
 
 

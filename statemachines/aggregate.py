@@ -71,12 +71,22 @@ def _counts(c: CollectorState, config: Config) -> bool:
 
 
 def _message(state: AddonState, config: Config, own: Sequence[Condition]) -> str:
-    """`MetricsCollector: ForwardSuccessful (metrics sent); UwlMetricsCollector: ...`, then the
-    resources that are not counted `Healthy`."""
+    """`MetricsCollector: ForwardSuccessful (metrics sent); UwlMetricsCollector: ...`, with
+    `, updating 2.14.0 -> 2.15.0` after the reason while a collector's update is under way;
+    then the resources that are not counted `Healthy`."""
     parts = []
     for c, condition in sorted(zip(state.collectors, own, strict=True), key=lambda p: p[0].name):
         spec = config.spec(c.name)
         name = spec.display_name if spec else c.name
         detail = f" ({condition.message})" if condition.message else ""
-        parts.append(f"{name}: {condition.reason}{detail}")
+        parts.append(f"{name}: {condition.reason}{_update(c)}{detail}")
     return health.addon_message("; ".join(parts), state.resources, state.health)
+
+
+def _update(c: CollectorState) -> str:
+    """Section 9: the versions of an update under way; `installing` when none is known yet."""
+    if not c.updating:
+        return ""
+    if c.version is None:
+        return f", installing {c.desired_version}"
+    return f", updating {c.version} -> {c.desired_version}"

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import ValidationError
 
 from statemachines.errors import ConfigError
 from statemachines.health.config import Resource
+from statemachines.related import RelatedObject, merged
 from statemachines.settings import Settings
 from statemachines.vocabulary import SEED, CollectorSpec, Profile
 
@@ -23,6 +24,8 @@ class Config:
     settings: Mapping[str, Settings]  # per collector, the collector's overrides applied
     # Section 8: the watched objects and their health rules, in configuration order.
     resources: tuple[Resource, ...] = ()
+    history_limit: int = 10  # status.history keeps this many changes; 0: no history
+    related_objects: tuple[RelatedObject, ...] = ()  # status.relatedObjects, in this order
 
     @classmethod
     def create(
@@ -33,6 +36,7 @@ class Config:
         settings: Settings | None = None,
         collector_settings: Mapping[str, Mapping[str, Any]] | None = None,
         resources: Sequence[Resource] = (),
+        related_objects: Sequence[RelatedObject] = (),
     ) -> Config:
         """Validate that the names exist in the profile; default: every collector of it.
         `resources` come from `health.load_resources` (validated and compiled there)."""
@@ -52,7 +56,12 @@ class Config:
         base = settings or Settings()
         per: dict[str, Settings] = {}
         overrides = dict(collector_settings or {})
-        for name in overrides:
+        for name, values in overrides.items():
+            if "historyLimit" in values:
+                raise ConfigError(
+                    f"collectorSettings.{name}.historyLimit: the history is the addon's; "
+                    "set it in settings"
+                )
             if name not in names:
                 raise ConfigError(
                     f"collectorSettings: {name!r} is not a configured collector ({names})"
@@ -69,8 +78,18 @@ class Config:
                     f" configured collector ({names})"
                 )
         return cls(
-            profile=profile, collectors=tuple(specs), settings=per, resources=tuple(resources)
+            profile=profile,
+            collectors=tuple(specs),
+            settings=per,
+            resources=tuple(resources),
+            history_limit=base.history_limit,
+            related_objects=merged(_watched(resources), related_objects),
         )
+
+    def with_related(self, *objects: RelatedObject) -> Config:
+        """This configuration naming `objects` first (the shell's: the addon CR, the Lease, the
+        health rules' objects), then the ones it already names."""
+        return replace(self, related_objects=merged(objects, self.related_objects))
 
     @property
     def primary(self) -> CollectorSpec:
@@ -79,6 +98,14 @@ class Config:
 
     def spec(self, name: str) -> CollectorSpec | None:
         return next((c for c in self.collectors if c.name == name), None)
+
+
+def _watched(resources: Sequence[Resource]) -> list[RelatedObject]:
+    """The objects health rules watch, as related objects (section 9)."""
+    return [
+        RelatedObject(r.object.group, r.object.plural, r.object.name, r.object.namespace or "")
+        for r in resources
+    ]
 
 
 def _known(profile: Profile) -> str:

@@ -6,7 +6,7 @@ what does not fit a flag, mounted from a ConfigMap.
       uwl-metrics-collector: {degradeAfter: 5m}
     resources: [...]              # section 8: watched objects and their health rules
     relatedObjects:               # section 9: more objects to list in status.relatedObjects
-      - {group: apps, resource: deployments, name: metrics-collector}
+      - {group: apps, resource: deployments, name: metrics-collector}   # namespace: the addon's
 
 Validated when the controller starts: a mistake is one line naming the file, the path inside
 it and what is wrong (`config.yaml: resources[1] (cert).healthRule.cel.current: CEL ...`).
@@ -16,7 +16,6 @@ Pure: the caller reads the file and passes its text.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import yaml
@@ -25,6 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from statemachines.config import Config
 from statemachines.errors import ConfigError
 from statemachines.health import load_resources
+from statemachines.health.config import ObjectRef
+from statemachines.related import RelatedObject as Related
 from statemachines.settings import Settings
 from statemachines.vocabulary import SEED, Profile
 
@@ -103,40 +104,43 @@ def load_configuration(
         )
         names = [c.name for c in base.collectors]
         resources = load_resources(shape.resources, namespace=namespace, collectors=names)
+        config = Config.create(
+            profile=profile,
+            collectors=collectors,
+            settings=settings,
+            collector_settings=shape.collector_settings,
+            resources=resources,
+            related_objects=[_related(o, namespace) for o in shape.related_objects],
+        )
     except ConfigError as error:
         raise ConfigError(f"{source}: {error}") from error
-    return replace(base, resources=resources), shape
+    return config, shape
 
 
 def resource_objects(config: Config) -> list[dict[str, str]]:
     """The objects health rules watch as `status.relatedObjects` lists them: `{group, resource,
     namespace, name}`, `resource` the plural (section 9)."""
-    out = []
-    for r in config.resources:
-        group = r.object.api_version.rpartition("/")[0]
-        plural = guess_plural(r.object.kind)
-        out.append(
-            {
-                "group": group,
-                "resource": plural,
-                "namespace": r.object.namespace or "",
-                "name": r.object.name,
-            }
-        )
-    return out
+    return [
+        {
+            "group": r.object.group,
+            "resource": r.object.plural,
+            "namespace": r.object.namespace or "",
+            "name": r.object.name,
+        }
+        for r in config.resources
+    ]
+
+
+def _related(given: RelatedObject, namespace: str) -> Related:
+    """A related object of the file; without `namespace`, in the addon's (`""` for a
+    cluster-scoped one)."""
+    where = namespace if given.namespace is None else given.namespace
+    return Related(given.group, given.resource, given.name, where)
 
 
 def guess_plural(kind: str) -> str:
-    """apimachinery's `meta.UnsafeGuessKindToResource`, the plural kubectl and the API server
-    derive for a kind: lower case, then `-s` -> `-ses`, consonant + `-y` -> `-ies`, else `+s`
-    (`Deployment` -> `deployments`, `Ingress` -> `ingresses`, `NetworkPolicy` ->
-    `networkpolicies`)."""
-    lower = kind.lower()
-    if lower.endswith("s"):
-        return lower + "es"
-    if lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
-        return lower[:-1] + "ies"
-    return lower + "s"
+    """The plural the API server derives for `kind` (see `ObjectRef.plural`)."""
+    return ObjectRef(apiVersion="v1", kind=kind, name="-").plural
 
 
 def _first_problem(error: ValidationError) -> str:

@@ -147,6 +147,8 @@ def _judge(
     if refusal is not None:
         return c, _verdict(VerdictKind.REFUSED, c, refusal[1], rule=refusal[0]), None
     taken = generations.take(c, report.observed_generation)
+    if report.version is not None:  # section 9: what the update installs, once Available
+        taken = replace(taken, desired_version=report.version)
     if c.reason is report.reason:
         message = c.message if report.message is None else report.message
         new = replace(dampening.cancel(taken), message=message)

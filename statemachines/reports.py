@@ -13,12 +13,21 @@ from statemachines.config import Config
 from statemachines.errors import ReportError
 from statemachines.vocabulary import Actor, Reason, Rule, State
 
-__all__ = ["GENERATION_LIMIT", "Report", "Verdict", "VerdictKind", "parse_report"]
+__all__ = [
+    "GENERATION_LIMIT",
+    "VERSION_LIMIT",
+    "Report",
+    "Verdict",
+    "VerdictKind",
+    "parse_report",
+]
 
 GENERATION_LIMIT = 2**63  # observedGeneration is an int64 on the CR: 0 <= n < 2^63
 _GENERATION_RANGE = "must be an integer 0 <= n < 2^63"
 
-_FIELDS = ("collector", "reason", "message", "observedGeneration")
+VERSION_LIMIT = 64  # characters of a reported version (section 9)
+
+_FIELDS = ("collector", "reason", "message", "observedGeneration", "version")
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,11 +38,24 @@ class Report:
     collector: str | None = None
     message: str | None = None  # None: the report has no message (a heartbeat keeps the old one)
     observed_generation: int | None = None
+    version: str | None = None  # with UpdateSuccessful only: the version the update installs
 
     def __post_init__(self) -> None:
         generation = self.observed_generation
         if generation is not None and not 0 <= generation < GENERATION_LIMIT:
             raise ReportError("observedGeneration", _GENERATION_RANGE)
+        if self.version is not None:
+            _check_version(self.version, self.reason)
+
+
+def _check_version(version: object, reason: Reason) -> None:
+    """Section 9: a version comes with UpdateSuccessful, as 1 to 64 characters."""
+    if reason is not Reason.UPDATE_SUCCESSFUL:
+        raise ReportError(
+            "version", f"only an {Reason.UPDATE_SUCCESSFUL.value} report carries a version"
+        )
+    if not isinstance(version, str) or not 0 < len(version) <= VERSION_LIMIT:
+        raise ReportError("version", f"must be a string of 1 to {VERSION_LIMIT} characters")
 
 
 class VerdictKind(StrEnum):
@@ -104,4 +126,13 @@ def parse_report(raw: object, config: Config) -> Report:
     generation = raw.get("observedGeneration")
     if generation is not None and (not isinstance(generation, int) or isinstance(generation, bool)):
         raise ReportError("observedGeneration", _GENERATION_RANGE)
-    return Report(reason, collector, None if message is None else cut_message(message), generation)
+    version = raw.get("version")
+    if version is not None:
+        _check_version(version, reason)
+    return Report(
+        reason,
+        collector,
+        None if message is None else cut_message(message),
+        generation,
+        version,
+    )

@@ -27,6 +27,7 @@ from pydantic import (
     Field,
     StrictBool,
     StrictInt,
+    StrictStr,
     ValidationError,
     ValidationInfo,
 )
@@ -36,17 +37,31 @@ from statemachines.config import Config
 from statemachines.errors import ConfigError, ReportError, ScenarioError
 from statemachines.health import RESOURCES_HEALTHY, load_resources
 from statemachines.health.vocabulary import HEALTHY_CONDITION_RULE
+from statemachines.related import RelatedObject
 from statemachines.reports import GENERATION_LIMIT, Report, VerdictKind, parse_report
 from statemachines.settings import Duration, Settings, parse_duration
-from statemachines.vocabulary import PROFILES, SEED, ConditionType, Profile, Reason, Rule, State
+from statemachines.vocabulary import (
+    PROFILES,
+    READY,
+    SEED,
+    ConditionType,
+    Profile,
+    ReadyReason,
+    Reason,
+    Rule,
+    State,
+)
 
 __all__ = [
     "EPOCH",
     "CollectorExpectation",
     "ConditionExpectation",
     "Expectation",
+    "HistoryExpectation",
+    "LastKnownGoodExpectation",
     "ObjectChange",
     "ObjectStep",
+    "RelatedObjectShape",
     "ResourceExpectation",
     "Scenario",
     "ScenarioFile",
@@ -77,6 +92,7 @@ def _expected_time(value: object) -> str:
             raise ValueError(f"{value!r} is neither an offset nor a time") from error
 
 
+_READY_REASONS = {r.value for r in ReadyReason}  # the same in every profile (section 10)
 # Every profile's spelling of every reason: an expectation must use its own profile's.
 _ANY_PROFILES_NAME = {p.name_of(r) for p in PROFILES.values() for r in Reason}
 
@@ -92,7 +108,9 @@ def _expected_reason(value: object, info: ValidationInfo) -> object:
         return value
     if value in profile.aliases and value not in _ANY_PROFILES_NAME:
         return profile.name_of(profile.aliases[value])
-    written = sorted({profile.name_of(r.reason) for r in profile.reasons} | _NOT_EVENTS)
+    written = sorted(
+        {profile.name_of(r.reason) for r in profile.reasons} | _READY_REASONS | _NOT_EVENTS
+    )
     if value not in written:
         raise ValueError(
             f"{value!r} is not a reason the {profile.name} profile writes; "
@@ -146,6 +164,36 @@ class ResourceExpectation(_Shape):
     def fields(self) -> dict[str, Any]:
         given = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
         return {k: v for k, v in given.items() if v is not None or k == "pending"}
+class HistoryExpectation(_Shape):
+    """An entry of `status.history`; only the fields given are compared."""
+
+    type: ConditionType | None = None
+    reason: StrictStr | None = None  # as written: the history may hold reasons of any profile
+    message: str | None = None
+    last_transition_time: ExpectedTime | None = Field(None, alias="lastTransitionTime")
+
+    def fields(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class LastKnownGoodExpectation(_Shape):
+    generation: Generation | None = None
+    since: ExpectedTime | None = None
+
+    def fields(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class RelatedObjectShape(_Shape):
+    """`{group, resource, namespace, name}`; in an expectation only the fields given count."""
+
+    group: StrictStr | None = None
+    resource: StrictStr | None = None
+    namespace: StrictStr | None = None
+    name: StrictStr | None = None
+
+    def fields(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_none=True)
 
 
 class Expectation(_Shape):
@@ -155,6 +203,12 @@ class Expectation(_Shape):
     conditions: dict[str, ConditionExpectation] = Field(default_factory=dict)
     collectors: dict[str, CollectorExpectation] = Field(default_factory=dict)
     resources: dict[str, ResourceExpectation] = Field(default_factory=dict)
+    # Section 9: installed versions (null: none known), the newest history entries (newest
+    # first), related objects that must be present; section 10: the last known good generation.
+    versions: dict[str, StrictStr | None] = Field(default_factory=dict)
+    history: list[HistoryExpectation] | None = None
+    related_objects: list[RelatedObjectShape] = Field(default_factory=list, alias="relatedObjects")
+    last_known_good: LastKnownGoodExpectation | None = Field(None, alias="lastKnownGood")
 
 
 class ObjectStep(_Shape):
@@ -187,6 +241,8 @@ class ScenarioFile(_Shape):
     )
     collectors: list[str] | None = None
     resources: list[Any] | None = None  # section 8, validated by health.load_resources
+    # What the configuration adds to status.relatedObjects (section 9).
+    related_objects: list[RelatedObjectShape] = Field(default_factory=list, alias="relatedObjects")
     steps: list[StepFile] = Field(min_length=1)
 
 
@@ -260,8 +316,14 @@ def _invalid(error: ValidationError) -> ScenarioError:
 
 
 def _config(shape: ScenarioFile) -> Config:
+    related = []
+    for index, given in enumerate(shape.related_objects):
+        try:
+            related.append(RelatedObject.from_api(given.fields()))
+        except (KeyError, TypeError) as error:
+            raise ScenarioError(f"relatedObjects[{index}]", str(error).strip("'")) from error
     try:
-        names = shape.collectors or [c.name for c in SEED.collectors]
+        names = shape.collectors or [c.name for c in PROFILES[shape.profile].collectors]
         resources = load_resources(shape.resources, namespace=NAMESPACE, collectors=names)
         return Config.create(
             profile=PROFILES[shape.profile],
@@ -269,6 +331,7 @@ def _config(shape: ScenarioFile) -> Config:
             settings=shape.settings,
             collector_settings=shape.collector_settings,
             resources=resources,
+            related_objects=related,
         )
     except ConfigError as error:
         where, _, problem = str(error).partition(": ")
@@ -323,7 +386,7 @@ def _expectation_names(expect: Expectation, where: str, config: Config) -> None:
         listed = ", ".join(standard)
         problem = f"not a standard type of the {config.profile.name} profile ({listed})"
         raise ScenarioError(f"{where}.addon", problem)
-    types = {*standard, *(c.condition_type for c in config.collectors)}
+    types = {*standard, READY, *(c.condition_type for c in config.collectors)}
     if config.resources:
         types.add(RESOURCES_HEALTHY)
     names = {c.name for c in config.collectors}
@@ -331,6 +394,7 @@ def _expectation_names(expect: Expectation, where: str, config: Config) -> None:
         "conditions": (expect.conditions, types),
         "collectors": (expect.collectors, names),
         "resources": (expect.resources, {r.name for r in config.resources}),
+        "versions": (expect.versions, names),
     }
     for table, (given, known) in tables.items():
         for name in given:

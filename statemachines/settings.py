@@ -51,7 +51,8 @@ Duration = Annotated[timedelta, BeforeValidator(parse_duration)]
 
 
 class Settings(BaseModel):
-    """How long a signal must hold before it changes a collector's state.
+    """How long a signal must hold before it changes a collector's state, and how much history
+    the addon keeps.
 
     `staleAfter` defaults to three report intervals: one lost report is not an outage.
     """
@@ -62,6 +63,8 @@ class Settings(BaseModel):
     recover_after: Duration = Field(default=timedelta(0), alias="recoverAfter")
     report_interval: Duration = Field(default=timedelta(minutes=5), alias="reportInterval")
     stale_after: Duration | None = Field(default=None, alias="staleAfter")
+    # The addon's, not a collector's (section 9): how many changes `status.history` keeps.
+    history_limit: int = Field(default=10, ge=0, le=1000, alias="historyLimit", strict=True)
 
     @model_validator(mode="after")
     def _check(self) -> Settings:

@@ -23,7 +23,7 @@ from statemachines.core import (
 )
 from statemachines.outcome import Change, Outcome
 from statemachines.reports import Report, Verdict
-from statemachines.scenario import EPOCH, Scenario, Step
+from statemachines.scenario import EPOCH, Expectation, Scenario, Step
 from statemachines.settings import format_duration
 from statemachines.state import AddonState
 from statemachines.stored import to_status
@@ -165,6 +165,8 @@ def _report_event(report: Report) -> str:
         text += f" {report.message[:60]!r}"
     if report.observed_generation is not None:
         text += f" gen {report.observed_generation}"
+    if report.version is not None:
+        text += f" version {report.version}"
     return text
 
 
@@ -218,7 +220,40 @@ def check(
         healthy: dict[str, Any] = next(iter(entry.get("conditions") or []), {})
         actual = {**healthy, "pending": (entry.get("pending") or {}).get("reason")}
         failures += _compare(f"{where}: resource {name}", health.fields(), actual)
-    return tuple(failures)
+    return tuple(failures + _story(where, expect, status))
+
+
+def _story(where: str, expect: Expectation, status: Mapping[str, Any]) -> list[str]:
+    """Sections 9 and 10: versions, history (its newest entries), related objects (each must be
+    present), the last known good generation."""
+    failures: list[str] = []
+    installed = {v["name"]: v["version"] for v in status.get("versions") or []}
+    for name, version in expect.versions.items():
+        if installed.get(name) != version:
+            got = installed.get(name)
+            failures.append(f"{where}: expected version of {name} {version!r}, got {got!r}")
+    if expect.history is not None:
+        history = list(status.get("history") or [])
+        if len(history) < len(expect.history):
+            failures.append(
+                f"{where}: expected at least {len(expect.history)} history entries, "
+                f"got {len(history)}"
+            )
+        for index, (wanted, entry) in enumerate(zip(expect.history, history, strict=False)):
+            failures += _compare(f"{where}: history[{index}]", wanted.fields(), entry)
+    related = list(status.get("relatedObjects") or [])
+    for wanted_object in expect.related_objects:
+        fields = wanted_object.fields()
+        if not any(all(o.get(k) == v for k, v in fields.items()) for o in related):
+            failures.append(f"{where}: expected a related object {fields}, got {related}")
+    if expect.last_known_good is not None:
+        good = status.get("lastKnownGood")
+        if good is None:
+            failures.append(f"{where}: expected lastKnownGood, got none")
+        else:
+            good = {**good, "since": _whole(good.get("since"))}
+            failures += _compare(f"{where}: lastKnownGood", expect.last_known_good.fields(), good)
+    return failures
 
 
 def _compare(what: str, expected: Mapping[str, Any], actual: Mapping[str, Any] | None) -> list[str]:

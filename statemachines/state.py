@@ -1,4 +1,5 @@
-"""The state of one addon: each collector's machine, its open window, and the conditions.
+"""The state of one addon: each collector's machine, its open window and versions, the
+conditions, the history, the last known good generation and the related objects.
 
 Immutable values; the entry point returns new ones (`stored.py` maps them to and from the CR).
 """
@@ -13,9 +14,17 @@ from statemachines import health as health_rules
 from statemachines.conditions import Condition
 from statemachines.config import Config
 from statemachines.health import CountedHealth, Resource
+from statemachines.related import RelatedObject
 from statemachines.vocabulary import Reason, State
 
-__all__ = ["AddonState", "CollectorState", "Pending", "initial_state"]
+__all__ = [
+    "AddonState",
+    "CollectorState",
+    "HistoryEntry",
+    "LastKnownGood",
+    "Pending",
+    "initial_state",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,15 +46,52 @@ class CollectorState:
     observed_generation: int | None = None  # highest generation of a report it took
     pending: Pending | None = None
     stale: bool = False
+    # Section 9: the version its last UpdateSuccessful asked for, and the one known installed
+    # (it becomes the desired one when the collector is next Available).
+    desired_version: str | None = None
+    version: str | None = None
     # When a report about it last arrived: the staleness clock. Not stored on the CR (a heartbeat
     # must write nothing), hence left out of equality; it restarts when the controller starts.
     heard_at: datetime | None = field(default=None, compare=False)
 
     def moved(self, state: State, reason: Reason, message: str, at: datetime) -> CollectorState:
-        """The collector after a transition at `at`; a move closes any open dampening window."""
+        """The collector after a transition at `at`; a move closes any open dampening window,
+        and a move to Available installs the version an update asked for."""
+        installed = self.version
+        if state is State.AVAILABLE and self.desired_version is not None:
+            installed = self.desired_version
         return replace(
-            self, state=state, reason=reason, message=message, changed_at=at, pending=None
+            self,
+            state=state,
+            reason=reason,
+            message=message,
+            changed_at=at,
+            pending=None,
+            version=installed,
         )
+
+    @property
+    def updating(self) -> bool:
+        """An update asked for a version that is not known installed yet."""
+        return self.desired_version is not None and self.desired_version != self.version
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEntry:
+    """A change of the addon's True standard type or of its reason (section 9)."""
+
+    type: str
+    reason: str
+    message: str
+    at: datetime  # whole seconds, as the conditions
+
+
+@dataclass(frozen=True, slots=True)
+class LastKnownGood:
+    """The newest generation at which the addon was Ready, and when it became Ready at it."""
+
+    generation: int
+    since: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +105,9 @@ class AddonState:
     # lists) and each one's counted health by name. Health rules never touch `collectors`.
     resources: tuple[Resource, ...] = field(default=(), compare=False)
     health: Mapping[str, CountedHealth] = field(default_factory=dict, hash=False)
+    history: tuple[HistoryEntry, ...] = ()  # newest first
+    last_known_good: LastKnownGood | None = None
+    related_objects: tuple[RelatedObject, ...] = ()  # as the configuration names them
 
     def collector(self, name: str) -> CollectorState:
         for c in self.collectors:
@@ -86,4 +135,5 @@ def initial_state(
         generation,
         resources=config.resources,
         health=health_rules.start(config.resources, health or {}, now),
+        related_objects=config.related_objects,
     )

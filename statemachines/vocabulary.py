@@ -16,12 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 __all__ = [
     "ACM",
     "PROFILES",
+    "READY",
     "REASON_PATTERN",
     "SEED",
     "Actor",
     "CollectorSpec",
     "ConditionType",
     "Profile",
+    "ReadyReason",
     "Reason",
     "ReasonSpec",
     "Rule",
@@ -43,6 +45,17 @@ class ConditionType(StrEnum):
 
 # A collector's machine has the standard types as its states.
 State = ConditionType
+
+# Not a standard type (section 10): Available at the CR's current generation.
+READY = "Ready"
+
+
+class ReadyReason(StrEnum):
+    """The reasons of the `Ready` condition."""
+
+    CURRENT = "AvailableAtCurrentGeneration"  # True: every counted collector is at it
+    NOT_AVAILABLE = "NotAvailable"  # the addon is not Available
+    OUTDATED_GENERATION = "OutdatedGeneration"  # Available, but a collector lags
 
 
 class Reason(StrEnum):

@@ -1,8 +1,10 @@
 """Writing conditions (section 6 of the rules): the conditions the CR carries for a state.
 
-The standard types in their fixed order, then one per configured collector, then
+The standard types in their fixed order, then `Ready`, then one per configured collector, then
 `ResourcesHealthy` when resources are configured (section 8), then any condition of someone
-else's, untouched. Every one carries the CR's generation the state was computed for.
+else's, untouched. Every one carries the CR's generation the state was computed for. The
+history and the last known good generation (sections 9 and 10) follow the conditions here, so
+they change in the same status write as the change they record.
 """
 
 from __future__ import annotations
@@ -14,9 +16,11 @@ from statemachines import health
 from statemachines.aggregate import aggregate
 from statemachines.conditions import Condition, find_condition, transition_time
 from statemachines.config import Config
+from statemachines.history import recorded
+from statemachines.readiness import last_known_good, ready_condition
 from statemachines.settings import format_duration
 from statemachines.state import AddonState, CollectorState
-from statemachines.vocabulary import ConditionType, Reason
+from statemachines.vocabulary import READY, ConditionType, Reason
 
 __all__ = ["collector_condition", "write_conditions"]
 
@@ -53,6 +57,7 @@ def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonS
         status = "True" if type_ is result.type else "False"
         since = transition_time(find_condition(previous, type_), status, now)
         standard.append(Condition(type_, status, reason, result.message, since, state.generation))
+    ready = ready_condition(state, standard, config, now)
     resources = health.resources_healthy(
         state.resources,
         state.health,
@@ -62,11 +67,17 @@ def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonS
     )
     ours = {
         *ConditionType,
+        READY,
         *(c.condition_type for c in config.profile.collectors),
         health.RESOURCES_HEALTHY,
     }
     foreign = tuple(c for c in previous if c.type not in ours)
-    conditions = (*standard, *collectors, *([resources] if resources else []), *foreign)
+    conditions = (*standard, ready, *collectors, *([resources] if resources else []), *foreign)
     if conditions == previous:
         return state
-    return replace(state, conditions=conditions)
+    return replace(
+        state,
+        conditions=conditions,
+        history=recorded(state.history, previous, conditions, now, limit=config.history_limit),
+        last_known_good=last_known_good(state.last_known_good, ready, state.generation, now),
+    )

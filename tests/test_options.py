@@ -45,6 +45,12 @@ def test_a_flag_wins_over_its_variable_which_wins_over_the_default() -> None:
     assert o.addon_name == "from-env"
 
 
+def test_the_history_limit_is_the_addons_setting() -> None:
+    assert options([]).config().history_limit == 10
+    assert options(["--history-limit", "0"]).config().history_limit == 0
+    assert options([], {"ADDON_STATUS_HISTORY_LIMIT": "3"}).config().history_limit == 3
+
+
 def test_collectors_and_addresses_are_parsed() -> None:
     o = options(["--collectors", "metrics-collector", "--probe-address", "127.0.0.1:0"])
     assert [c.name for c in o.config().collectors] == ["metrics-collector"]
@@ -87,6 +93,12 @@ def test_a_kubeconfig_from_the_flag_or_kubeconfig(tmp_path: Path) -> None:
         ),
         pytest.param(
             ["--report-interval", "0s"], {}, "reportInterval must be positive", id="a-zero-interval"
+        ),
+        pytest.param(
+            ["--history-limit", "-1"],
+            {},
+            "--history-limit / ADDON_STATUS_HISTORY_LIMIT:",
+            id="a-negative-history-limit",
         ),
         pytest.param(
             ["--log-level", "loud"], {}, "--log-level / ADDON_STATUS_LOG_LEVEL:", id="a-bad-level"

@@ -16,7 +16,7 @@ import signal
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +41,7 @@ from kubesim import APIServer, UserInfo
 from statemachines.configuration import guess_plural
 from statemachines.errors import AddonStatusError, ScenarioError
 from statemachines.settings import format_duration
+from statemachines.stored import OWNED_FIELDS
 
 if TYPE_CHECKING:  # the controller is imported when the demo starts: `--help` stays light
     from controller.app import Replica
@@ -199,6 +200,7 @@ def running(
             hub_copy=controller.options.hub_copy,
             change_generation=lambda generation: _change_generation(spoke, generation),
             change_object=lambda change: _change_object(spoke, change),
+            checked=lambda status: _with_bookkeeping(spoke, status),
         )
         yield Demo(spoke, hub, controller, system)
 
@@ -252,6 +254,20 @@ def _spoke_status(server: APIServer) -> dict[str, Any]:
     if kept is not None and "collectors" not in status:
         status["collectors"] = json.loads(kept["data"][KEY]).get("collectors") or []
     return status
+
+
+def _with_bookkeeping(server: APIServer, status: Mapping[str, Any]) -> dict[str, Any]:
+    """`status` with what the profile keeps in the bookkeeping ConfigMap instead (acm): the
+    story's fields (history, versions, ...) and the conditions the CR does not carry (`Ready`),
+    as `simulate` shows them."""
+    kept = server.get_object("", "v1", "configmaps", SPOKE_NAMESPACE, config_map_name(ADDON))
+    if kept is None:
+        return dict(status)
+    book = json.loads(kept["data"][KEY])
+    on_cr = {c.get("type") for c in status.get("conditions") or []}
+    extra = [c for c in book.get("conditions") or [] if c.get("type") not in on_cr]
+    story = {k: book[k] for k in OWNED_FIELDS if k in book and k not in status}
+    return {**status, **story, "conditions": [*(status.get("conditions") or []), *extra]}
 
 
 def _change_generation(server: APIServer, generation: int) -> None:

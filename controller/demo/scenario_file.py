@@ -43,7 +43,7 @@ class Play:
     index: int
     at: timedelta
     generation: int | None  # the CR's metadata.generation from this step on (its spec changed)
-    report: Mapping[str, Any] | None  # collector, reason, message, observed_generation
+    report: Mapping[str, Any] | None  # collector, reason, message, observed_generation, version
     note: str
     _step: Step
     object: ObjectChange | None = None  # written after the generation, before the report
@@ -114,4 +114,5 @@ def _report_fields(step: Step) -> dict[str, Any] | None:
         "reason": report.reason.value,
         "message": report.message,
         "observed_generation": report.observed_generation,
+        "version": report.version,
     }

@@ -76,6 +76,9 @@ class System:
     # A watched object written or deleted on the spoke: the resourceVersion its watch delivers
     # (None: nothing changed).
     change_object: Callable[[ObjectChange], str | None] = lambda change: None
+    # The status the expectations are checked against, from the spoke CR's: with what a profile
+    # keeps beside the CR (acm: Ready, history, versions... in the bookkeeping ConfigMap).
+    checked: Callable[[Mapping[str, Any]], Mapping[str, Any]] = lambda status: status
 
 
 @dataclass
@@ -133,7 +136,8 @@ class Player:
             answer = self._send(play, result)
             self._settle()
             status = self._look()
-            failures = list(play.check(self._scenario.config, answer, status))
+            checked = self._system.checked(status)
+            failures = list(play.check(self._scenario.config, answer, checked))
             failures += self._hub_follows(status, play.where)
             if play.report is None:
                 self._view.line("expect", "FAILED" if failures else "held")
@@ -251,6 +255,8 @@ def _report_text(report: Mapping[str, Any]) -> str:
         text += f" {report['message']!r}"
     if report["observed_generation"] is not None:
         text += f" gen {report['observed_generation']}"
+    if report.get("version") is not None:
+        text += f" version {report['version']}"
     return text
 
 

@@ -21,7 +21,7 @@ import random
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Final, Protocol
 
 from controller.hub.metrics import ReplicationMetrics
 from controller.kube.api import (
@@ -36,6 +36,7 @@ from controller.kube.official import OfficialKube
 from controller.kube.update import update_status
 from controller.ops.backoff import RETRY_AFTER_CEILING, backoff_delay
 from controller.ops.clocks import MonotonicClock as Clock
+from statemachines.hub_copy import CopyMode, for_hub
 
 __all__ = [
     "RETRY_AFTER_CEILING",
@@ -53,7 +54,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-CopyMode = Literal["conditions", "status"]
 _MAX_WAIT: Final = 1.0
 _REAUTH_KINDS: Final = frozenset({ErrorKind.UNAUTHORIZED, ErrorKind.FORBIDDEN})
 
@@ -62,10 +62,9 @@ _REAUTH_KINDS: Final = frozenset({ErrorKind.UNAUTHORIZED, ErrorKind.FORBIDDEN})
 
 
 def projection(status: Mapping[str, Any], mode: CopyMode) -> dict[str, Any]:
-    """The part of a status that replication owns: the conditions, or the whole status."""
-    if mode == "status":
-        return deepcopy_module.deepcopy(dict(status))
-    return {"conditions": deepcopy_module.deepcopy(list(status.get("conditions") or []))}
+    """The part of a status that replication owns: the conditions, or the status without the
+    controller's bookkeeping (`statemachines.hub_copy`)."""
+    return for_hub(status, mode)
 
 
 def hub_status_for(

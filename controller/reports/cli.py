@@ -57,6 +57,10 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--observed-generation", type=_generation, help="the addon CR's generation seen"
     )
     report.add_argument(
+        "--version",
+        help="with UpdateSuccessful: the version the update installs (at most 64 characters)",
+    )
+    report.add_argument(
         "--token-file", type=Path, help="a file holding the bearer token (a service account's)"
     )
     report.add_argument(
@@ -87,6 +91,7 @@ def run_report(args: argparse.Namespace) -> int:
             reason=args.reason,
             message=args.message,
             observed_generation=args.observed_generation,
+            version=args.version,
         )
     except ReportRejected as error:
         print(f"rejected: {error}", file=sys.stderr)

@@ -120,6 +120,7 @@ class ReportClient:
         reason: str,
         message: str | None = None,
         observed_generation: int | None = None,
+        version: str | None = None,
     ) -> dict[str, Any]:
         """The verdict (`verdict`, `state`, `reason`, `detail`, `rule`...), refused ones included.
 
@@ -132,6 +133,8 @@ class ReportClient:
             body["collector"] = collector
         if observed_generation is not None:
             body["observedGeneration"] = observed_generation
+        if version is not None:  # with UpdateSuccessful only: the version the update installs
+            body["version"] = version
         response = self._post(json.dumps(body).encode())
         payload = _decode(response)
         if 200 <= response.status < 300 and isinstance(payload, dict):

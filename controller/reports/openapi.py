@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from statemachines.config import Config
-from statemachines.reports import VerdictKind
+from statemachines.reports import GENERATION_LIMIT, VERSION_LIMIT, VerdictKind
 from statemachines.vocabulary import Actor, Reason, State
 
 __all__ = ["ERROR_REASONS", "REPORTS_PATH", "SPEC_PATH", "openapi_document"]
@@ -45,6 +45,8 @@ def _report_schema(config: Config) -> dict[str, Any]:
         if (reason := profile.parse_reason(text)) is not None
         and profile.spec(reason).reported_by is Actor.METRICS_COLLECTOR
     ]
+    updates = [Reason.UPDATE_SUCCESSFUL.value]
+    updates += [a for a, r in profile.aliases.items() if r is Reason.UPDATE_SUCCESSFUL]
     return {
         "type": "object",
         "additionalProperties": False,
@@ -66,13 +68,30 @@ def _report_schema(config: Config) -> dict[str, Any]:
             "observedGeneration": {
                 "type": ["integer", "null"],
                 "minimum": 0,
+                "maximum": GENERATION_LIMIT - 1,
                 "description": "the addon CR's generation the reporter saw; as in JSON Schema, "
                 "a number whose fraction is zero is an integer (3.0 is 3, 3.5 is refused)",
+            },
+            "version": {
+                "type": ["string", "null"],
+                "minLength": 1,
+                "maxLength": VERSION_LIMIT,
+                "description": "with UpdateSuccessful only: the version the update installs; "
+                "it becomes the installed one when the collector is next Available",
             },
         },
         # A collector's reason is always about the collector that sends it.
         "if": {"properties": {"reason": {"enum": by_collector}}, "required": ["reason"]},
         "then": {"required": ["collector"], "properties": {"collector": {"type": "string"}}},
+        # A version comes only with an update (section 9).
+        "dependentSchemas": {
+            "version": {
+                "anyOf": [
+                    {"properties": {"version": {"type": "null"}}},
+                    {"properties": {"reason": {"enum": updates}}},
+                ]
+            }
+        },
     }
 
 

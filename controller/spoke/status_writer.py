@@ -4,8 +4,9 @@ over from a fresh read (a bounded number of times). `SpokeStatus` keeps the work
 it: whether the CR lags behind the machines, the newest CR the worker has seen, and when a
 failed write may be tried again.
 
-The controller owns the standard condition types, one condition type per collector of its
-profile, `ResourcesHealthy`, `status.collectors` and `status.resources`. Anything else on the
+The controller owns the standard condition types, `Ready`, `ResourcesHealthy`, one condition
+type per collector of its profile, and the status fields of `statemachines.stored.OWNED_FIELDS`
+(`resources` among them). Anything else on the
 status — a condition type of someone else's, a field of another controller — is kept as it is,
 in its place in the list: the CR the write starts from is the newest the worker has seen (its
 own last write, or a watch event that came after it), and the resourceVersion precondition
@@ -33,7 +34,8 @@ from controller.kube.update import Updated, update_status
 from controller.ops.backoff import Retry
 from controller.ops.metrics import ControllerMetrics
 from statemachines.health import RESOURCES_HEALTHY
-from statemachines.vocabulary import ConditionType, Profile
+from statemachines.stored import OWNED_FIELDS
+from statemachines.vocabulary import READY, ConditionType, Profile
 
 __all__ = [
     "SpokeStatus",
@@ -48,7 +50,6 @@ StatusHook = Callable[[dict[str, Any]], None]
 
 log = logging.getLogger(__name__)
 
-COLLECTORS = "collectors"
 CONDITIONS = "conditions"
 RESOURCES = "resources"
 
@@ -56,14 +57,13 @@ RESOURCES = "resources"
 def owned_types(profile: Profile) -> frozenset[str]:
     """The condition types this controller writes; every other type belongs to someone else."""
     collectors = (c.condition_type for c in profile.collectors)
-    return frozenset({*ConditionType, *collectors, RESOURCES_HEALTHY})
+    return frozenset({*ConditionType, READY, *collectors, RESOURCES_HEALTHY})
 
 
 def merged_status(
     current: Mapping[str, Any], desired: Mapping[str, Any], *, owned: frozenset[str]
 ) -> dict[str, Any]:
-    """`current` with our conditions in place of our types and `collectors` replaced (when
-    `desired` has them).
+    """`current` with our conditions in place of our types and our own fields replaced.
 
     A foreign condition keeps its position; ours take the position of the old condition of the
     same type, new ones go to the end in the order of `desired`; one of ours that `desired` no
@@ -81,14 +81,9 @@ def merged_status(
             conditions.append(ours[type_])
             placed.add(type_)
     conditions += [c for type_, c in ours.items() if type_ not in placed]
-    merged = {**current, CONDITIONS: conditions}
-    if COLLECTORS in desired:  # the acm profile's CRD has no `collectors`: it lives elsewhere
-        merged[COLLECTORS] = list(desired[COLLECTORS] or [])
-    # status.resources (health rules) is ours too: replaced, or dropped once none is configured.
-    merged.pop(RESOURCES, None)
-    if desired.get(RESOURCES):
-        merged[RESOURCES] = list(desired[RESOURCES])
-    return merged
+    others = {k: v for k, v in current.items() if k not in OWNED_FIELDS}
+    ours_whole = {k: desired[k] for k in OWNED_FIELDS if k in desired}
+    return {**others, CONDITIONS: conditions, **ours_whole}
 
 
 def needs_write(

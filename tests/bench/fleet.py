@@ -1,6 +1,7 @@
 """Fleet simulation: N spokes replicate their addon status into ONE hub while their collectors
 flap; hub writes per simulated minute with dampening (degradeAfter 10m) and without
-(degradeAfter 0), for the same flapping signal, and their ratio.
+(degradeAfter 0), for the same flapping signal, and their ratio, for each `--hub-copy` mode
+(both by default: `status` copies the history and versions too, never the dampening windows).
 
 Each collector alternates healthy periods (ForwardSuccessful) and outages (ForwardFailure) with
 random lengths from a seeded RNG; most outages are shorter than the 10-minute window, some are
@@ -310,23 +311,25 @@ def main() -> None:
     parser.add_argument("--speed", type=float, default=60.0, help="simulated s per real s")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--simulate-only", action="store_true", help="no hub server, no threads")
-    parser.add_argument("--hub-copy", choices=("conditions", "status"), default="conditions")
+    parser.add_argument("--hub-copy", choices=("conditions", "status", "both"), default="both")
     args = parser.parse_args()
     # The replicators share one pool of hub connections (in a fleet each spoke has its own):
     # a burst opens extra connections that urllib3 discards afterwards with a warning.
     logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
     seconds = args.minutes * 60
     signal = fleet_signal(args.clusters, seconds, args.seed)
-    common: dict[str, Any] = {
-        "clusters": args.clusters,
-        "seconds": seconds,
-        "speed": args.speed,
-        "copy": args.hub_copy,
-    }
-    with contextlib.ExitStack() as stack:
-        hub = None if args.simulate_only else stack.enter_context(hub_server(args.clusters))
-        damped, raw = (run_setting(signal, *setting, hub=hub, **common) for setting in SETTINGS)
-    show(args, signal, damped, raw)
+    modes: list[CopyMode] = ["conditions", "status"] if args.hub_copy == "both" else [args.hub_copy]
+    for mode in modes:
+        common: dict[str, Any] = {
+            "clusters": args.clusters,
+            "seconds": seconds,
+            "speed": args.speed,
+            "copy": mode,
+        }
+        with contextlib.ExitStack() as stack:
+            hub = None if args.simulate_only else stack.enter_context(hub_server(args.clusters))
+            damped, raw = (run_setting(signal, *s, hub=hub, **common) for s in SETTINGS)
+        show(argparse.Namespace(**{**vars(args), "hub_copy": mode}), signal, damped, raw)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,7 @@ pytestmark = pytest.mark.integration
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parents[1]
 FLEET_ARGS = ["--clusters", "3", "--minutes", "30", "--speed", "1200", "--seed", "4"]
+FLEET_CONDITIONS = [*FLEET_ARGS, "--hub-copy", "conditions"]
 
 
 def run(script: str, *args: str) -> str:
@@ -73,7 +74,7 @@ def test_e2e_writes_each_change_once_and_the_hub_no_more_often() -> None:
 @pytest.fixture(scope="module")
 def fleet() -> tuple[str, str]:
     """The measured run and the simulation of the same small fleet and signal."""
-    return run("fleet.py", *FLEET_ARGS), run("fleet.py", *FLEET_ARGS, "--simulate-only")
+    return run("fleet.py", *FLEET_CONDITIONS), run("fleet.py", *FLEET_CONDITIONS, "--simulate-only")
 
 
 def test_fleet_writes_less_to_the_hub_with_dampening(fleet: tuple[str, str]) -> None:
@@ -154,6 +155,13 @@ def test_footprint_measures_an_idle_run_and_what_holds_its_memory() -> None:
     interpreter = figures["the interpreter"][1]
     imports = figures["controller.app (the rest of run's modules)"][1]
     assert 0 < interpreter < imports <= figures["RSS when idle, MiB"][0]
+
+
+def test_fleet_status_copy_saves_hub_writes_with_dampening_too() -> None:
+    """`--hub-copy status` copies history and versions but never the windows (section 9)."""
+    figures = rows(run("fleet.py", *FLEET_ARGS, "--simulate-only", "--hub-copy", "status"))
+    damped, raw, _ = figures["hub writes (simulated)"]
+    assert 0 < damped < raw
 
 
 def test_front_door_measures_every_server_and_each_refuses_the_attacks() -> None:

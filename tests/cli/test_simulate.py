@@ -117,6 +117,25 @@ def test_failed_expectation_exits_1_and_says_which_and_why(run_cli: Simulate) ->
     assert "FAILED" in out
 
 
+def test_failed_story_expectations_say_what_was_found(run_cli: Simulate) -> None:
+    """Sections 9 and 10: versions, history, related objects and lastKnownGood."""
+    code, _, err = run_cli(
+        "collectors: [metrics-collector]\nsteps:\n - at: 0s\n"
+        "   report: {reason: UpdateSuccessful, version: 2.15.0}\n"
+        "   expect:\n"
+        "     versions: {metrics-collector: 2.15.0}\n"
+        "     history: [{type: Available}, {type: Progressing}]\n"
+        "     relatedObjects: [{resource: deployments}]\n"
+        "     lastKnownGood: {generation: 1}\n"
+    )
+    assert code == 1
+    assert "expected version of metrics-collector '2.15.0', got None" in err
+    assert "history[0]: expected type 'Available', got 'Progressing'" in err
+    assert "expected at least 2 history entries, got 1" in err
+    assert "expected a related object {'resource': 'deployments'}, got []" in err
+    assert "expected lastKnownGood, got none" in err
+
+
 def test_held_expectation_exits_0(run_cli: Simulate) -> None:
     code, _, err = run_cli(BOOT % "Progressing")
     assert (code, err) == (0, "")
@@ -186,8 +205,8 @@ def test_json_format_is_machine_readable(run_cli: Simulate) -> None:
             id="bad-setting",
         ),
         pytest.param(
-            "steps:\n - at: 0s\n   expect: {conditions: {Ready: {status: 'True'}}}",
-            "steps[0].expect.conditions.Ready: unknown",
+            "steps:\n - at: 0s\n   expect: {conditions: {Healthy: {status: 'True'}}}",
+            "steps[0].expect.conditions.Healthy: unknown",
             id="unknown-condition-type",
         ),
         pytest.param(
@@ -220,6 +239,37 @@ def test_json_format_is_machine_readable(run_cli: Simulate) -> None:
             "steps:\n - at: 0s\n   expect: {collectors: {metrics-collector: {stale: maybe}}}",
             "steps[0].expect.collectors.metrics-collector.stale: Input should be a valid boolean",
             id="stale-not-a-boolean",
+        ),
+        pytest.param(
+            "steps:\n - at: 0s\n   expect: {versions: {prometheus: 1.0.0}}",
+            "steps[0].expect.versions.prometheus: unknown",
+            id="unknown-collector-in-versions",
+        ),
+        pytest.param(
+            "steps:\n - at: 0s\n   expect: {versions: {metrics-collector: 2.15}}",
+            "steps[0].expect.versions.metrics-collector: Input should be a valid string",
+            id="an-unquoted-number-is-not-a-version",
+        ),
+        pytest.param(
+            "steps:\n - at: 0s\n   report: {reason: UpdateFailure, version: 2.15.0}",
+            "steps[0].report.version: only an UpdateSuccessful report carries a version",
+            id="a-version-with-another-reason",
+        ),
+        pytest.param(
+            "settings: {historyLimit: -1}\nsteps:\n - at: 0s\n   expect: {addon: Progressing}",
+            "settings.historyLimit",
+            id="a-negative-history-limit",
+        ),
+        pytest.param(
+            "relatedObjects: [{group: apps, name: x}]\nsteps:\n - at: 0s\n"
+            "   expect: {addon: Progressing}",
+            "relatedObjects[0]: resource and name are required",
+            id="a-related-object-without-resource",
+        ),
+        pytest.param(
+            "steps:\n - at: 0s\n   expect: {history: [{type: Ready}]}",
+            "steps[0].expect.history[0].type",
+            id="history-of-standard-types-only",
         ),
         pytest.param(
             "steps:\n - at: 0s\n   note: nothing",

@@ -99,6 +99,7 @@ class Run:
         message: str | None = None,
         *,
         generation: int | None = None,
+        version: str | None = None,
     ) -> Outcome:
         """Send a report as decoded JSON, through `parse_report` and `apply`."""
         raw: dict[str, Any] = {"reason": str(reason)}
@@ -108,6 +109,8 @@ class Run:
             raw["message"] = message
         if generation is not None:
             raw["observedGeneration"] = generation
+        if version is not None:
+            raw["version"] = version
         outcome = apply(self.state, parse_report(raw, self.config), self.now, config=self.config)
         return self._took(outcome)
 

@@ -26,7 +26,7 @@ def acm(**settings: object) -> Run:
 def test_acm_writes_only_the_three_standard_types_and_its_collector_conditions() -> None:
     run = acm()
     run.at(MIN).report("UpdateSuccessful", None)
-    assert [c.type for c in run.state.conditions] == [
+    assert [c["type"] for c in on_cr(run.state, ACM)["conditions"]] == [
         "Available",
         "Progressing",
         "Degraded",
@@ -34,6 +34,9 @@ def test_acm_writes_only_the_three_standard_types_and_its_collector_conditions()
         "UwlMetricsCollector",
     ]
     assert run.addon() is T.PROGRESSING
+    # Ready (section 10) is kept with the bookkeeping, beside the CR (section 11)
+    kept = bookkeeping(run.state, ACM)
+    assert kept is not None and "Ready" in [c["type"] for c in kept["conditions"]]
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,7 @@ FF, FS, UF, US, DM, NS = (
     R.DISABLED_METRICS,
     R.NOT_SUPPORTED,
 )
-ORDER = [*STANDARD, "MetricsCollectorStatus", "UwlMetricsCollectorStatus"]
+ORDER = [*STANDARD, "Ready", "MetricsCollectorStatus", "UwlMetricsCollectorStatus"]
 REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 RFC3339_WHOLE_SECONDS_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 GENERATION = "generation"

@@ -41,6 +41,19 @@ def test_a_configuration_file_loads_resources_settings_and_related_objects() -> 
     ]
 
 
+def test_the_watched_objects_and_the_files_are_related_objects_in_that_order() -> None:
+    config, _ = load_configuration(GOOD, source="config.yaml", namespace="addons")
+    assert [o.to_api() for o in config.related_objects] == [
+        *resource_objects(config),
+        {
+            "group": "apps",
+            "resource": "deployments",
+            "namespace": "addons",
+            "name": "metrics-collector-deployment",
+        },
+    ]
+
+
 def test_an_empty_configuration_file_configures_nothing() -> None:
     config, _ = load_configuration("", source="config.yaml", namespace="addons")
     assert config.resources == ()

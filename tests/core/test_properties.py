@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from statemachines.core import start
 from statemachines.reports import VerdictKind
 from statemachines.stored import from_status, to_status
-from statemachines.vocabulary import SEED, Actor, ConditionType, Reason, State
+from statemachines.vocabulary import READY, SEED, Actor, ConditionType, ReadyReason, Reason, State
 from tests.core.conftest import MC, STANDARD, T0, UWL, Run, Target, reach, standard_true
 
 R, S, V, T = Reason, State, VerdictKind, ConditionType
@@ -295,10 +295,10 @@ def test_written_conditions_keep_the_rules(
     reason a row of the vocabulary and of the Kubernetes pattern, whole-second UTC times, one
     observedGeneration, messages within the limit."""
     run = _reached(order, config, steps)
-    table = {row.reason.value for row in SEED.reasons}
+    table = {row.reason.value for row in SEED.reasons} | {r.value for r in ReadyReason}
     written = to_status(run.state)["conditions"]
     types = [c["type"] for c in written]
-    expected = [*STANDARD, *(c.condition_type for c in run.config.collectors)]
+    expected = [*STANDARD, READY, *(c.condition_type for c in run.config.collectors)]
     assert types == expected
     standard_true(run.state.conditions)
     for raw in written:

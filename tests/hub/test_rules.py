@@ -25,7 +25,9 @@ AVAILABLE = {"type": "Available", "status": "True", "reason": "ForwardSuccessful
              "message": "ok", "lastTransitionTime": "2025-03-01T12:00:00Z"}
 DEGRADED = {**AVAILABLE, "type": "Degraded", "status": "False"}
 COLLECTORS = [{"name": "metrics-collector", "state": "Available"}]
-SPOKE = {"conditions": [AVAILABLE, DEGRADED], "collectors": COLLECTORS}
+HISTORY = [{"type": "Available", "reason": "ForwardSuccessful", "message": "ok",
+            "lastTransitionTime": "2025-03-01T12:00:00Z"}]
+SPOKE = {"conditions": [AVAILABLE, DEGRADED], "collectors": COLLECTORS, "history": HISTORY}
 
 
 # --- backoff ------------------------------------------------------------------------------
@@ -75,9 +77,10 @@ def test_conditions_mode_copies_conditions_and_keeps_the_hubs_other_fields() -> 
     assert written == {"conditions": [AVAILABLE, DEGRADED], "hubOnly": {"x": 1}, "collectors": []}
 
 
-def test_status_mode_replaces_the_whole_status() -> None:
+def test_status_mode_replaces_the_status_but_never_copies_the_bookkeeping() -> None:
     hub = {"conditions": [], "hubOnly": {"x": 1}}
-    assert hub_status_for(SPOKE, hub, "status") == SPOKE
+    wanted = {"conditions": SPOKE["conditions"], "history": HISTORY}
+    assert hub_status_for(SPOKE, hub, "status") == wanted
 
 
 def test_the_copy_is_independent_of_the_published_status() -> None:
@@ -91,7 +94,9 @@ def test_the_copy_is_independent_of_the_published_status() -> None:
     ("hub", "mode", "current"),
     [
         pytest.param(SPOKE, "status", True, id="status-equal"),
-        pytest.param({**SPOKE, "collectors": []}, "status", False, id="status-collectors-differ"),
+        pytest.param({**SPOKE, "collectors": []}, "status", True,
+                     id="status-mode-ignores-the-bookkeeping"),
+        pytest.param({**SPOKE, "history": []}, "status", False, id="status-history-differs"),
         pytest.param({**SPOKE, "collectors": []}, "conditions", True,
                      id="conditions-mode-ignores-other-fields"),
         pytest.param({"conditions": [DEGRADED, AVAILABLE]}, "conditions", False,
@@ -111,7 +116,7 @@ def test_an_empty_spoke_status_matches_an_empty_hub_copy() -> None:
 
 
 def test_a_hub_that_prunes_what_we_sent_is_current_after_our_write() -> None:
-    pruned = {"conditions": SPOKE["conditions"]}  # the hub's schema has no `collectors`
+    pruned = {"conditions": SPOKE["conditions"]}  # the hub's schema has no `history`
     echo = Echo(sent=projection(SPOKE, "status"), stored=projection(pruned, "status"))
     assert not in_sync(SPOKE, pruned, "status")
     assert in_sync(SPOKE, pruned, "status", echo=echo)

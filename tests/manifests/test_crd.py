@@ -4,8 +4,8 @@ validate): the status of every state the scenarios of tests/scenarios/ reach is 
 stored unchanged, so the schema names every field the controller writes, and every field of
 the status schema is one it writes; a condition that breaks Kubernetes' condition rules, or a
 collector entry the core could not have written, is rejected with the field named; unknown
-fields are pruned; the printer columns show the three standard conditions; the CRD's names
-are the ones the code calls."""
+fields are pruned; the printer columns show the three standard conditions, Ready and the primary
+collector's installed version; the CRD's names are the ones the code calls."""
 
 from __future__ import annotations
 
@@ -35,6 +35,8 @@ from statemachines import (
     start,
     to_status,
 )
+from statemachines.health.paths import FieldPath
+from statemachines.related import RelatedObject
 from statemachines.scenario import EPOCH, load
 from statemachines.vocabulary import ConditionType
 from tests.manifests.kustomize import MANIFESTS, ROOT, documents
@@ -69,14 +71,18 @@ def statuses_reached(path: Path) -> list[Obj]:
 
 
 def statuses_with_generations() -> list[Obj]:
-    """The scenarios carry no generations; reports that do fill `observedGeneration`."""
-    config = Config.create()
+    """Reports with generations and versions, and related objects: every field is filled
+    (`observedGeneration`, `version`, `desiredVersion`, `versions`, `lastKnownGood`, ...)."""
+    deployment = RelatedObject("apps", "deployments", "metrics-collector", DEFAULT_NAMESPACE)
+    config = Config.create(related_objects=[deployment])
     state = start(config, EPOCH, generation=4)
     reached = [to_status(state)]
     for minutes, report in enumerate(
         [
-            Report(Reason.UPDATE_SUCCESSFUL, None, "deployed", 4),
+            Report(Reason.UPDATE_SUCCESSFUL, None, "deployed", 4, "2.14.0"),
             Report(Reason.FORWARD_SUCCESSFUL, "metrics-collector", "sent", 4),
+            Report(Reason.FORWARD_SUCCESSFUL, "uwl-metrics-collector", "sent", 4),
+            Report(Reason.UPDATE_SUCCESSFUL, "metrics-collector", "update", 4, "2.15.0"),
         ]
     ):
         state = apply(state, report, EPOCH + timedelta(minutes=minutes), config=config).state
@@ -153,15 +159,16 @@ def _status_schema() -> Obj:
 
 
 def test_every_field_of_the_status_schema_is_one_the_controller_writes() -> None:
-    parts = ("conditions", "collectors", "resources")
-    written: dict[str, set[str]] = {part: set() for part in ("status", *parts)}
+    lists = ("conditions", "collectors", "history", "versions", "relatedObjects", "resources")
+    written: dict[str, set[str]] = {part: set() for part in ("status", *lists)}
     nested: dict[str, set[str]] = {"object": set(), "conditions": set(), "pending": set()}
     statuses = [s for path in SCENARIOS for s in statuses_reached(path)]
     for status in [*statuses, *statuses_with_generations()]:
         written["status"] |= set(status)
-        for part in parts:
-            for item in status.get(part) or []:
+        for part in lists:
+            for item in status.get(part, []):
                 written[part] |= set(item)
+        written.setdefault("lastKnownGood", set()).update(status.get("lastKnownGood", {}))
         for entry in status.get("resources") or []:
             nested["object"] |= set(entry["object"])
             nested["pending"] |= set(entry.get("pending") or {})
@@ -169,8 +176,9 @@ def test_every_field_of_the_status_schema_is_one_the_controller_writes() -> None
                 nested["conditions"] |= set(condition)
     schema = _status_schema()["properties"]
     assert written["status"] == set(schema)
-    for part in parts:
+    for part in lists:
         assert written[part] == set(schema[part]["items"]["properties"]), part
+    assert written["lastKnownGood"] == set(schema["lastKnownGood"]["properties"])
     entry_schema = schema["resources"]["items"]["properties"]
     assert nested["object"] == set(entry_schema["object"]["properties"])
     assert nested["pending"] == set(entry_schema["pending"]["properties"])
@@ -239,6 +247,26 @@ REJECTED = [
         "status.collectors[0].state",
         id="collector-state-required",
     ),
+    pytest.param(
+        lambda s: s["versions"][0].update(version="v" * 65),
+        "status.versions[0].version",
+        id="version-at-most-64-characters",
+    ),
+    pytest.param(
+        lambda s: s["history"][0].update(type="Ready"),
+        "status.history[0].type",
+        id="history-of-standard-types-only",
+    ),
+    pytest.param(
+        lambda s: s["lastKnownGood"].pop("since"),
+        "status.lastKnownGood.since",
+        id="last-known-good-since-required",
+    ),
+    pytest.param(
+        lambda s: s["relatedObjects"][0].pop("resource"),
+        "status.relatedObjects[0].resource",
+        id="related-object-resource-required",
+    ),
 ]
 
 
@@ -261,6 +289,9 @@ def test_a_status_the_core_could_not_write_is_rejected(
         pytest.param(lambda s: s.update(lastUpdated="now"), id="status-field"),
         pytest.param(_first_condition(lambda c: c.update(severity="high")), id="condition-field"),
         pytest.param(_first_collector(lambda c: c.update(restarts=3)), id="collector-field"),
+        pytest.param(lambda s: s["history"][0].update(by="me"), id="history-field"),
+        pytest.param(lambda s: s["lastKnownGood"].update(uid="x"), id="last-known-good-field"),
+        pytest.param(lambda s: s["relatedObjects"][0].update(uid="x"), id="related-object-field"),
     ],
 )
 def test_an_unknown_field_is_pruned(addon: Addon, spoil: Callable[[Obj], None]) -> None:
@@ -277,6 +308,25 @@ def test_printer_columns_show_the_three_standard_conditions() -> None:
         assert ConditionType(name)
         path = f'.status.conditions[?(@.type=="{name}")].status'
         assert columns[name] == {"name": name, "type": "string", "jsonPath": path}
+
+
+def test_printer_columns_show_ready_and_the_primary_collectors_installed_version() -> None:
+    [crd] = documents(CRD)
+    [version] = crd["spec"]["versions"]
+    columns = {c["name"]: c for c in version["additionalPrinterColumns"]}
+    assert columns["Ready"]["jsonPath"] == '.status.conditions[?(@.type=="Ready")].status'
+    primary = Config.create().primary.name
+    assert columns["Version"]["jsonPath"] == f'.status.versions[?(@.name=="{primary}")].version'
+
+
+def test_the_ready_and_version_columns_read_a_written_status() -> None:
+    """The columns' JSONPaths (kubectl's dialect) resolve on a status the core wrote."""
+    [crd] = documents(CRD)
+    [version] = crd["spec"]["versions"]
+    columns = {c["name"]: c["jsonPath"] for c in version["additionalPrinterColumns"]}
+    obj = {"status": VALID}
+    assert FieldPath.compile(columns["Ready"]).values(obj) == ["False"]  # updating
+    assert FieldPath.compile(columns["Version"]).values(obj) == ["2.14.0"]
 
 
 def test_the_crd_serves_what_the_code_calls() -> None:

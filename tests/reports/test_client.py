@@ -43,6 +43,15 @@ def silent_port() -> Iterator[int]:
         yield listener.getsockname()[1]
 
 
+def test_the_client_carries_the_version_of_an_update(server: ReportServer) -> None:
+    with ReportClient(server.url, token=TOKENS["operator"]) as client:
+        verdict = client.report(MC, reason="UpdateSuccessful", version="2.15.0")
+        assert verdict["verdict"] == "accepted"
+        with pytest.raises(ReportRejected) as raised:
+            client.report(MC, reason="UpdateFailure", version="2.15.0")
+    assert raised.value.field == "version"
+
+
 def test_report_returns_the_verdict(server: ReportServer) -> None:
     with ReportClient(server.url, token=TOKENS["operator"]) as client:
         verdict = client.report(reason="UpdateSuccessful", message="deployed")

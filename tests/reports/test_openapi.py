@@ -84,6 +84,15 @@ BODIES = [
     pytest.param({"reason": "UpdateFailure", "extra": 1}, id="unknown-field"),
     pytest.param({"reason": "ForwardFailure"}, id="collector-reason-without-collector"),
     pytest.param({"reason": "ForwardSuccessful", "collector": None}, id="collector-reason-null"),
+    pytest.param({"reason": "UpdateFailure", "observedGeneration": 2**63}, id="generation-2-63"),
+    pytest.param({"reason": "UpdateFailure", "observedGeneration": 2**63 - 1}, id="generation-max"),
+    pytest.param({"reason": "UpdateSuccessful", "version": "2.15.0"}, id="version-with-update"),
+    pytest.param({"reason": "UpdateSuccesful", "version": "2.15.0"}, id="version-seed-spelling"),
+    pytest.param({"reason": "UpdateFailure", "version": None}, id="version-null"),
+    pytest.param({"reason": "UpdateFailure", "version": "2.15.0"}, id="version-with-failure"),
+    pytest.param({"reason": "UpdateSuccessful", "version": "v" * 65}, id="version-too-long"),
+    pytest.param({"reason": "UpdateSuccessful", "version": ""}, id="version-empty"),
+    pytest.param({"reason": "UpdateSuccessful", "version": 2.15}, id="version-number"),
 ]
 
 

@@ -53,6 +53,19 @@ def test_a_verdict_is_printed_and_exits_0(
     assert json.loads(out)["verdict"] == "accepted"
 
 
+def test_report_version_is_sent_with_an_update(
+    server: ReportServer, token_files: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    operator = ("--url", server.url, "--token-file", token_files["operator"])
+    update = ("--collector", MC, "--reason", "UpdateSuccessful", "--version", "2.15.0")
+    code, out, err = run(capsys, *operator, *update)
+    assert (code, err) == (0, "")
+    assert json.loads(out)["verdict"] == "accepted"
+    code, _, err = run(capsys, *operator, "--reason", "UpdateFailure", "--version", "2.15.0")
+    assert code == 1
+    assert "version" in err
+
+
 def test_a_refused_verdict_exits_0_too(
     server: ReportServer, token_files: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:

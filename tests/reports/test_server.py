@@ -94,6 +94,20 @@ BAD_BODIES = [
     pytest.param(
         b'{"reason": "ForwardFailure"}', 422, "collector", "Invalid", id="forward-no-collector"
     ),
+    pytest.param(
+        b'{"reason": "UpdateFailure", "version": "2.15.0"}',
+        422,
+        "version",
+        "Invalid",
+        id="a-version-comes-only-with-update-successful",
+    ),
+    pytest.param(
+        b'{"reason": "UpdateSuccessful", "version": "' + b"v" * 65 + b'"}',
+        422,
+        "version",
+        "Invalid",
+        id="a-version-has-at-most-64-characters",
+    ),
 ]
 
 

@@ -32,7 +32,9 @@ WAIT = 5.0  # seconds any single wait in these tests may take at most
 
 
 def report(reason: Reason, collector: str | None = MC, **extra: Any) -> Report:
-    return Report(reason, collector, extra.get("message", ""), extra.get("generation"))
+    return Report(
+        reason, collector, extra.get("message", ""), extra.get("generation"), extra.get("version")
+    )
 
 
 def settle(worker: Worker) -> None:

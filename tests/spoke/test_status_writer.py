@@ -59,6 +59,14 @@ def test_merge_keeps_other_fields_of_the_status() -> None:
     assert merged["someoneElses"] == {"x": 1}
 
 
+def test_merge_replaces_our_own_fields_and_drops_one_no_longer_written() -> None:
+    current = {"history": [{"type": "Available"}], "lastKnownGood": {"generation": 1}}
+    desired = {**DESIRED, "lastKnownGood": {"generation": 2}}  # the history was switched off
+    merged = merged_status(current, desired, owned=OWNED)
+    assert "history" not in merged
+    assert merged["lastKnownGood"] == {"generation": 2}
+
+
 def test_merge_ignores_foreign_types_in_the_desired_status() -> None:
     desired = {**DESIRED, "conditions": [*DESIRED["conditions"], cond("Stale")]}
     assert "Stale" not in [c["type"] for c in merged_status({}, desired, owned=OWNED)["conditions"]]

@@ -3,7 +3,7 @@ verdict comes back and then the hub copy; an update failure blocks Available on 
 spoke never waits for the hub (an outage costs the hub copy its freshness, never a report),
 and the hub catches up with the newest status; a burst becomes fewer hub writes; a hub copy
 someone else changed is repaired by the resync; refused hub credentials are reloaded when the
-kubeconfig is rotated."""
+kubeconfig is rotated; `--hub-copy status` copies the addon's story, never the bookkeeping."""
 
 from __future__ import annotations
 
@@ -66,6 +66,29 @@ def test_the_boot_sequence_reaches_the_spoke_then_the_hub(
     eventually(hub_in_sync(spoke_server, hub_server), what="the hub copy")
     assert true_type(status_of(hub_server, CLUSTER)) == "Available"
     assert "collectors" not in status_of(hub_server, CLUSTER)  # --hub-copy conditions
+
+
+def test_status_copy_carries_the_story_but_never_the_bookkeeping(
+    spoke_server: APIServer, hub_server: APIServer, replicas: ReplicaFactory, reporters: Reporters
+) -> None:
+    """`--hub-copy status`: Ready, history, versions, related objects (the addon CR and the
+    Lease named by the shell) and lastKnownGood reach the hub; `collectors` never does."""
+    replica = replicas(hub_copy="status", leader_elect=True)
+    eventually(lambda: replica.leading, what="leadership")
+    reporter = reporters(replica.report_url)
+    reporter.report(reason="UpdateSuccessful", message="deployed", version="2.14.0")
+    for collector in (MC, UWL):
+        assert reporter.report(collector, reason="ForwardSuccessful")["verdict"] == "accepted"
+    spoke = status_of(spoke_server, SPOKE_NAMESPACE)
+    wanted = {k: v for k, v in spoke.items() if k != "collectors"}
+    eventually(lambda: status_of(hub_server, CLUSTER) == wanted, what="the hub copy")
+    hub = status_of(hub_server, CLUSTER)
+    assert condition(hub, "Ready")["status"] == "True"
+    assert [v["version"] for v in hub["versions"]] == ["2.14.0", "2.14.0"]
+    resources = [o["resource"] for o in hub["relatedObjects"]]
+    assert resources == [PLURAL, "leases"]
+    assert hub["lastKnownGood"]["generation"] == 1
+    assert "collectors" not in hub
 
 
 def test_without_a_hub_kubeconfig_nothing_is_copied(

@@ -2,7 +2,8 @@
 real `kubernetes` client to the embedded API server (one PUT per change, none for heartbeats
 and refusals, counted in the server's audit log), dampening on an injected clock across a
 restart, a real 409 from a racing writer, a dropped watch and a 410 Gone while the spec
-generation moves, Events on the CR, metrics and probes on their own ports."""
+generation moves, versions, history and the last known good generation across a restart, Events
+on the CR, metrics and probes on their own ports."""
 
 from __future__ import annotations
 
@@ -138,6 +139,39 @@ def test_a_restart_inside_a_dampening_window_fires_it_on_time(
     assert condition(addon.status, "MetricsCollectorStatus")["lastTransitionTime"] == (
         "2025-01-01T12:11:00Z"
     )
+
+
+def test_a_restart_in_the_middle_of_an_update_keeps_versions_history_and_last_known_good(
+    addon: Addon, spoke: SpokeFactory, clock: FakeClock
+) -> None:
+    first = spoke()
+    for r in (
+        report(R.UPDATE_SUCCESSFUL, None, version="2.14.0"),
+        report(R.FORWARD_SUCCESSFUL, MC),
+        report(R.FORWARD_SUCCESSFUL, UWL),
+    ):
+        first.worker.submit(r, timeout=WAIT)
+    clock.move(minutes=1)
+    first.worker.submit(report(R.UPDATE_SUCCESSFUL, MC, version="2.15.0"), timeout=WAIT)
+    settle(first.worker)
+    first.stop()
+    before = addon.status
+    assert before["versions"] == [
+        {"name": MC, "version": "2.14.0"},
+        {"name": UWL, "version": "2.14.0"},
+    ]
+    assert "updating 2.14.0 -> 2.15.0" in condition(before, "Progressing")["message"]
+
+    clock.move(minutes=1)
+    second = spoke()
+    settle(second.worker)
+    assert addon.status == before  # read back exactly: nothing to write
+    second.worker.submit(report(R.FORWARD_SUCCESSFUL, MC, message="sent"), timeout=WAIT)
+    settle(second.worker)
+    after = addon.status
+    assert after["versions"][0] == {"name": MC, "version": "2.15.0"}
+    assert after["history"][1:] == before["history"]
+    assert after["lastKnownGood"] == before["lastKnownGood"]
 
 
 class RacedStore(AddonStore):

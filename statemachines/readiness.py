@@ -1,0 +1,70 @@
+"""`Ready` and the last known good generation (section 10 of the rules).
+
+`Available` says the addon works; `Ready` says it works *as the CR now asks*: every counted
+collector (neither Disabled nor NotSupported) has reported at the CR's current generation. A
+collector whose reports never carried an `observedGeneration` counts as current: nothing says it
+lags. `status.lastKnownGood` remembers the newest generation the addon was Ready at, and since
+when; it never goes back, so after a bad spec change it still names the generation to return to.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from statemachines.conditions import Condition, find_condition, transition_time
+from statemachines.config import Config
+from statemachines.state import AddonState, CollectorState, LastKnownGood
+from statemachines.vocabulary import READY, ConditionType, ReadyReason, State
+
+__all__ = ["last_known_good", "ready_condition"]
+
+_NOT_COUNTED = (State.DISABLED, State.NOT_SUPPORTED)
+
+
+def _lagging(state: AddonState) -> list[CollectorState]:
+    return [
+        c
+        for c in state.collectors
+        if c.state not in _NOT_COUNTED
+        and c.observed_generation is not None
+        and c.observed_generation < state.generation
+    ]
+
+
+def ready_condition(
+    state: AddonState, standard: list[Condition], config: Config, now: datetime
+) -> Condition:
+    """`Ready` for `state`, given the standard conditions just computed for it."""
+    available = find_condition(tuple(standard), ConditionType.AVAILABLE)
+    generation = state.generation
+    if available is None or available.status != "True":
+        true = next(c for c in standard if c.status == "True")
+        reason, status = ReadyReason.NOT_AVAILABLE, "False"
+        message = f"the addon is {true.type}, not Available ({true.reason})"
+    elif lagging := _lagging(state):
+        reason, status = ReadyReason.OUTDATED_GENERATION, "False"
+        names = ", ".join(
+            f"{_display(c, config)} at generation {c.observed_generation}" for c in lagging
+        )
+        message = f"Available, but not every collector reported at generation {generation}: {names}"
+    else:
+        reason, status = ReadyReason.CURRENT, "True"
+        message = f"Available at generation {generation}"
+    since = transition_time(find_condition(state.conditions, READY), status, now)
+    return Condition(READY, status, reason, message, since, generation)
+
+
+def last_known_good(
+    previous: LastKnownGood | None, ready: Condition, generation: int, now: datetime
+) -> LastKnownGood | None:
+    """The newest generation the addon was Ready at: moves only forward, keeps its `since`."""
+    if ready.status != "True":
+        return previous
+    if previous is not None and previous.generation >= generation:
+        return previous
+    return LastKnownGood(generation, now.replace(microsecond=0))
+
+
+def _display(c: CollectorState, config: Config) -> str:
+    spec = config.spec(c.name)
+    return spec.display_name if spec else c.name
