@@ -132,6 +132,12 @@ def _add_demo(sub: Any) -> None:
     add_demo_parser(sub)
 
 
+def _add_fleet(sub: Any) -> None:
+    from controller.hub.fleet_command import add_fleet_parser
+
+    add_fleet_parser(sub)
+
+
 def _add_simulate(sub: Any) -> None:
     simulate = sub.add_parser("simulate", help=COMMANDS["simulate"])
     simulate.add_argument("file", help="scenario YAML (see tests/scenarios/)")
@@ -156,6 +162,7 @@ COMMANDS: dict[str, str] = {
     "demo": "run spoke + hub API servers, the controller and simulated reporters",
     "simulate": "run a scenario file through the real core on a fake clock",
     "diagrams": "write the mermaid state diagrams from the machines",
+    "fleet": "one row per cluster from the hub copies of the addon, and a summary",
 }
 _ADDERS: dict[str, Callable[[Any], None]] = {
     "run": _add_run,
@@ -163,6 +170,7 @@ _ADDERS: dict[str, Callable[[Any], None]] = {
     "demo": _add_demo,
     "simulate": _add_simulate,
     "diagrams": _add_diagrams,
+    "fleet": _add_fleet,
 }
 
 

@@ -17,19 +17,17 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from datetime import timedelta
+from functools import partial
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
-from controller.demo.scenario_file import (
-    EPOCH,
-    ObjectChange,
-    Scenario,
-    read,
-    start_generation,
-)
+from controller.demo.objects import change_object
+from controller.demo.scenario_file import EPOCH, Scenario, read, start_generation
 from controller.demo.scenario_run import Player, Result, SteppedClock, System
 from controller.demo.view import View
 from controller.kube.addons import GROUP, PLURAL, VERSION
@@ -37,8 +35,7 @@ from controller.kube.kubeconfig import kubeconfig_yaml
 from controller.options import DEFAULT_NAME, DEFAULT_NAMESPACE
 from controller.reports.client import ReportClient
 from controller.spoke.bookkeeping import KEY, config_map_name
-from kubesim import APIServer, UserInfo
-from statemachines.configuration import guess_plural
+from kubesim import APIServer
 from statemachines.errors import AddonStatusError, ScenarioError
 from statemachines.settings import format_duration
 from statemachines.stored import OWNED_FIELDS
@@ -48,25 +45,43 @@ if TYPE_CHECKING:  # the controller is imported when the demo starts: `--help` s
 
 __all__ = ["Demo", "add_demo_parser", "run_demo", "running"]
 
-ADDON, SPOKE_NAMESPACE, CLUSTER = DEFAULT_NAME, DEFAULT_NAMESPACE, "cluster1"
+ADDON, SPOKE_NAMESPACE = DEFAULT_NAME, DEFAULT_NAMESPACE
 HUB_TOKEN = "demo-hub-token"  # a demo credential for the embedded hub; never a real one
 CRD = Path(__file__).with_name("crds") / "observabilityaddons.yaml"  # manifests/base/crd.yaml
 DEFAULT_SCENARIO = Path(__file__).with_name("story.yaml")
+# With --clusters 2 or more, the second spoke has an outage of its own (the rest play the story).
+SECOND_SCENARIO = Path(__file__).with_name("story_platform_outage.yaml")
+STAGGER = timedelta(seconds=10)  # scenario time between the starts of two spokes
 
 
 @contextmanager
-def api_servers(crds: Sequence[Path] = ()) -> Iterator[tuple[APIServer, APIServer]]:
-    """A spoke and a hub API server, each with its addon CR; the spoke also serves `crds`
-    (the kinds of watched objects, e.g. cert-manager's Certificate)."""
+def hub_server(clusters: Sequence[str]) -> Iterator[APIServer]:
+    """The hub API server with a hub copy of the addon in each cluster's namespace. It lets
+    anonymous requests in (as kube-apiserver's --anonymous-auth with a permissive authorizer):
+    kubectl sends no bearer token over plain HTTP, and `kubectl get` is part of the demo; the
+    controllers send the kubeconfig's token all the same."""
+    hub = APIServer([_crd()], namespaces=["default", *clusters])
+    with hub:
+        for cluster in clusters:
+            hub.put_object(GROUP, VERSION, PLURAL, _addon(cluster))
+        yield hub
+
+
+@contextmanager
+def spoke_server(scenario: Scenario, crds: Sequence[Path] = ()) -> Iterator[APIServer]:
+    """A spoke API server with the addon CR at the scenario's starting generation; it also
+    serves `crds` (the kinds of watched objects, e.g. cert-manager's Certificate)."""
+    with APIServer([_crd(), *crds], namespaces=["default", SPOKE_NAMESPACE]) as spoke:
+        spoke.put_object(GROUP, VERSION, PLURAL, _addon(SPOKE_NAMESPACE))
+        if start_generation(scenario) != 1:
+            _change_generation(spoke, start_generation(scenario))
+        yield spoke
+
+
+def _crd() -> Path:
     if not CRD.exists():
         raise AddonStatusError(f"{CRD}: the CRD is missing; reinstall addon-status")
-    spoke = APIServer([CRD, *crds], namespaces=["default", SPOKE_NAMESPACE])
-    hub_tokens = {HUB_TOKEN: UserInfo("hub-writer")}
-    hub = APIServer([CRD], namespaces=["default", CLUSTER], tokens=hub_tokens)
-    with spoke, hub:
-        spoke.put_object(GROUP, VERSION, PLURAL, _addon(SPOKE_NAMESPACE))
-        hub.put_object(GROUP, VERSION, PLURAL, _addon(CLUSTER))
-        yield spoke, hub
+    return CRD
 
 
 def _addon(namespace: str) -> dict[str, Any]:
@@ -76,6 +91,11 @@ def _addon(namespace: str) -> dict[str, Any]:
         "metadata": {"name": ADDON, "namespace": namespace},
         "spec": {"enableMetrics": True, "interval": 300},
     }
+
+
+def cluster_names(count: int) -> list[str]:
+    """`cluster1` ... `clusterN`: each spoke's namespace on the hub."""
+    return [f"cluster{i}" for i in range(1, count + 1)]
 
 
 def hub_kubeconfig(hub: APIServer, directory: Path) -> Path:
@@ -103,6 +123,14 @@ def add_demo_parser(sub: Any) -> None:
         "--scenario, no waiting: each step as soon as the last one settled)",
     )
     demo.add_argument(
+        "--clusters",
+        type=int,
+        default=1,
+        help="spokes replicating into one hub, each with its own controller, started "
+        f"{STAGGER.total_seconds():g} s of scenario time apart; the second has an outage of its "
+        "own (with the built-in story); default 1",
+    )
+    demo.add_argument(
         "--duration",
         type=float,
         default=None,
@@ -113,26 +141,30 @@ def add_demo_parser(sub: Any) -> None:
         action="append",
         default=[],
         metavar="FILE",
-        help="a CRD file the embedded spoke serves too, for the kinds of watched objects "
+        help="a CRD file the embedded spokes serve too, for the kinds of watched objects "
         "(repeatable; e.g. tests/data/crds/certificates.cert-manager.io.yaml)",
     )
     demo.set_defaults(handler=run_demo)
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    path = Path(args.scenario) if args.scenario else DEFAULT_SCENARIO
-    try:
-        scenario = read(path)
-    except OSError as error:
-        print(f"{path}: cannot read: {error.strerror}", file=sys.stderr)
-        return 2
-    except ScenarioError as error:
-        print(f"{path}: invalid scenario: {error}", file=sys.stderr)
-        return 2
     crds = [Path(p) for p in args.crd]
-    for crd in crds:
-        if not crd.is_file():
-            print(f"--crd {crd}: no such file", file=sys.stderr)
+    problem = _bad_flag(args.clusters, crds)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
+    paths = [Path(args.scenario) if args.scenario else DEFAULT_SCENARIO] * args.clusters
+    if not args.scenario and args.clusters > 1:
+        paths[1] = SECOND_SCENARIO
+    scenarios: dict[Path, Scenario] = {}
+    for path in paths:
+        try:
+            scenarios[path] = scenarios.get(path) or read(path)
+        except OSError as error:
+            print(f"{path}: cannot read: {error.strerror}", file=sys.stderr)
+            return 2
+        except ScenarioError as error:
+            print(f"{path}: invalid scenario: {error}", file=sys.stderr)
             return 2
     scale = args.time_scale if args.time_scale is not None else None if args.scenario else 60.0
     if scale is not None and scale <= 0:
@@ -141,15 +173,24 @@ def run_demo(args: argparse.Namespace) -> int:
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, _stopper(stop))
     try:
-        result = _demo(scenario, scale=scale, duration=args.duration, stop=stop, crds=crds)
+        played = [scenarios[p] for p in paths]
+        result = _demo(played, scale=scale, duration=args.duration, stop=stop, crds=crds)
     except AddonStatusError as error:
         print(f"demo: {error}", file=sys.stderr)
         return 1
     finally:
         signal.signal(signal.SIGINT, previous)
+    where = f"{paths[0]}: " if len(paths) == 1 else ""  # a fleet's failures name the cluster
     for failure in result.failures:
-        print(f"{path}: {failure}", file=sys.stderr)
+        print(f"{where}{failure}", file=sys.stderr)
     return 0 if result.ok else 1
+
+
+def _bad_flag(clusters: int, crds: Sequence[Path]) -> str | None:
+    if clusters < 1:
+        return "--clusters must be at least 1"
+    missing = next((crd for crd in crds if not crd.is_file()), None)
+    return f"--crd {missing}: no such file" if missing else None
 
 
 def _stopper(stop: threading.Event) -> Callable[[int, FrameType | None], None]:
@@ -161,12 +202,23 @@ def _stopper(stop: threading.Event) -> Callable[[int, FrameType | None], None]:
 
 @dataclass(frozen=True)
 class Demo:
-    """The running demo: both API servers, the controller, and the system the player drives."""
+    """One running spoke of the demo: its API server, the hub's, its controller, and the
+    system its player drives."""
 
+    cluster: str
     spoke: APIServer
     hub: APIServer
     controller: Replica
     system: System
+
+
+@dataclass(frozen=True)
+class Fleet:
+    """The running demo: one hub, reached through `kubeconfig`, and a Demo per spoke."""
+
+    hub: APIServer
+    kubeconfig: Path
+    spokes: list[Demo]
 
 
 @contextmanager
@@ -174,70 +226,122 @@ def running(
     scenario: Scenario, clock: SteppedClock, *, crds: Sequence[Path] = ()
 ) -> Iterator[Demo]:
     """The servers and the controller for `scenario`'s configuration, on `clock`."""
+    with running_fleet([(scenario, clock)], crds=crds) as fleet:
+        yield fleet.spokes[0]
+
+
+@contextmanager
+def running_fleet(
+    members: Sequence[tuple[Scenario, SteppedClock]], *, crds: Sequence[Path] = ()
+) -> Iterator[Fleet]:
+    """One hub, and for each (scenario, clock) a spoke API server and its own controller
+    replicating into the hub copy in namespace `clusterI`.
+
+    The hub side (`addon-status hub`, issue 12 part 2) is one more context on `stack` after the
+    hub starts: the hub's URL and `kubeconfig` are all it needs."""
     from controller.app import demo_controller
 
+    clusters = cluster_names(len(members))
     with ExitStack() as stack:
-        spoke, hub = stack.enter_context(api_servers(crds))
-        if start_generation(scenario) != 1:
-            _change_generation(spoke, start_generation(scenario))
+        hub = stack.enter_context(hub_server(clusters))
         temporary = tempfile.TemporaryDirectory(prefix="addon-status-demo-")
-        workdir = Path(stack.enter_context(temporary))
-        controller = stack.enter_context(
-            demo_controller(
-                spoke_url=spoke.url,
-                hub_kubeconfig=hub_kubeconfig(hub, workdir),
-                cluster_name=CLUSTER,
-                config=scenario.config,
-                clock=clock,
+        kubeconfig = hub_kubeconfig(hub, Path(stack.enter_context(temporary)))
+        spokes = []
+        for cluster, (scenario, clock) in zip(clusters, members, strict=True):
+            spoke = stack.enter_context(spoke_server(scenario, crds))
+            controller = stack.enter_context(
+                demo_controller(
+                    spoke_url=spoke.url,
+                    hub_kubeconfig=kubeconfig,
+                    cluster_name=cluster,
+                    config=scenario.config,
+                    clock=clock,
+                )
             )
-        )
-        client = stack.enter_context(ReportClient(controller.report_url, deadline=10.0))
-        system = System(
-            worker=controller.worker,
-            report=client.report,
-            spoke_status=lambda: _spoke_status(spoke),
-            hub_status=lambda: _status(hub, CLUSTER),
-            hub_copy=controller.options.hub_copy,
-            change_generation=lambda generation: _change_generation(spoke, generation),
-            change_object=lambda change: _change_object(spoke, change),
-            checked=lambda status: _with_bookkeeping(spoke, status),
-        )
-        yield Demo(spoke, hub, controller, system)
+            client = stack.enter_context(ReportClient(controller.report_url, deadline=10.0))
+            system = System(
+                worker=controller.worker,
+                report=client.report,
+                spoke_status=partial(_spoke_status, spoke),
+                hub_status=partial(_status, hub, cluster),
+                hub_copy=controller.options.hub_copy,
+                change_generation=partial(_change_generation, spoke),
+                change_object=partial(change_object, spoke),
+                checked=partial(_with_bookkeeping, spoke),
+            )
+            spokes.append(Demo(cluster, spoke, hub, controller, system))
+        yield Fleet(hub, kubeconfig, spokes)
 
 
 def _demo(
-    scenario: Scenario,
+    scenarios: Sequence[Scenario],
     *,
     scale: float | None,
     duration: float | None,
     stop: threading.Event,
     crds: Sequence[Path] = (),
 ) -> Result:
-    clock = SteppedClock(EPOCH)
+    from controller.demo.fleet_line import FleetLine  # the client: only once the demo starts
+
+    starts = [EPOCH + i * STAGGER for i in range(len(scenarios))]
+    clocks = [SteppedClock(start) for start in starts]
     if duration is not None:
         timer = threading.Timer(duration, stop.set)
         timer.daemon = True
         timer.start()
-    with running(scenario, clock, crds=crds) as demo:
-        urls = (demo.controller.report_url, demo.controller.metrics_url)
-        _banner(scenario, demo.spoke, demo.hub, urls=urls, scale=scale)
-        view = View(clock, EPOCH, sys.stdout)
-        player = Player(scenario, demo.system, clock=clock, view=view, scale=scale, stop=stop)
-        result = player.run()
+    fleet_wide = len(scenarios) > 1
+    with running_fleet(list(zip(scenarios, clocks, strict=True)), crds=crds) as fleet:
+        _banner(scenarios[0], fleet, scale=scale)
+        views = [
+            View(clock, EPOCH, sys.stdout, label=demo.cluster if fleet_wide else "")
+            for demo, clock in zip(fleet.spokes, clocks, strict=True)
+        ]
+        players = [
+            Player(scenario, demo.system, clock=clock, view=view, scale=scale, stop=stop,
+                   start=start)
+            for scenario, demo, clock, view, start in zip(
+                scenarios, fleet.spokes, clocks, views, starts, strict=True)
+        ]  # fmt: skip
+        if fleet_wide:
+            fleet_now = lambda: max(clock() for clock in clocks)  # noqa: E731
+            line = FleetLine(fleet.kubeconfig, now=fleet_now, view=View(fleet_now, EPOCH,
+                                                                        sys.stdout))  # fmt: skip
+            with line, ThreadPoolExecutor(len(players), "demo-player") as pool:
+                results = list(pool.map(Player.run, players))
+        else:
+            results = [players[0].run()]
         if duration is not None:
             stop.wait()
-        spoke_writes = demo.spoke.count_requests(resource=PLURAL, subresource="status")
-        hub_writes = demo.hub.count_requests(resource=PLURAL, subresource="status")
+        spoke_writes = sum(
+            d.spoke.count_requests(resource=PLURAL, subresource="status") for d in fleet.spokes
+        )
+        hub_writes = fleet.hub.count_requests(resource=PLURAL, subresource="status")
+    result = _merged(results, [d.cluster for d in fleet.spokes] if fleet_wide else [""])
     held = "every expectation held" if result.ok else f"{len(result.failures)} FAILED"
     unplayed = result.steps - result.played
     stopped = f"; stopped before the last {unplayed} step(s)" if unplayed else ""
     print(
         f"\n{result.reports} reports ({result.refused} refused); {spoke_writes} spoke status "
         f"writes, {hub_writes} hub status writes.\n"
-        f"{result.checked} checked steps: {held}{stopped}.\n"
-        f"spoke: {view.latest.get('spoke', '')}\nhub:   {view.latest.get('hub', '')}"
+        f"{result.checked} checked steps: {held}{stopped}."
     )
+    for demo, view in zip(fleet.spokes, views, strict=True):
+        who = f"{demo.cluster} " if fleet_wide else ""
+        latest = view.latest
+        print(f"{who}spoke: {latest.get('spoke', '')}\n{who}hub:   {latest.get('hub', '')}")
     return result
+
+
+def _merged(results: Sequence[Result], clusters: Sequence[str]) -> Result:
+    """The fleet's result: every count added up, every failure prefixed with its cluster."""
+    merged = Result(sum(r.steps for r in results))
+    for result, cluster in zip(results, clusters, strict=True):
+        merged.played += result.played
+        merged.checked += result.checked
+        merged.reports += result.reports
+        merged.refused += result.refused
+        merged.failures += [f"{cluster}: {f}" if cluster else f for f in result.failures]
+    return merged
 
 
 def _status(server: APIServer, namespace: str) -> dict[str, Any]:
@@ -280,35 +384,7 @@ def _change_generation(server: APIServer, generation: int) -> None:
     server.put_object(GROUP, VERSION, PLURAL, obj)
 
 
-def _change_object(server: APIServer, change: ObjectChange) -> str | None:
-    """A watched object written straight to the spoke's storage as the scenario gives it (or
-    deleted), as its own controller would have left it; the resourceVersion the watch will
-    deliver, None when nothing changed (deleting an object that does not exist)."""
-    group, _, version = change.api_version.rpartition("/")
-    plural = guess_plural(change.kind)
-    try:
-        if change.value is None:
-            if not server.delete_object(group, version, plural, change.namespace, change.name):
-                return None
-            return server.resource_version
-        stored = server.put_object(group, version, plural, change.value)
-    except KeyError as error:
-        raise AddonStatusError(
-            f"{change.api_version} {change.kind} is not served by the embedded spoke;"
-            " give its CRD with --crd"
-        ) from error
-    return str(stored["metadata"]["resourceVersion"])
-
-
-def _banner(
-    scenario: Scenario,
-    spoke: APIServer,
-    hub: APIServer,
-    *,
-    urls: tuple[str, str],
-    scale: float | None,
-) -> None:
-    report_url, metrics_url = urls
+def _banner(scenario: Scenario, fleet: Fleet, *, scale: float | None) -> None:
     last = max(s.at for s in scenario.steps)
     if scale is None:
         pace = "none: each step as soon as the last one settled, on the scenario's clock"
@@ -317,12 +393,21 @@ def _banner(
             f"{scale:g}x: the story's {format_duration(last)} take "
             f"{last.total_seconds() / scale:.0f} s; Ctrl-C ends it"
         )
-    print(
-        f"addon-status demo: {scenario.name}\n"
-        f"  spoke API server  {spoke.url}   (CR {SPOKE_NAMESPACE}/{ADDON})\n"
-        f"  hub API server    {hub.url}   (CR {CLUSTER}/{ADDON})\n"
-        f"  report API        {report_url}/v1/reports   (curl {report_url}/openapi.json)\n"
-        f"  metrics           {metrics_url}/metrics\n"
-        f"  time scale        {pace}\n",
-        flush=True,
-    )
+    lines = [f"addon-status demo: {scenario.name}"]
+    for demo in fleet.spokes:
+        who = f"{demo.cluster}: " if len(fleet.spokes) > 1 else ""
+        report_url, metrics_url = demo.controller.report_url, demo.controller.metrics_url
+        lines += [
+            f"  {who}spoke API server  {demo.spoke.url}   (CR {SPOKE_NAMESPACE}/{ADDON})",
+            f"  {who}report API        {report_url}/v1/reports   (curl {report_url}/openapi.json)",
+            f"  {who}metrics           {metrics_url}/metrics",
+        ]
+    copies = ", ".join(f"{d.cluster}/{ADDON}" for d in fleet.spokes)
+    lines += [
+        f"  hub API server    {fleet.hub.url}   (CR {copies})",
+        f"  hub kubeconfig  {fleet.kubeconfig}",
+        f"                    (addon-status fleet --kubeconfig {fleet.kubeconfig} --watch)",
+        f"  time scale        {pace}",
+        "",
+    ]
+    print("\n".join(lines), flush=True)

@@ -14,6 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from statemachines.conditions import format_precise, parse_time
 from statemachines.config import Config
 from statemachines.scenario import EPOCH, Scenario, Step, load
 from statemachines.settings import format_duration
@@ -58,11 +59,35 @@ class Play:
         return self._step.expect is not None
 
     def check(
-        self, config: Config, answer: Mapping[str, Any] | None, status: Mapping[str, Any]
+        self,
+        config: Config,
+        answer: Mapping[str, Any] | None,
+        status: Mapping[str, Any],
+        offset: timedelta = timedelta(0),
     ) -> tuple[str, ...]:
         """What of this step's `expect` does not hold for the report API's `answer` to its
-        report and the CR's `status`; each failure names the step, what was expected and found."""
-        return check(self._step, status, config, verdict=answer)
+        report and the CR's `status`; each failure names the step, what was expected and found.
+        `offset`: how much later than EPOCH this play's clock started (a later spoke of a
+        fleet); the times an `expect` names are offsets from its own start."""
+        return check(self._step, _shifted(status, -offset), config, verdict=answer)
+
+
+def _shifted(status: Mapping[str, Any], by: timedelta) -> Mapping[str, Any]:
+    """`status` with the times an `expect` compares (conditions' lastTransitionTime,
+    collectors' pendingSince) moved by `by`."""
+    if not by:
+        return status
+
+    def moved(obj: Mapping[str, Any], key: str) -> dict[str, Any]:
+        if not isinstance(obj.get(key), str):
+            return dict(obj)
+        return {**obj, key: format_precise(parse_time(obj[key]) + by)}
+
+    return {
+        **status,
+        "conditions": [moved(c, "lastTransitionTime") for c in status.get("conditions") or []],
+        "collectors": [moved(c, "pendingSince") for c in status.get("collectors") or []],
+    }
 
 
 def read(path: Path) -> Scenario:

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from controller.demo.scenario_file import EPOCH, ObjectChange, Play, Scenario, plays
@@ -108,10 +108,14 @@ class Player:
         scale: float | None,
         stop: threading.Event,
         patience: float = 10.0,
+        start: datetime = EPOCH,
     ) -> None:
         """`scale`: simulated seconds per real second, None for no waiting; `patience`: the
-        real seconds the worker may take to settle and the hub copy to follow."""
+        real seconds the worker may take to settle and the hub copy to follow; `start`: the
+        scenario's time zero on `clock` (later than EPOCH for a spoke of a fleet that starts
+        after the first; with a scale, its play starts that much later in real time too)."""
         self._scenario = scenario
+        self._start = start
         self._system = system
         self._clock = clock
         self._view = view
@@ -123,6 +127,8 @@ class Player:
     def run(self) -> Result:
         steps = plays(self._scenario)
         result = Result(len(steps))
+        if not self._wait_until(self._start, since=EPOCH):
+            return result
         self._settle()
         status = self._look()  # as the controller wrote it on starting
         result.failures += self._hub_follows(status, "at the start")
@@ -137,7 +143,7 @@ class Player:
             self._settle()
             status = self._look()
             checked = self._system.checked(status)
-            failures = list(play.check(self._scenario.config, answer, checked))
+            failures = list(play.check(self._scenario.config, answer, checked, self._offset))
             failures += self._hub_follows(status, play.where)
             if play.report is None:
                 self._view.line("expect", "FAILED" if failures else "held")
@@ -150,7 +156,7 @@ class Player:
 
     def _advance_to(self, play: Play, result: Result) -> bool:
         """Fire the timers due by the step's time, each at its own; False when stopped."""
-        target = EPOCH + play.at
+        target = self._start + play.at
         while True:
             self._settle()
             wakeup = next_wakeup(self._system.worker.state, self._scenario.config)
@@ -162,7 +168,7 @@ class Player:
             before = self._spoke
             status = self._look()
             if status != before:  # a timer fired: the hub copy follows it too
-                when = format_duration(moment - EPOCH)
+                when = format_duration(moment - self._start)
                 result.failures += self._hub_follows(status, f"{play.where}, timers due at {when}")
             if moment == target:
                 return True
@@ -200,10 +206,16 @@ class Player:
         self._view.status("spoke", self._spoke)
         return self._spoke
 
-    def _wait_until(self, moment: datetime) -> bool:
+    @property
+    def _offset(self) -> timedelta:
+        return self._start - EPOCH
+
+    def _wait_until(self, moment: datetime, *, since: datetime | None = None) -> bool:
+        """Wait the scaled distance from `since` (the clock by default) to `moment`; False
+        when stopped."""
         if self._scale is None:
             return not self._stop.is_set()
-        seconds = (moment - self._clock()).total_seconds() / self._scale
+        seconds = (moment - (since or self._clock())).total_seconds() / self._scale
         return not self._stop.wait(max(0.0, seconds))
 
     def _settle(self) -> None:

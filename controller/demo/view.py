@@ -55,17 +55,24 @@ def resources_summary(status: Mapping[str, Any]) -> str:
 
 
 class View:
-    """Prints lines stamped with the scenario time (from the player's thread only); remembers
-    what the CRs last looked like so that only changes are printed."""
+    """Prints lines stamped with the scenario time (from the player's thread only), after a
+    `label` naming the spoke when the demo runs several; remembers what the CRs last looked
+    like so that only changes are printed."""
 
-    def __init__(self, now: Callable[[], datetime], start: datetime, out: TextIO) -> None:
+    def __init__(
+        self, now: Callable[[], datetime], start: datetime, out: TextIO, *, label: str = ""
+    ) -> None:
         self._now = now
         self._start = start
         self._out = out
+        self._label = f"{label} " if label else ""
         self.latest: dict[str, str] = {}  # "spoke" / "hub" -> the last line printed for it
 
     def line(self, kind: str, text: str) -> None:
-        print(f"[{stamp(self._now() - self._start)}] {kind:<7} {text}", file=self._out, flush=True)
+        # One write per line: the players of a fleet print from threads of their own.
+        when = stamp(self._now() - self._start)
+        self._out.write(f"[{when}] {self._label}{kind:<7} {text}\n")
+        self._out.flush()
 
     def status(self, where: str, status: Mapping[str, Any]) -> None:
         """Print the CR's status at `where` if it changed since it was last printed."""

@@ -28,6 +28,7 @@ from statemachines.errors import AddonStatusError
 
 __all__ = [
     "ADDON",
+    "ALL_NAMESPACES",
     "EVENT",
     "LEASE",
     "ConflictError",
@@ -62,8 +63,10 @@ class Resource:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     def path(self, namespace: str, name: str = "", subresource: str = "") -> str:
+        """The URL path; `namespace` ALL_NAMESPACES (a list or a watch only) spans them all."""
         root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        path = f"{root}/namespaces/{namespace}/{self.plural}"
+        scope = f"/namespaces/{namespace}" if namespace else ""
+        path = f"{root}{scope}/{self.plural}"
         if name:
             path += f"/{name}"
         if subresource:
@@ -76,6 +79,7 @@ ADDON = Resource(
     "ObservabilityAddon",
 )
 LEASE = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+ALL_NAMESPACES = ""  # as client-go's metav1.NamespaceAll: a list or a watch across namespaces
 EVENT = Resource("", "v1", "events", "Event")
 
 
@@ -215,7 +219,8 @@ class Kube(Protocol):
     def list(
         self, resource: Resource, namespace: str, *, field_selector: str = ""
     ) -> dict[str, Any]:
-        """The collection; its `metadata.resourceVersion` is the one a watch starts from."""
+        """The collection (in every namespace for ALL_NAMESPACES); its
+        `metadata.resourceVersion` is the one a watch starts from."""
         ...
 
     def watch(

@@ -109,7 +109,7 @@ class FakeKube:
             items = [
                 copy.deepcopy(obj)
                 for (kind, ns, name), obj in self._objects.items()
-                if kind == resource and ns == namespace and wanted in (None, name)
+                if kind == resource and namespace in (ns, "") and wanted in (None, name)
             ]
             version = str(self._version)
         meta = {"resourceVersion": version}
@@ -326,7 +326,7 @@ class FakeKube:
 
     def _matches(self, stream: _Stream, key: Key) -> bool:
         resource, namespace, name = key
-        return (resource, namespace) == (stream.resource, stream.namespace) and (
+        return resource == stream.resource and stream.namespace in (namespace, "") and (
             not stream.name or name == stream.name
         )
 

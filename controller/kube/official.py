@@ -68,7 +68,7 @@ class OfficialKube:
         self, resource: Resource, namespace: str, *, field_selector: str = ""
     ) -> dict[str, Any]:
         query = [("fieldSelector", field_selector)] if field_selector else []
-        what = f"list {resource.kind} in {namespace}"
+        what = f"list {resource.kind} in {namespace or 'every namespace'}"
         return self._call("GET", resource.path(namespace), query=query, what=what)
 
     def watch(
@@ -92,7 +92,7 @@ class OfficialKube:
         # The read timeout outlasts the server's own timeout, so a quiet watch ends cleanly;
         # only a dead connection hits it.
         timeout = (connect, timeout_seconds + max(connect, 5.0))
-        what = f"watch {resource.kind} in {namespace}"
+        what = f"watch {resource.kind} in {namespace or 'every namespace'}"
         return _Watch(lambda: self._open(resource.path(namespace), query, timeout, what), what)
 
     def create(

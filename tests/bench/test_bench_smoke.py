@@ -108,6 +108,18 @@ def test_events_creates_fewer_events_than_moves_and_sends_each_once() -> None:
     assert created + patched == pytest.approx(without, abs=0.001)
 
 
+def test_fleet_view_lists_every_copy_in_one_call() -> None:
+    output = run("fleet_view.py", "--clusters", "40", "--runs", "2")
+    figures = rows(output)
+    assert figures["rows listed"] == [40.0]
+    assert figures["list calls per view"] == [1.0]
+    assert said(output, "one list call per view")
+    for view in ("view table", "view json"):
+        total = figures[f"{view} ms"]
+        assert len(total) == 2 and all(t > 0 for t in total)
+        assert min(total) <= figures[f"{view} ms, median"][0] <= max(total)
+
+
 def test_health_rules_bench_measures_the_chosen_libraries_and_every_rule_kind() -> None:
     output = run("health_rules.py", "--number", "20", "--repeat", "1")
     figures = rows(output)

@@ -4,7 +4,8 @@ answers as kube-apiserver) does. Each test names the API server behaviour it rel
 404 for a missing object, 409 for a create of an existing name and for a stale
 resourceVersion, a status PUT that leaves the spec and a PUT of the object that leaves the
 status, `metadata.generation` moving with the spec only, a watch from a list's
-resourceVersion, 410 Gone for a compacted one, and TokenReview."""
+resourceVersion, a list and a watch across every namespace, 410 Gone for a compacted one, and
+TokenReview."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from kubernetes import client
 
 from controller.kube.api import (
     ADDON,
+    ALL_NAMESPACES,
     ConflictError,
     GoneError,
     Kube,
@@ -109,6 +111,25 @@ def test_a_watch_from_the_lists_version_sees_the_next_change(kube: Kube) -> None
     changed = kube.replace_status(ADDON, NAMESPACE, NAME, {**item, "status": {"conditions": []}})
     event = first_event(kube, resource_version(listed))
     assert event.type == "MODIFIED"
+    assert resource_version(event.object) == resource_version(changed)
+
+
+def test_a_list_and_a_watch_span_every_namespace(kube: Kube) -> None:
+    # kube-apiserver: /apis/GROUP/VERSION/PLURAL, without /namespaces/NS, lists and watches
+    # the resource in every namespace (client-go's metav1.NamespaceAll is "").
+    elsewhere = {**addon(), "metadata": {"name": NAME, "namespace": "default"}}
+    kube.create(ADDON, NAMESPACE, addon())
+    created = kube.create(ADDON, "default", elsewhere)
+    listed = kube.list(ADDON, ALL_NAMESPACES)
+    assert sorted(i["metadata"]["namespace"] for i in listed["items"]) == ["default", NAMESPACE]
+    changed = kube.replace(ADDON, "default", NAME, {**created, "spec": {"n": 1}})
+    stream = kube.watch(ADDON, ALL_NAMESPACES, resource_version=resource_version(listed),
+                        timeout_seconds=2)  # fmt: skip
+    try:
+        event = next(e for e in stream if e.type != "BOOKMARK")
+    finally:
+        stream.close()
+    assert (event.type, event.object["metadata"]["namespace"]) == ("MODIFIED", "default")
     assert resource_version(event.object) == resource_version(changed)
 
 

@@ -1,0 +1,244 @@
+"""`addon-status fleet`: one row per cluster from the hub copies, once or live (`--watch`).
+
+`--watch` lists once and then watches from the list's resourceVersion (list-then-watch, as a
+reflector does) rather than listing periodically: on a hub with 5,000 clusters a list is the
+whole fleet each time, a watch only what changed; 410 Gone or a broken watch lists again. On a
+terminal the screen is redrawn in place every `--interval` seconds (the ages move); elsewhere
+(a pipe, a file) a frame is printed only when a hub copy changed, JSON as one line per frame.
+
+The client (`controller.kube`) is imported when the command runs, so `--help` stays light.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import queue
+import sys
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from shutil import get_terminal_size
+from typing import TYPE_CHECKING, Any, TextIO
+
+from controller.hub.fleet import UNKNOWN, Filters, render
+from controller.ops.backoff import Backoff
+from statemachines.errors import AddonStatusError
+from statemachines.vocabulary import ConditionType
+
+if TYPE_CHECKING:
+    from controller.kube.api import Kube
+
+__all__ = ["add_fleet_parser", "run_fleet", "watch_fleet"]
+
+_CLEAR = "\x1b[H\x1b[2J"  # cursor home, clear screen: a redraw in place
+_STATES = [*(t.value for t in ConditionType), UNKNOWN]
+
+
+def add_fleet_parser(sub: Any) -> None:
+    fleet = sub.add_parser(
+        "fleet",
+        help="one row per cluster from the hub copies of the addon, and a summary",
+        description="Reads every cluster's hub copy in one list call; exit 0, 1 when the hub "
+        "cannot be read, 2 for a bad kubeconfig or flag.",
+    )
+    fleet.add_argument(
+        "--kubeconfig", help="the hub's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)"
+    )
+    fleet.add_argument("--watch", action="store_true", help="keep the view live until Ctrl-C")
+    fleet.add_argument(
+        "--interval", type=float, default=1.0, help="seconds between redraws with --watch"
+    )
+    fleet.add_argument("--format", choices=["table", "json"], default="table")
+    fleet.add_argument(
+        "--state",
+        action="append",
+        default=[],
+        choices=_STATES,
+        metavar="STATE",
+        help="only clusters in STATE (one of: %(choices)s)",
+    )
+    fleet.add_argument(
+        "--not", dest="excluded", action="append", default=[], choices=_STATES,
+        metavar="STATE", help="leave out clusters in STATE (e.g. --not Available)",
+    )  # fmt: skip
+    fleet.add_argument(
+        "--cluster", action="append", default=[], metavar="PATTERN",
+        help="only clusters whose name matches the glob PATTERN (e.g. 'prod-*')",
+    )  # fmt: skip
+    fleet.set_defaults(handler=run_fleet)
+
+
+def run_fleet(args: argparse.Namespace) -> int:
+    from controller.kube.api import KubeError
+    from controller.kube.hub_copies import list_hub_copies
+    from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource
+    from controller.kube.official import OfficialKube
+
+    if args.interval <= 0:
+        print("addon-status fleet: --interval must be positive", file=sys.stderr)
+        return 2
+    try:
+        client = KubeconfigSource(_kubeconfig_path(args.kubeconfig)).current()
+    except KubeconfigError as error:
+        print(f"addon-status fleet: {error}", file=sys.stderr)
+        return 2
+    kube = OfficialKube(client, request_timeout=30.0)
+    filters = Filters(frozenset(args.state), frozenset(args.excluded), tuple(args.cluster))
+    json_format = args.format == "json"
+    width = get_terminal_size((160, 24)).columns
+    if args.watch:
+
+        def show(copies: Iterable[Mapping[str, Any]], now: datetime) -> str:
+            return render(copies, now, filters=filters, json_format=json_format, width=width)
+
+        with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):  # how a watch ends
+            watch_fleet(kube, show, out=sys.stdout, interval=args.interval)
+        return _closed_quietly()
+    try:
+        listing = list_hub_copies(kube)
+    except KubeError as error:
+        print(f"addon-status fleet: {error}", file=sys.stderr)
+        return 1
+    now = datetime.now(UTC)
+    with contextlib.suppress(BrokenPipeError):  # `fleet | head`: the reader has seen enough
+        print(render(listing.items, now, filters=filters, json_format=json_format, width=width))
+    return _closed_quietly()
+
+
+def _closed_quietly() -> int:
+    """0; stdout pointed at /dev/null if its reader went away, so that the interpreter's
+    final flush does not fail on the broken pipe (Python's documented recipe)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 0
+
+
+def _kubeconfig_path(flag: str | None) -> Path:
+    if flag:
+        return Path(flag)
+    from_env = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
+    return Path(from_env) if from_env else Path.home() / ".kube" / "config"
+
+
+def watch_fleet(
+    kube: Kube,
+    show: Callable[[Iterable[Mapping[str, Any]], datetime], str],
+    *,
+    out: TextIO,
+    err: TextIO | None = None,
+    interval: float,
+    stop: threading.Event | None = None,
+    watch_seconds: int = 300,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> None:
+    """Draw `show(copies, now)` until `stop` is set (or Ctrl-C): on a terminal every
+    `interval` seconds in place, elsewhere once per change. Read failures are retried with
+    backoff and the last good view stays; on a terminal the failure shows under the view,
+    elsewhere it goes once to `err` (so that `out` stays one frame after another)."""
+    stop, err = stop or threading.Event(), err or sys.stderr
+    updates: queue.Queue[tuple[str, Any]] = queue.Queue()
+    reader = threading.Thread(
+        target=_follow, args=(kube, updates, stop, watch_seconds), daemon=True,
+        name="fleet-watch",
+    )  # fmt: skip
+    reader.start()
+    copies: dict[tuple[str, str], Mapping[str, Any]] = {}
+    drawn: dict[tuple[str, str], Mapping[str, Any]] | None = None  # the copies last drawn
+    problem, tty = "", out.isatty()
+    while not stop.is_set():
+        changed = _drain(updates, copies, timeout=interval)
+        if changed is None:
+            continue
+        if isinstance(changed, str):
+            if changed != problem and not tty:
+                print(f"addon-status fleet: {changed}", file=err, flush=True)
+            problem = changed
+        elif changed:
+            problem = ""
+        if tty:
+            frame = show(copies.values(), now())
+            out.write(_CLEAR + frame + (f"\n{problem}\n" if problem else "\n"))
+        elif changed is True and copies != drawn:  # a fresh list of the same copies: nothing new
+            out.write(show(copies.values(), now()) + "\n\n")
+            drawn = dict(copies)
+        out.flush()
+
+
+def _drain(
+    updates: queue.Queue[tuple[str, Any]],
+    copies: dict[tuple[str, str], Mapping[str, Any]],
+    *,
+    timeout: float,
+) -> bool | str | None:
+    """Apply what the reader sent within `timeout`: True when a copy changed, False when
+    nothing did, an error's text, or None before the first list arrived."""
+    changed: bool | str = False
+    try:
+        kind, payload = updates.get(timeout=timeout)
+        while True:
+            if kind == "list":
+                copies.clear()
+                copies.update((_key(c), c) for c in payload)
+                changed = True
+            elif kind == "error":
+                changed = str(payload)
+            elif kind == "DELETED":
+                copies.pop(_key(payload), None)
+                changed = True
+            else:
+                copies[_key(payload)] = payload
+                changed = True
+            kind, payload = updates.get_nowait()
+    except queue.Empty:
+        pass
+    return changed if copies or changed is not False else None
+
+
+def _key(copy: Mapping[str, Any]) -> tuple[str, str]:
+    meta = copy.get("metadata") or {}
+    return str(meta.get("namespace", "")), str(meta.get("name", ""))
+
+
+def _follow(
+    kube: Kube,
+    updates: queue.Queue[tuple[str, Any]],
+    stop: threading.Event,
+    watch_seconds: int,
+) -> None:
+    """List, then watch from the list's resourceVersion; resume a watch that ended, list
+    again after 410 Gone or a failure (after a backoff), until `stop`."""
+    from controller.kube.api import resource_version
+    from controller.kube.hub_copies import list_hub_copies, watch_hub_copies
+
+    backoff, version = Backoff(initial=0.5, maximum=30.0), ""
+    failures = broken = 0  # lists that failed in a row; watches that broke in a row
+    while not stop.is_set():
+        try:
+            if not version:
+                listing = list_hub_copies(kube)
+                updates.put(("list", listing.items))
+                version, failures = listing.resource_version, 0
+        except AddonStatusError as error:
+            failures += 1
+            updates.put(("error", f"hub unreachable, retrying: {error}"))
+            stop.wait(backoff.delay(failures))
+            continue
+        try:
+            for event in watch_hub_copies(kube, version, timeout_seconds=watch_seconds):
+                updates.put((event.type, event.object))
+                version = resource_version(event.object) or version
+                broken = 0
+                if stop.is_set():
+                    return
+        except AddonStatusError:
+            # 410 Gone or a broken connection: catch up with a fresh list, whose failure is
+            # what says the hub is really gone; a watch that keeps breaking waits in between.
+            version, broken = "", broken + 1
+            if broken > 1:
+                stop.wait(backoff.delay(broken - 1))

@@ -1,0 +1,184 @@
+"""`addon-status fleet` with the real `kubernetes` client over HTTP against an embedded hub
+serving the addon CRD, with a hub copy in each of several cluster namespaces: the rows come
+from ONE list call across all namespaces; the filters and the JSON shape end to end; a bad
+kubeconfig is a one-line start-up error and an unreachable hub a one-line read error; `--watch`
+draws the fleet, then sees a change, and lists again after 410 Gone."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from controller.cli import main
+from controller.hub.fleet import Filters, render
+from controller.hub.fleet_command import watch_fleet
+from controller.kube.addons import GROUP, PLURAL, VERSION
+from controller.kube.kubeconfig import KubeconfigSource, kubeconfig_yaml
+from controller.kube.official import OfficialKube
+from kubesim import APIServer
+from tests.hub.conftest import ADMIN, CRD, TOKENS, addon, api_client
+from tests.support import eventually
+
+pytestmark = pytest.mark.integration
+CLUSTERS = ("edge-1", "edge-2", "prod-1")
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def write_status(hub: APIServer, cluster: str, state: str, reason: str) -> None:
+    """The hub copy's status as replication writes it: through the status subresource."""
+    types = ("Available", "Progressing", "Degraded", "Disabled", "NotSupported")
+    conditions = [
+        {"type": t, "status": "True" if t == state else "False", "reason": reason,
+         "message": f"{cluster}: {reason}", "lastTransitionTime": "2026-03-01T11:00:00Z"}
+        for t in types
+    ]  # fmt: skip
+    with api_client(hub) as admin:
+        api = client.CustomObjectsApi(admin)
+        obj: Any = api.get_namespaced_custom_object(GROUP, VERSION, cluster, PLURAL, addon("")
+                                                    ["metadata"]["name"])  # fmt: skip
+        obj["status"] = {"conditions": conditions}
+        api.replace_namespaced_custom_object_status(
+            GROUP, VERSION, cluster, PLURAL, obj["metadata"]["name"], obj
+        )
+
+
+@pytest.fixture
+def hub() -> Iterator[APIServer]:
+    with APIServer([CRD], tokens=TOKENS, namespaces=["default", *CLUSTERS]) as server:
+        with api_client(server) as admin:
+            api = client.CustomObjectsApi(admin)
+            for cluster in CLUSTERS:
+                api.create_namespaced_custom_object(GROUP, VERSION, cluster, PLURAL,
+                                                    addon(cluster))  # fmt: skip
+        write_status(server, "edge-1", "Available", "ForwardSuccessful")
+        write_status(server, "edge-2", "Degraded", "ForwardFailure")
+        write_status(server, "prod-1", "Available", "ForwardSuccessful")
+        yield server
+
+
+@pytest.fixture
+def kubeconfig(hub: APIServer, tmp_path: Path) -> Path:
+    path = tmp_path / "hub-kubeconfig"
+    path.write_text(kubeconfig_yaml(server=hub.url, token=ADMIN), encoding="utf-8")
+    return path
+
+
+def fleet_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:
+    assert main(["fleet", "--format", "json", *args]) == 0, capsys.readouterr().err
+    document: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return document
+
+
+def test_fleet_lists_every_cluster_in_one_call(
+    hub: APIServer, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hub.clear_audit()
+    document = fleet_json(capsys, "--kubeconfig", str(kubeconfig))
+    assert [(c["cluster"], c["state"]) for c in document["clusters"]] == [
+        ("edge-1", "Available"), ("edge-2", "Degraded"), ("prod-1", "Available")]  # fmt: skip
+    assert hub.count_requests(verbs=["list"], resource=PLURAL) == 1
+    assert hub.count_requests(verbs=["get", "list", "watch"]) == 1
+
+
+def test_fleet_filters_end_to_end(kubeconfig: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    document = fleet_json(capsys, "--kubeconfig", str(kubeconfig), "--not", "Available",
+                          "--cluster", "edge-*")  # fmt: skip
+    assert [c["cluster"] for c in document["clusters"]] == ["edge-2"]
+    assert document["total"] == 3 and document["summary"]["states"] == {"Degraded": 1}
+
+
+def test_fleet_table_reads_the_kubeconfig_from_the_environment(
+    kubeconfig: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    assert main(["fleet", "--state", "Degraded"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[:3] == ["edge-2", "Degraded", "ForwardFailure"]
+    assert lines[-1].startswith("1 cluster: 1 Degraded; longest Degraded: edge-2 for ")
+
+
+def test_fleet_with_a_bad_kubeconfig_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "broken"
+    path.write_text("clusters: [", encoding="utf-8")
+    assert main(["fleet", "--kubeconfig", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}: kubeconfig is not valid YAML" in err
+
+
+def test_fleet_with_an_unreachable_hub_is_a_one_line_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with APIServer([CRD]) as gone:
+        url = gone.url
+    path = tmp_path / "hub-kubeconfig"
+    path.write_text(kubeconfig_yaml(server=url, token=ADMIN), encoding="utf-8")
+    assert main(["fleet", "--kubeconfig", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "list ObservabilityAddon in every namespace" in err
+
+
+class Screen(io.StringIO):
+    """What `--watch` wrote, readable from the test's thread while it writes."""
+
+    def frames(self) -> list[str]:
+        return [f for f in self.getvalue().split("\n\n") if f.strip()]
+
+
+@contextmanager
+def watching(kubeconfig: Path) -> Iterator[Screen]:
+    """`watch_fleet` on a thread of its own, JSON frames on a Screen, stopped on exit."""
+
+    def show(copies: Iterable[Mapping[str, Any]], now: datetime) -> str:
+        return render(copies, now, filters=Filters(), json_format=True)
+
+    screen, stop = Screen(), threading.Event()
+    api = OfficialKube(KubeconfigSource(kubeconfig).current())
+    thread = threading.Thread(
+        target=watch_fleet, args=(api, show),
+        kwargs={"out": screen, "interval": 0.05, "stop": stop, "watch_seconds": 2,
+                "now": lambda: NOW},
+        daemon=True,
+    )  # fmt: skip
+    thread.start()
+    try:
+        yield screen
+    finally:
+        stop.set()
+        thread.join(5)
+
+
+def states(frame: str) -> dict[str, str]:
+    return {c["cluster"]: c["state"] for c in json.loads(frame)["clusters"]}
+
+
+def test_watch_sees_a_change(hub: APIServer, kubeconfig: Path) -> None:
+    with watching(kubeconfig) as screen:
+        eventually(lambda: bool(screen.frames()), what="the first frame")
+        assert states(screen.frames()[0])["prod-1"] == "Available"
+        write_status(hub, "prod-1", "Degraded", "UpdateFailure")
+        eventually(lambda: states(screen.frames()[-1])["prod-1"] == "Degraded",
+                   what="the change on the screen")  # fmt: skip
+    assert hub.count_requests(verbs=["list"], resource=PLURAL) == 1
+
+
+def test_watch_lists_again_after_410_gone(hub: APIServer, kubeconfig: Path) -> None:
+    # The first watch is told 410 Gone, as when its resourceVersion left the hub's history.
+    hub.faults.fail_next(1, 410, match=lambda info: info.verb == "watch")
+    with watching(kubeconfig) as screen:
+        eventually(lambda: hub.count_requests(verbs=["watch"], resource=PLURAL) == 1,
+                   what="a watch after the 410")  # fmt: skip
+        write_status(hub, "edge-1", "Progressing", "UpdateSuccessful")
+        eventually(lambda: states(screen.frames()[-1])["edge-1"] == "Progressing",
+                   what="the change after a fresh list")  # fmt: skip
+    assert hub.count_requests(verbs=["list"], resource=PLURAL) == 2
