@@ -120,6 +120,20 @@ def _add_run(sub: Any) -> None:
     run_parser.set_defaults(handler=_run)
 
 
+def _hub(args: argparse.Namespace) -> int:
+    from controller.hub_app import run_hub_command
+
+    return run_hub_command(args)
+
+
+def _add_hub(sub: Any) -> None:
+    from controller.hub.flags import add_hub_flags
+
+    hub = sub.add_parser("hub", help=COMMANDS["hub"])
+    add_hub_flags(hub)
+    hub.set_defaults(handler=_hub)
+
+
 def _add_report(sub: Any) -> None:
     from controller.reports.cli import add_report_parser
 
@@ -158,6 +172,7 @@ def _add_diagrams(sub: Any) -> None:
 # to the summaries their own modules register), and what adds its flags.
 COMMANDS: dict[str, str] = {
     "run": "run the controller of one spoke's addon CR (in a pod, or with a kubeconfig)",
+    "hub": "run on the hub: mirror each cluster's hub copy onto its ManagedClusterAddOn",
     "report": "report a reason to the controller and print its verdict",
     "demo": "run spoke + hub API servers, the controller and simulated reporters",
     "simulate": "run a scenario file through the real core on a fake clock",
@@ -166,6 +181,7 @@ COMMANDS: dict[str, str] = {
 }
 _ADDERS: dict[str, Callable[[Any], None]] = {
     "run": _add_run,
+    "hub": _add_hub,
     "report": _add_report,
     "demo": _add_demo,
     "simulate": _add_simulate,

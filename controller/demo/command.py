@@ -48,6 +48,8 @@ __all__ = ["Demo", "add_demo_parser", "run_demo", "running"]
 ADDON, SPOKE_NAMESPACE = DEFAULT_NAME, DEFAULT_NAMESPACE
 HUB_TOKEN = "demo-hub-token"  # a demo credential for the embedded hub; never a real one
 CRD = Path(__file__).with_name("crds") / "observabilityaddons.yaml"  # manifests/base/crd.yaml
+# tests/data/upstream/managedclusteraddons.crd.yaml: what the hub side mirrors onto
+MCA_CRD = Path(__file__).with_name("crds") / "managedclusteraddons.yaml"
 DEFAULT_SCENARIO = Path(__file__).with_name("story.yaml")
 # With --clusters 2 or more, the second spoke has an outage of its own (the rest play the story).
 SECOND_SCENARIO = Path(__file__).with_name("story_platform_outage.yaml")
@@ -56,14 +58,19 @@ STAGGER = timedelta(seconds=10)  # scenario time between the starts of two spoke
 
 @contextmanager
 def hub_server(clusters: Sequence[str]) -> Iterator[APIServer]:
-    """The hub API server with a hub copy of the addon in each cluster's namespace. It lets
+    """The hub API server with a hub copy of the addon and a `ManagedClusterAddOn` (as OCM's
+    addon manager creates one for an enabled addon) in each cluster's namespace. It lets
     anonymous requests in (as kube-apiserver's --anonymous-auth with a permissive authorizer):
     kubectl sends no bearer token over plain HTTP, and `kubectl get` is part of the demo; the
     controllers send the kubeconfig's token all the same."""
-    hub = APIServer([_crd()], namespaces=["default", *clusters])
+    from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
+    from controller.hub.mirror import managed_cluster_addon
+
+    hub = APIServer([_crd(), _crd(MCA_CRD)], namespaces=["default", *clusters])
     with hub:
         for cluster in clusters:
             hub.put_object(GROUP, VERSION, PLURAL, _addon(cluster))
+            hub.put_object(MCA.group, MCA.version, MCA.plural, managed_cluster_addon(cluster))
         yield hub
 
 
@@ -78,10 +85,10 @@ def spoke_server(scenario: Scenario, crds: Sequence[Path] = ()) -> Iterator[APIS
         yield spoke
 
 
-def _crd() -> Path:
-    if not CRD.exists():
-        raise AddonStatusError(f"{CRD}: the CRD is missing; reinstall addon-status")
-    return CRD
+def _crd(path: Path = CRD) -> Path:
+    if not path.exists():
+        raise AddonStatusError(f"{path}: the CRD is missing; reinstall addon-status")
+    return path
 
 
 def _addon(namespace: str) -> dict[str, Any]:
@@ -235,17 +242,17 @@ def running_fleet(
     members: Sequence[tuple[Scenario, SteppedClock]], *, crds: Sequence[Path] = ()
 ) -> Iterator[Fleet]:
     """One hub, and for each (scenario, clock) a spoke API server and its own controller
-    replicating into the hub copy in namespace `clusterI`.
-
-    The hub side (`addon-status hub`, issue 12 part 2) is one more context on `stack` after the
-    hub starts: the hub's URL and `kubeconfig` are all it needs."""
+    replicating into the hub copy in namespace `clusterI`, and the hub side (`addon-status
+    hub`) mirroring every hub copy onto its cluster's `ManagedClusterAddOn`."""
     from controller.app import demo_controller
+    from controller.hub_app import hub_side
 
     clusters = cluster_names(len(members))
     with ExitStack() as stack:
         hub = stack.enter_context(hub_server(clusters))
         temporary = tempfile.TemporaryDirectory(prefix="addon-status-demo-")
         kubeconfig = hub_kubeconfig(hub, Path(stack.enter_context(temporary)))
+        stack.enter_context(hub_side(kubeconfig))
         spokes = []
         for cluster, (scenario, clock) in zip(clusters, members, strict=True):
             spoke = stack.enter_context(spoke_server(scenario, crds))

@@ -63,7 +63,8 @@ class Resource:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     def path(self, namespace: str, name: str = "", subresource: str = "") -> str:
-        """The URL path; `namespace` ALL_NAMESPACES (a list or a watch only) spans them all."""
+        """The URL path; `namespace` ALL_NAMESPACES (a list or a watch only) spans them all (and
+        is the path of a cluster-scoped resource, such as Namespace)."""
         root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
         scope = f"/namespaces/{namespace}" if namespace else ""
         path = f"{root}{scope}/{self.plural}"
@@ -217,7 +218,12 @@ class Kube(Protocol):
     def get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any]: ...
 
     def list(
-        self, resource: Resource, namespace: str, *, field_selector: str = ""
+        self,
+        resource: Resource,
+        namespace: str,
+        *,
+        field_selector: str = "",
+        label_selector: str = "",
     ) -> dict[str, Any]:
         """The collection (in every namespace for ALL_NAMESPACES); its
         `metadata.resourceVersion` is the one a watch starts from."""

@@ -101,15 +101,23 @@ class FakeKube:
             return copy.deepcopy(self._stored((resource, namespace, name)))
 
     def list(
-        self, resource: Resource, namespace: str, *, field_selector: str = ""
+        self,
+        resource: Resource,
+        namespace: str,
+        *,
+        field_selector: str = "",
+        label_selector: str = "",
     ) -> dict[str, Any]:
+        """A label selector of `key=value` terms only."""
         self._enter("list", resource, "")
         wanted = field_selector.removeprefix("metadata.name=") if field_selector else None
+        labels = dict(term.split("=", 1) for term in label_selector.split(",") if term)
         with self._changed:
             items = [
                 copy.deepcopy(obj)
                 for (kind, ns, name), obj in self._objects.items()
                 if kind == resource and namespace in (ns, "") and wanted in (None, name)
+                and labels.items() <= ((obj.get("metadata") or {}).get("labels") or {}).items()
             ]
             version = str(self._version)
         meta = {"resourceVersion": version}

@@ -65,9 +65,16 @@ class OfficialKube:
         return self._call("GET", resource.path(namespace, name), what=what)
 
     def list(
-        self, resource: Resource, namespace: str, *, field_selector: str = ""
+        self,
+        resource: Resource,
+        namespace: str,
+        *,
+        field_selector: str = "",
+        label_selector: str = "",
     ) -> dict[str, Any]:
         query = [("fieldSelector", field_selector)] if field_selector else []
+        if label_selector:
+            query.append(("labelSelector", label_selector))
         what = f"list {resource.kind} in {namespace or 'every namespace'}"
         return self._call("GET", resource.path(namespace), query=query, what=what)
 

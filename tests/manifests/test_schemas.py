@@ -61,7 +61,7 @@ def test_the_oldest_supported_version_is_one_the_validator_ships() -> None:
 
 
 def _deployment() -> Obj:
-    return copy.deepcopy(find(OBJECTS.values(), "Deployment"))
+    return copy.deepcopy(find(OBJECTS.values(), "Deployment", "addon-status-controller"))
 
 
 def _service_monitor() -> Obj:

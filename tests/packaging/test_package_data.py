@@ -9,12 +9,15 @@ import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
 
-from controller.demo.command import CRD, DEFAULT_SCENARIO
+from controller.demo.command import CRD, DEFAULT_SCENARIO, MCA_CRD
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGED_CRDS = ROOT / "controller" / "demo" / "crds"
 # the packaged copy -> its source in manifests/
-SOURCES = {"observabilityaddons.yaml": "manifests/base/crd.yaml"}
+SOURCES = {
+    "observabilityaddons.yaml": "manifests/base/crd.yaml",
+    "managedclusteraddons.yaml": "tests/data/upstream/managedclusteraddons.crd.yaml",
+}
 
 
 def test_the_packaged_crds_are_copies_of_the_manifests() -> None:
@@ -31,6 +34,6 @@ def test_the_files_the_demo_opens_are_package_data() -> None:
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
         "setuptools"
     ]["package-data"]["controller"]
-    for path in (CRD, DEFAULT_SCENARIO):
+    for path in (CRD, MCA_CRD, DEFAULT_SCENARIO):
         inside = path.relative_to(ROOT / "controller").as_posix()
         assert any(fnmatch(inside, pattern) for pattern in patterns), inside

@@ -1,0 +1,436 @@
+"""The hub side: mirrors each cluster's hub copy of the addon onto its `ManagedClusterAddOn`
+(STATUS_SEMANTICS.md section 12; the rule itself is `controller.hub.mirror.mirror`).
+
+Two threads. The watch lists and watches the hub copies (`ObservabilityAddon` named
+`copy_name`) in every namespace at once, as client-go's reflector does (resume from the last
+resourceVersion, list again after 410 Gone or a failed request, backoff with jitter), and keeps
+the standard conditions of each in memory; a copy whose standard conditions changed queues its
+namespace. The worker takes queued namespaces one at a time and mirrors through the one
+status-update loop (`controller.kube.update.update_status`): a fresh read of the
+`ManagedClusterAddOn`, the pure mirror, a PUT on its status subresource with the read
+resourceVersion only when something differs, a fresh read on 409.
+
+A namespace whose mirror failed (no `ManagedClusterAddOn` yet, the hub unreachable, ...) is
+queued again after a full-jitter backoff of its own (`controller.ops.backoff`), so one cluster
+without its `ManagedClusterAddOn` never delays the others. Every `resync_interval` every known
+namespace is queued, which repairs a `ManagedClusterAddOn` someone else changed (and refreshes
+the namespaces the label selector picks). Only the leader writes (`Role.may_write()`, asked
+again right before every PUT); a replica that becomes leader queues every namespace, since
+what the previous leader left undone is unknown.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import threading
+import time
+from collections import Counter as Tally
+from collections.abc import Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from controller.hub.mirror import CLUSTER_STATES, MANAGED_CLUSTER_ADDON, cluster_state, mirror
+from controller.hub.mirror import standard_conditions as standard
+from controller.kube.api import (
+    ADDON,
+    ALL_NAMESPACES,
+    ConflictError,
+    ErrorKind,
+    GoneError,
+    Kube,
+    KubeError,
+    Resource,
+    WatchStream,
+    resource_version,
+)
+from controller.kube.update import update_status
+from controller.ops.backoff import Backoff, Retry
+from controller.ops.role import Role
+
+__all__ = ["NAMESPACE", "HubSide", "MirrorMetrics"]
+
+log = logging.getLogger(__name__)
+
+NAMESPACE = Resource("", "v1", "namespaces", "Namespace")
+_MAX_WAIT = 1.0
+
+
+class MirrorMetrics:
+    """Writes of `ManagedClusterAddOn` status, failed calls by kind, clusters by state; every
+    label value is there from the start at zero, so the first of each shows in `increase()`."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.writes = Counter(
+            "addon_status_hub_mirror_writes_total",
+            "Writes of the standard conditions of a hub copy to its ManagedClusterAddOn.",
+            registry=registry,
+        )
+        self.errors = Counter(
+            "addon_status_hub_mirror_errors_total",
+            "Failed hub calls of the hub side, by kind (not_found: no ManagedClusterAddOn).",
+            ["kind"],
+            registry=registry,
+        )
+        for kind in ErrorKind:
+            self.errors.labels(kind=kind.value)
+        self.clusters = Gauge(
+            "addon_status_hub_mirror_clusters",
+            "Clusters whose hub copy is watched, by the standard type that is True on it.",
+            ["state"],
+            registry=registry,
+        )
+        for state in CLUSTER_STATES:
+            self.clusters.labels(state=state)
+
+    def count(self, states: Mapping[str, int]) -> None:
+        for state in CLUSTER_STATES:
+            self.clusters.labels(state=state).set(states.get(state, 0))
+
+
+class _NotLeader(Exception):  # noqa: N818 - a signal, not an error
+    """Leadership ended between the read and the write."""
+
+
+class HubSide:
+    """Mirrors hub copies onto `ManagedClusterAddOn`s through `kube` (the hub); `start()` and
+    `stop()` its two threads. See the module docstring."""
+
+    def __init__(
+        self,
+        kube: Kube,
+        *,
+        metrics: MirrorMetrics,
+        role: Role | None = None,
+        addon_name: str = "observability-controller",
+        copy_name: str = "observability-addon",
+        namespace_selector: str = "",
+        resync_interval: float = 300.0,
+        backoff: Backoff | None = None,
+        watch_seconds: int = 300,
+        conflict_retries: int = 5,
+    ) -> None:
+        self._kube, self._metrics = kube, metrics
+        self._role = role or Role()
+        self.addon_name, self.copy_name = addon_name, copy_name
+        self._selector = namespace_selector
+        self._resync = resync_interval
+        self._backoff = backoff or Backoff(initial=0.5, maximum=60.0)
+        self._watch_seconds, self._attempts = watch_seconds, max(conflict_retries, 1)
+        self._wake = threading.Condition()
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._stream: WatchStream | None = None
+        # Guarded by `_wake`:
+        self._copies: dict[str, list[dict[str, Any]]] = {}  # namespace -> standard conditions
+        self._states: dict[str, str] = {}  # namespace -> cluster_state of its copy
+        self._selected: frozenset[str] | None = None if not namespace_selector else frozenset()
+        self._due: dict[str, float] = {}
+        self._heap: list[tuple[float, str]] = []
+        self._next_resync = 0.0
+        self._listed = False
+        self._busy = False
+        # Only the worker touches these:
+        self._retries: dict[str, Retry] = {}
+        self._failing: dict[str, ErrorKind] = {}
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._stopping.clear()
+        self._threads = [
+            threading.Thread(target=self._watch_run, name="hub-copies-watch", daemon=True),
+            threading.Thread(target=self._work_run, name="hub-mirror", daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self, timeout: float = 5.0) -> bool:
+        """Stop both threads; False if one is still inside a hub call after `timeout`."""
+        self._stopping.set()
+        with self._wake:
+            stream = self._stream
+            self._wake.notify_all()
+        if stream is not None:
+            stream.close()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(deadline - time.monotonic(), 0.0))
+        return not any(thread.is_alive() for thread in self._threads)
+
+    def resync(self) -> None:
+        """Queue every namespace now (leadership gained; a test)."""
+        with self._wake:
+            self._next_resync = 0.0
+            self._wake.notify_all()
+
+    # --- what probes and tests look at ---------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        return bool(self._threads) and all(thread.is_alive() for thread in self._threads)
+
+    @property
+    def synced(self) -> bool:
+        """The hub copies were listed at least once."""
+        with self._wake:
+            return self._listed
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until listed and nothing is due or in progress (a backoff still pending counts
+        as idle); False on timeout."""
+
+        def idle() -> bool:
+            now = time.monotonic()
+            return (
+                self._listed
+                and not self._busy
+                and self._next_resync > now
+                and all(due > now for due in self._due.values())
+            )
+
+        with self._wake:
+            return self._wake.wait_for(idle, timeout)
+
+    # --- the watch ------------------------------------------------------------------------------
+
+    def _watch_run(self) -> None:
+        version: str | None = None
+        failures = 0
+        while not self._stopping.is_set():
+            try:
+                if version is None:
+                    version = self._list()
+                version = self._follow(version)
+                failures = 0
+                continue
+            except GoneError:
+                version = None
+                continue
+            except KubeError as error:
+                if self._stopping.is_set():
+                    return
+                self._metrics.errors.labels(kind=error.kind.value).inc()
+                log.log(
+                    logging.WARNING if failures == 0 else logging.DEBUG,
+                    "cannot watch the hub copies: %s; listing them again with backoff",
+                    error.detail,
+                )
+            except Exception:  # a bug must not end the only watch
+                log.exception("the watch on the hub copies failed; listing them again")
+            version = None
+            failures += 1
+            self._stopping.wait(self._backoff.delay(failures))
+
+    def _list(self) -> str:
+        by_name = f"metadata.name={self.copy_name}"
+        listed = self._kube.list(ADDON, ALL_NAMESPACES, field_selector=by_name)
+        copies = {
+            str(item["metadata"]["namespace"]): _standard(item)
+            for item in listed.get("items") or []
+        }
+        with self._wake:
+            for namespace, conditions in copies.items():
+                if self._copies.get(namespace) != conditions:
+                    self._enqueue(namespace)
+            self._copies = copies
+            self._states = {ns: cluster_state(c) for ns, c in copies.items()}
+            self._listed = True
+            self._count()
+            self._wake.notify_all()
+        return resource_version(listed)
+
+    def _follow(self, version: str) -> str:
+        stream = self._kube.watch(
+            ADDON,
+            ALL_NAMESPACES,
+            resource_version=version,
+            timeout_seconds=self._watch_seconds,
+            field_selector=f"metadata.name={self.copy_name}",
+        )
+        with self._wake:
+            if self._stopping.is_set():
+                return version
+            self._stream = stream
+        try:
+            for event in stream:
+                version = resource_version(event.object) or version
+                if event.type in ("ADDED", "MODIFIED", "DELETED"):
+                    self._changed(event.type, event.object)
+                if self._stopping.is_set():
+                    break
+        finally:
+            with self._wake:
+                self._stream = None
+        return version
+
+    def _changed(self, kind: str, obj: Mapping[str, Any]) -> None:
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+        with self._wake:
+            if kind == "DELETED":
+                self._copies.pop(namespace, None)  # the ManagedClusterAddOn keeps the last word
+                self._states.pop(namespace, None)
+            else:
+                conditions = _standard(obj)
+                if self._copies.get(namespace) == conditions:
+                    return
+                self._copies[namespace] = conditions
+                self._states[namespace] = cluster_state(conditions)
+                self._enqueue(namespace)
+            self._count()
+            self._wake.notify_all()
+
+    # --- the worker ----------------------------------------------------------------------------
+
+    def _work_run(self) -> None:
+        while (namespace := self._next()) is not None:
+            try:
+                if namespace:
+                    self._mirror(namespace)
+                else:
+                    self._refresh_selection()
+            except Exception:  # a bug must not end the only worker
+                log.exception("mirroring %s failed unexpectedly", namespace or "the selection")
+                self._retry(namespace, ErrorKind.OTHER)
+            finally:
+                with self._wake:
+                    self._busy = False
+                    self._wake.notify_all()
+
+    def _next(self) -> str | None:
+        """The next namespace due ("" for a refresh of the selection); None once stopping."""
+        with self._wake:
+            while not self._stopping.is_set():
+                now = time.monotonic()
+                if self._role.may_write() and self._listed:
+                    if self._next_resync <= now:
+                        self._next_resync = now + self._resync
+                        if self._selector:
+                            self._busy = True
+                            return ""
+                        self._enqueue_all(now)
+                    while self._heap and self._due.get(self._heap[0][1]) != self._heap[0][0]:
+                        heapq.heappop(self._heap)  # superseded
+                    if self._heap and self._heap[0][0] <= now:
+                        _, namespace = heapq.heappop(self._heap)
+                        del self._due[namespace]
+                        self._busy = True
+                        return namespace
+                    wait = min(self._heap[0][0] if self._heap else now + _MAX_WAIT,
+                               self._next_resync) - now
+                else:
+                    wait = _MAX_WAIT
+                self._wake.wait(min(max(wait, 0.0), _MAX_WAIT))
+            return None
+
+    def _enqueue(self, namespace: str, at: float | None = None) -> None:
+        """Queue `namespace` (under `_wake`); one already queued keeps its time, so a change
+        of the copy does not cut a backoff short."""
+        if namespace in self._due:
+            return
+        due = time.monotonic() if at is None else at
+        self._due[namespace] = due
+        heapq.heappush(self._heap, (due, namespace))
+
+    def _enqueue_all(self, now: float) -> None:
+        for namespace in self._copies:
+            self._enqueue(namespace, now)
+
+    def _refresh_selection(self) -> None:
+        """The namespaces the label selector picks, then every namespace queued."""
+        try:
+            listed = self._kube.list(NAMESPACE, ALL_NAMESPACES, label_selector=self._selector)
+        except KubeError as error:
+            self._metrics.errors.labels(kind=error.kind.value).inc()
+            log.warning("cannot list the namespaces %r: %s", self._selector, error.detail)
+            with self._wake:
+                self._next_resync = time.monotonic() + self._backoff.delay(1)
+            return
+        names = frozenset(str(item["metadata"]["name"]) for item in listed.get("items") or [])
+        with self._wake:
+            self._selected = names
+            self._count()
+            self._enqueue_all(time.monotonic())
+
+    def _mirror(self, namespace: str) -> None:
+        name = self.addon_name
+        with self._wake:
+            if namespace not in self._copies or not self._picked(namespace):
+                return
+
+        def conditions(status: Mapping[str, Any]) -> dict[str, Any] | None:
+            with self._wake:
+                copy = self._copies.get(namespace, [])
+            new = mirror(copy, status.get("conditions") or [])
+            return None if new is None else {**status, "conditions": new}
+
+        def write(body: dict[str, Any]) -> dict[str, Any]:
+            if not self._role.may_write():
+                raise _NotLeader
+            stored = self._kube.replace_status(MANAGED_CLUSTER_ADDON, namespace, name, body)
+            self._metrics.writes.inc()
+            return stored
+
+        def conflicted(attempt: int, error: ConflictError) -> None:
+            self._metrics.errors.labels(kind=error.kind.value).inc()
+
+        try:
+            update_status(
+                lambda: self._kube.get(MANAGED_CLUSTER_ADDON, namespace, name),
+                conditions,
+                write,
+                what=f"ManagedClusterAddOn {namespace}/{name}",
+                attempts=self._attempts,
+                on_conflict=conflicted,
+            )
+        except _NotLeader:
+            return  # the next leader queues every namespace
+        except KubeError as error:
+            self._metrics.errors.labels(kind=error.kind.value).inc()
+            self._retry(namespace, error.kind, error.detail)
+            return
+        self._retries.pop(namespace, None)
+        if self._failing.pop(namespace, None) is not None:
+            log.info("ManagedClusterAddOn %s/%s mirrored again", namespace, name)
+
+    def _retry(self, namespace: str, kind: ErrorKind, detail: str = "") -> None:
+        """Queue `namespace` again after its backoff; the first failure of a kind is told."""
+        if not namespace:
+            with self._wake:
+                self._next_resync = time.monotonic() + self._backoff.delay(1)
+            return
+        retry = self._retries.setdefault(namespace, Retry(self._backoff))
+        delay = retry.failed()
+        if self._failing.get(namespace) is not kind:
+            self._failing[namespace] = kind
+            if kind is ErrorKind.NOT_FOUND:
+                log.warning(
+                    "no ManagedClusterAddOn %s/%s (the addon is not enabled for cluster %s, "
+                    "or its CRD is not installed on the hub); trying again with backoff",
+                    namespace, self.addon_name, namespace,
+                )
+            else:
+                log.warning("cannot mirror onto ManagedClusterAddOn %s/%s (%s: %s)",
+                            namespace, self.addon_name, kind, detail)
+        with self._wake:
+            self._enqueue(namespace, time.monotonic() + delay)
+            self._wake.notify_all()
+
+    # --- inside -----------------------------------------------------------------------------
+
+    def _picked(self, namespace: str) -> bool:
+        return self._selected is None or namespace in self._selected
+
+    def _count(self) -> None:
+        """Clusters by state, from the copies the selection picks (under `_wake`)."""
+        states = Tally(
+            state for namespace, state in self._states.items() if self._picked(namespace)
+        )
+        self._metrics.count(states)
+
+
+def _standard(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    status = obj.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    return standard(conditions if isinstance(conditions, list) else [])

@@ -1,0 +1,38 @@
+"""`addon-status demo` runs the hub side on its embedded hub: while the demo plays, each
+cluster's `ManagedClusterAddOn` carries the standard conditions of its hub copy, so that
+`kubectl get managedclusteraddons -A` shows the fleet live."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
+from controller.hub.mirror import standard_conditions
+from controller.kube.api import ADDON
+from controller.kube.kubeconfig import client_for
+from controller.kube.official import OfficialKube
+from tests.demo.test_fleet_demo import Demo
+from tests.support import eventually
+
+
+def test_the_demo_mirrors_every_hub_copy_onto_its_managed_cluster_addon() -> None:
+    demo = Demo("--clusters", "2", "--time-scale", "100", "--duration", "120")
+    try:
+        kubeconfig = demo.hub_kubeconfig()
+        with client_for(kubeconfig) as api:
+            kube = OfficialKube(api)
+
+            def mirrored(cluster: str) -> bool:
+                copy: dict[str, Any] = kube.get(ADDON, cluster, "observability-addon")
+                addon = kube.get(MCA, cluster, "observability-controller")
+                wanted = standard_conditions((copy.get("status") or {}).get("conditions") or [])
+                found = (addon.get("status") or {}).get("conditions") or []
+                return bool(wanted) and found == wanted
+
+            for cluster in ("cluster1", "cluster2"):
+                eventually(lambda c=cluster: mirrored(c), f"{cluster}'s ManagedClusterAddOn",  # type: ignore[misc]
+                           timeout=60)  # fmt: skip
+    finally:
+        code, _, err = demo.end()
+    assert code == 0, err
+    assert "Traceback" not in err

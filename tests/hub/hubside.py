@@ -1,0 +1,169 @@
+"""What the hub side's integration tests share: an embedded hub serving the hub copies' CRD and
+the upstream `ManagedClusterAddOn` CRD, cluster namespaces with a copy and a
+`ManagedClusterAddOn` each, and hub-side replicas on it through the real client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
+
+from kubernetes import client
+from prometheus_client import CollectorRegistry
+
+from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
+from controller.hub.mirror import managed_cluster_addon
+from controller.hub_app import HubReplica, HubSettings
+from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
+from controller.ops.backoff import Backoff
+from kubesim import APIServer, UserInfo
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+COPY_CRD: Final = ROOT / "manifests" / "base" / "crd.yaml"
+MCA_CRD: Final = ROOT / "tests" / "data" / "upstream" / "managedclusteraddons.crd.yaml"
+COPY: Final = "observability-addon"
+ADDON: Final = "observability-controller"
+T0: Final = "2026-11-24T01:00:00Z"
+T1: Final = "2026-11-24T02:00:00Z"
+TOKENS: Final = {
+    "admin": UserInfo("admin", groups=("system:masters",)),
+    "hub-a": UserInfo("hub-side-a", groups=("system:masters",)),
+    "hub-b": UserInfo("hub-side-b", groups=("system:masters",)),
+}
+
+Obj = dict[str, Any]
+
+
+def cond(kind: str, status: str, reason: str, message: str = "", at: str = T0) -> Obj:
+    return {"type": kind, "status": status, "reason": reason, "message": message,
+            "lastTransitionTime": at}
+
+
+def seed(true: str = "Available", reason: str = "UpdateSuccessful", message: str = "",
+         at: str = T0) -> list[Obj]:
+    """A hub copy's conditions in the seed profile: five standard types and a collector's."""
+    return [
+        *(cond(kind, "True" if kind == true else "False", reason, message, at)
+          for kind in ("Available", "Progressing", "Degraded", "Disabled", "NotSupported")),
+        cond("MetricsCollector", "True", "ForwardSuccessful"),
+    ]
+
+
+def acm(true: str = "Degraded", reason: str = "Disabled", message: str = "",
+        at: str = T0) -> list[Obj]:
+    """The `acm` profile's shape: three standard types; disabled is Degraded=True, Disabled."""
+    return [
+        *(cond(kind, "True" if kind == true else "False", reason, message, at)
+          for kind in ("Available", "Progressing", "Degraded")),
+        cond("MetricsCollector", "False", reason),
+    ]
+
+
+def api(server: APIServer, token: str = "admin") -> client.ApiClient:
+    config = client.Configuration(host=server.url)
+    config.api_key = {"BearerToken": token}
+    config.api_key_prefix = {"BearerToken": "Bearer"}
+    return client.ApiClient(config)
+
+
+class Hub:
+    """The embedded hub, written to as the spokes' replication and OCM would."""
+
+    def __init__(self, server: APIServer) -> None:
+        self.server = server
+        self._api = api(server)
+        self.custom = client.CustomObjectsApi(self._api)
+        self.core = client.CoreV1Api(self._api)
+
+    def close(self) -> None:
+        self._api.close()  # type: ignore[no-untyped-call]
+
+    def cluster(self, name: str, *, labels: dict[str, str] | None = None,
+                addon: bool = True) -> None:
+        meta = client.V1ObjectMeta(name=name, labels=labels)
+        self.core.create_namespace(client.V1Namespace(metadata=meta))
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND,
+                "metadata": {"name": COPY}, "spec": {"enableMetrics": True}}
+        self.custom.create_namespaced_custom_object(GROUP, VERSION, name, PLURAL, body)
+        if addon:
+            self.create_addon(name)
+
+    def create_addon(self, cluster: str) -> None:
+        self.custom.create_namespaced_custom_object(
+            MCA.group, MCA.version, cluster, MCA.plural, managed_cluster_addon(cluster, ADDON)
+        )
+
+    def set_copy(self, cluster: str, conditions: list[Obj]) -> None:
+        """What the spoke's replication does: the copy's status, through the API."""
+        obj = self.custom.get_namespaced_custom_object(GROUP, VERSION, cluster, PLURAL, COPY)
+        obj["status"] = {"conditions": conditions}
+        self.custom.replace_namespaced_custom_object_status(
+            GROUP, VERSION, cluster, PLURAL, COPY, obj
+        )
+
+    def addon(self, cluster: str) -> Obj:
+        obj: Obj = self.custom.get_namespaced_custom_object(
+            MCA.group, MCA.version, cluster, MCA.plural, ADDON
+        )
+        return obj
+
+    def conditions(self, cluster: str) -> list[Obj]:
+        return list((self.addon(cluster).get("status") or {}).get("conditions") or [])
+
+    def set_addon_conditions(self, cluster: str, conditions: list[Obj]) -> None:
+        """Another writer's status write on the ManagedClusterAddOn."""
+        obj = self.addon(cluster)
+        obj["status"] = {**(obj.get("status") or {}), "conditions": conditions}
+        self.custom.replace_namespaced_custom_object_status(
+            MCA.group, MCA.version, cluster, MCA.plural, ADDON, obj
+        )
+
+    def writes(self, cluster: str | None = None, user: str | None = None) -> int:
+        """Successful status writes on ManagedClusterAddOns (by `user`)."""
+        return self.server.count_requests(
+            resource=MCA.plural, subresource="status", namespace=cluster, user=user,
+            verbs=("update",),
+        )
+
+
+@contextmanager
+def hub_server() -> Iterator[Hub]:
+    with APIServer([COPY_CRD, MCA_CRD], tokens=TOKENS) as server:
+        hub = Hub(server)
+        try:
+            yield hub
+        finally:
+            hub.close()
+
+
+@contextmanager
+def replica(
+    hub: Hub,
+    *,
+    token: str = "hub-a",
+    registry: CollectorRegistry | None = None,
+    **settings: Any,
+) -> Iterator[HubReplica]:
+    """A started hub-side replica as `token`, fast backoff, no servers."""
+    chosen = HubSettings(metrics_address=None, probe_address=None, request_timeout=5.0,
+                         **settings)
+    with api(hub.server, token) as client_, HubReplica(
+        chosen,
+        client_,
+        registry=registry,
+        identity=token,
+        backoff=Backoff(initial=0.02, maximum=0.2),
+        watch_seconds=30,
+    ) as made:
+        yield made
+
+
+def standard(conditions: list[Obj]) -> list[Obj]:
+    kinds = ("Available", "Progressing", "Degraded", "Disabled", "NotSupported")
+    return [c for c in conditions if c["type"] in kinds]
+
+
+def sample(registry: CollectorRegistry, name: str, **labels: str) -> float:
+    value = registry.get_sample_value(name, labels or None)
+    return 0.0 if value is None else value

@@ -1,0 +1,305 @@
+"""The hub side against an embedded hub serving the upstream `ManagedClusterAddOn` CRD, through
+the real kubernetes client over HTTP (STATUS_SEMANTICS.md section 12), in both profiles' shapes
+of the hub copy."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+from prometheus_client import CollectorRegistry
+
+from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
+from controller.hub_app import hub_side
+from controller.kube.kubeconfig import kubeconfig_yaml
+from kubesim import APIServer, RequestInfo
+from tests.hub.hubside import (
+    ADDON,
+    COPY_CRD,
+    MCA_CRD,
+    T1,
+    TOKENS,
+    Hub,
+    acm,
+    cond,
+    hub_server,
+    replica,
+    sample,
+    seed,
+    standard,
+)
+from tests.support import eventually
+
+pytestmark = pytest.mark.integration
+
+OTHER = cond("ManifestApplied", "True", "AddonManifestApplied", "manifests applied")
+
+
+@pytest.fixture
+def hub() -> Iterator[Hub]:
+    with hub_server() as made:
+        yield made
+
+
+@pytest.mark.parametrize("shape", [seed, acm], ids=["seed", "acm"])
+def test_the_standard_conditions_of_a_hub_copy_are_mirrored_onto_its_managed_cluster_addon(
+    hub: Hub, shape: Any
+) -> None:
+    hub.cluster("cluster1")
+    hub.set_copy("cluster1", shape())
+    with replica(hub):
+        eventually(lambda: hub.conditions("cluster1") == standard(shape()), "the mirror")
+
+
+@pytest.mark.parametrize("shape", [seed, acm], ids=["seed", "acm"])
+def test_a_change_of_the_hub_copy_is_mirrored(hub: Hub, shape: Any) -> None:
+    hub.cluster("cluster1")
+    hub.set_copy("cluster1", shape())
+    with replica(hub) as made:
+        eventually(lambda: hub.conditions("cluster1") == standard(shape()), "the first mirror")
+        changed = shape(true="Available", reason="UpdateSuccessful", at=T1)
+        hub.set_copy("cluster1", changed)
+        eventually(lambda: hub.conditions("cluster1") == standard(changed), "the change")
+        assert made.side.wait_idle(5)
+    assert hub.writes("cluster1") == 2
+
+
+def test_a_reason_only_change_with_the_same_status_is_mirrored(hub: Hub) -> None:
+    hub.cluster("cluster1")
+    hub.set_copy("cluster1", acm(true="Degraded", reason="ForwardFailed"))
+    with replica(hub):
+        first = standard(acm(true="Degraded", reason="ForwardFailed"))
+        eventually(lambda: hub.conditions("cluster1") == first, "the first mirror")
+        hub.set_copy("cluster1", acm(true="Degraded", reason="UpdateFailed", message="why"))
+        eventually(
+            lambda: hub.conditions("cluster1") == standard(acm("Degraded", "UpdateFailed", "why")),
+            "the reason and message change",
+        )
+
+
+def test_other_writers_conditions_are_untouched(hub: Hub) -> None:
+    hub.cluster("cluster1")
+    hub.set_addon_conditions("cluster1", [OTHER])
+    hub.set_copy("cluster1", seed())
+    with replica(hub):
+        eventually(lambda: hub.conditions("cluster1") == [OTHER, *standard(seed())], "mirror")
+
+
+def test_nothing_is_written_when_the_managed_cluster_addon_already_says_the_same(
+    hub: Hub,
+) -> None:
+    hub.cluster("cluster1")
+    hub.set_addon_conditions("cluster1", standard(seed()))
+    hub.set_copy("cluster1", seed())
+    before = hub.writes("cluster1")
+    with replica(hub, resync=0.05) as made:
+        assert made.side.wait_idle(5)
+        made.side.resync()
+        assert made.side.wait_idle(5)
+    assert hub.writes("cluster1") == before
+
+
+def test_a_write_that_meets_a_newer_object_reads_it_again_and_keeps_the_other_write(
+    hub: Hub,
+) -> None:
+    """409 Conflict, for real: another writer changes the ManagedClusterAddOn between the hub
+    side's read and its write; the write fails on the stale resourceVersion, the hub side reads
+    afresh and writes again, and both writes are in the result."""
+    hub.cluster("cluster1")
+    hub.set_copy("cluster1", seed())
+    raced: list[bool] = []
+
+    def race(info: RequestInfo) -> bool:
+        if info.resource == MCA.plural and info.subresource == "status" and info.user == \
+                "hub-side-a" and not raced:
+            raced.append(True)  # straight to storage: this runs inside the server's request
+            stored = hub.server.get_object(MCA.group, MCA.version, MCA.plural, "cluster1", ADDON)
+            assert stored is not None
+            stored["status"] = {"conditions": [OTHER]}
+            hub.server.put_object(MCA.group, MCA.version, MCA.plural, stored)
+        return False
+
+    hub.server.faults.delay(0.001, match=race)
+    registry = CollectorRegistry()
+    with replica(hub, registry=registry):
+        eventually(lambda: hub.conditions("cluster1") == [OTHER, *standard(seed())], "retry")
+    assert raced
+    assert sample(registry, "addon_status_hub_mirror_errors_total", kind="conflict") == 1
+    tried = hub.server.count_requests(
+        verbs=("update",), resource=MCA.plural, subresource="status", successful=False
+    )
+    assert (tried, hub.writes(user="hub-side-a")) == (2, 1)
+
+
+def test_the_resync_repairs_a_managed_cluster_addon_someone_changed(hub: Hub) -> None:
+    hub.cluster("cluster1")
+    hub.set_copy("cluster1", seed())
+    with replica(hub, resync=0.2):
+        eventually(lambda: hub.conditions("cluster1") == standard(seed()), "the mirror")
+        tampered = [cond("Available", "False", "Tampered"), *standard(seed())[1:]]
+        hub.set_addon_conditions("cluster1", tampered)
+        eventually(lambda: hub.conditions("cluster1") == standard(seed()), "the repair")
+
+
+def test_a_missing_managed_cluster_addon_is_skipped_then_mirrored_when_it_appears(
+    hub: Hub,
+) -> None:
+    hub.cluster("early", addon=False)
+    hub.cluster("other")
+    hub.set_copy("early", seed())
+    hub.set_copy("other", acm())
+    registry = CollectorRegistry()
+    with replica(hub, registry=registry):
+        eventually(lambda: hub.conditions("other") == standard(acm()), "the other cluster")
+        eventually(
+            lambda: sample(registry, "addon_status_hub_mirror_errors_total", kind="not_found")
+            >= 2,
+            "retries with backoff",
+        )
+        hub.create_addon("early")
+        eventually(lambda: hub.conditions("early") == standard(seed()), "the late one")
+
+
+def test_only_the_leader_of_two_hub_replicas_writes(hub: Hub) -> None:
+    hub.cluster("cluster1")
+    hub.set_copy("cluster1", seed())
+    election = {"leader_elect": True, "lease_namespace": "default", "lease_duration": 3.0,
+                "renew_deadline": 2.0, "retry_period": 0.1}
+    with replica(hub, token="hub-a", **election) as first:
+        eventually(lambda: first.leading, "the first replica leads")
+        with replica(hub, token="hub-b", **election) as second:
+            eventually(lambda: hub.conditions("cluster1") == standard(seed()), "the mirror")
+            hub.set_copy("cluster1", seed("Degraded", "UpdateFailed"))
+            eventually(
+                lambda: hub.conditions("cluster1") == standard(seed("Degraded", "UpdateFailed")),
+                "the change",
+            )
+            assert not second.leading
+            assert hub.writes(user="hub-side-b") == 0
+            first.stop()  # releases the Lease: the second takes over at once
+            eventually(lambda: second.leading, "the second replica leads")
+            hub.set_copy("cluster1", seed("Progressing", "UpdateSuccessful"))
+            eventually(
+                lambda: hub.conditions("cluster1")
+                == standard(seed("Progressing", "UpdateSuccessful")),
+                "the change after the failover",
+            )
+    assert hub.writes(user="hub-side-a") == 2
+    assert hub.writes(user="hub-side-b") == 1
+
+
+def test_only_namespaces_the_label_selector_picks_are_mirrored(hub: Hub) -> None:
+    hub.cluster("picked", labels={"fleet": "prod"})
+    hub.cluster("ignored")
+    for cluster in ("picked", "ignored"):
+        hub.set_copy(cluster, seed())
+    with replica(hub, namespace_selector="fleet=prod") as made:
+        eventually(lambda: hub.conditions("picked") == standard(seed()), "the picked one")
+        assert made.side.wait_idle(5)
+    assert hub.conditions("ignored") == []
+
+
+def test_the_metrics_count_writes_errors_by_kind_and_clusters_by_state(hub: Hub) -> None:
+    registry = CollectorRegistry()
+    hub.cluster("a")
+    hub.cluster("b")
+    hub.set_copy("a", seed())
+    hub.set_copy("b", acm())
+    with replica(hub, registry=registry) as made:
+        for kind in ("conflict", "not_found", "unavailable", "invalid", "forbidden"):
+            assert registry.get_sample_value(
+                "addon_status_hub_mirror_errors_total", {"kind": kind}
+            ) is not None
+        eventually(lambda: hub.conditions("b") == standard(acm()), "the mirror")
+        assert made.side.wait_idle(5)
+        states = {state: sample(registry, "addon_status_hub_mirror_clusters", state=state)
+                  for state in ("Available", "Degraded", "Disabled", "Unknown")}
+    assert states == {"Available": 1, "Degraded": 1, "Disabled": 0, "Unknown": 0}
+    assert sample(registry, "addon_status_hub_mirror_writes_total") == 2
+
+
+def test_kubesim_prunes_a_managed_cluster_addon_status_to_the_upstream_schema(hub: Hub) -> None:
+    """kube-apiserver prunes fields a structural schema does not declare (on a status write
+    too) and refuses a condition without the fields the schema requires (422): the hub side's
+    five fields are all declared, anything more would be dropped."""
+    hub.cluster("cluster1")
+    obj = hub.addon("cluster1")
+    extra = {**cond("Available", "True", "UpdateSuccessful"), "severity": "Info"}
+    obj["status"] = {"conditions": [extra], "surprise": 1}
+    stored = hub.custom.replace_namespaced_custom_object_status(
+        MCA.group, MCA.version, "cluster1", MCA.plural, ADDON, obj
+    )
+    assert stored["status"] == {"conditions": [cond("Available", "True", "UpdateSuccessful")]}
+    obj = hub.addon("cluster1")
+    obj["status"] = {"conditions": [{"type": "Available", "status": "True"}]}
+    with pytest.raises(ApiException) as refused:
+        hub.custom.replace_namespaced_custom_object_status(
+            MCA.group, MCA.version, "cluster1", MCA.plural, ADDON, obj
+        )
+    assert refused.value.status == 422
+
+
+def test_a_hub_without_the_managed_cluster_addon_crd_warns_once_and_keeps_retrying(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    registry = CollectorRegistry()
+    with APIServer([COPY_CRD], tokens=TOKENS) as server:
+        hub = Hub(server)
+        try:
+            hub.cluster("cluster1", addon=False)
+            hub.set_copy("cluster1", seed())
+            with caplog.at_level("WARNING"), replica(hub, registry=registry) as made:
+                eventually(
+                    lambda: sample(registry, "addon_status_hub_mirror_errors_total",
+                                   kind="not_found") >= 3,
+                    "retries",
+                )
+                assert made.side.alive
+        finally:
+            hub.close()
+    warnings = [m for m in caplog.messages if "no ManagedClusterAddOn" in m]
+    assert len(warnings) == 1
+    assert "its CRD is not installed on the hub" in warnings[0]
+
+
+def test_a_write_the_server_refuses_is_retried_with_backoff_and_the_others_go_on(
+    hub: Hub,
+) -> None:
+    hub.cluster("refused")
+    hub.cluster("fine")
+    hub.set_copy("refused", seed())
+    hub.set_copy("fine", acm())
+
+    def refused(info: RequestInfo) -> bool:
+        return info.namespace == "refused" and info.subresource == "status"
+
+    hub.server.faults.fail_next(2, 422, match=refused, message="refused for the test")
+    registry = CollectorRegistry()
+    with replica(hub, registry=registry):
+        eventually(lambda: hub.conditions("fine") == standard(acm()), "the other cluster")
+        eventually(lambda: hub.conditions("refused") == standard(seed()), "after the refusals")
+    assert sample(registry, "addon_status_hub_mirror_errors_total", kind="invalid") == 2
+
+
+def test_the_managed_cluster_addon_crd_is_a_byte_identical_copy_of_shared_upstream() -> None:
+    # CI clones the repository with shared/ beside it; a worktree may sit one level deeper.
+    places = [MCA_CRD.parents[n] / "shared" / "upstream" / MCA_CRD.name for n in (4, 5)]
+    shared = next((place for place in places if place.is_file()), None)
+    if shared is None:
+        pytest.skip("no shared/upstream beside the repository")
+    assert MCA_CRD.read_bytes() == shared.read_bytes()
+
+
+def test_hub_side_runs_the_hub_side_in_process_from_a_kubeconfig(hub: Hub, tmp_path: Path) -> None:
+    """The demo's one call: the hub side on the hub a kubeconfig names, stopped with the block."""
+    kubeconfig = tmp_path / "hub.kubeconfig"
+    kubeconfig.write_text(kubeconfig_yaml(server=hub.server.url, token="hub-a"), encoding="utf-8")
+    hub.cluster("cluster1")
+    hub.set_copy("cluster1", acm())
+    with hub_side(kubeconfig) as running:
+        eventually(lambda: hub.conditions("cluster1") == standard(acm()), "the mirror")
+        assert running.leading
+    assert not running.side.alive

@@ -1,0 +1,153 @@
+"""The pure mirror of STATUS_SEMANTICS.md section 12, one rule per test, without a server:
+hub copy conditions + ManagedClusterAddOn conditions -> the conditions to write, or None."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controller.hub.mirror import STANDARD_TYPES, cluster_state, mirror, standard_conditions
+
+T0, T1 = "2026-11-24T01:00:00Z", "2026-11-24T02:00:00Z"
+
+
+def cond(kind: str, status: str, reason: str, message: str = "", at: str = T0) -> dict[str, Any]:
+    return {"type": kind, "status": status, "reason": reason, "message": message,
+            "lastTransitionTime": at}
+
+
+# The two shapes a hub copy has: the seed profile's five standard types, and the acm profile's
+# three, where disabled is Degraded=True with reason Disabled.
+SEED_COPY = [
+    cond("Available", "True", "UpdateSuccessful", "all collectors forward"),
+    cond("Progressing", "False", "UpdateSuccessful"),
+    cond("Degraded", "False", "UpdateSuccessful"),
+    cond("Disabled", "False", "UpdateSuccessful"),
+    cond("NotSupported", "False", "UpdateSuccessful"),
+    cond("MetricsCollector", "True", "ForwardSuccessful"),
+]
+ACM_COPY = [
+    cond("Available", "False", "Disabled"),
+    cond("Progressing", "False", "Disabled"),
+    cond("Degraded", "True", "Disabled", "metrics collection is disabled"),
+    cond("MetricsCollector", "False", "Disabled"),
+    cond("UwlMetricsCollector", "False", "Disabled"),
+]
+MANIFEST_APPLIED = cond("ManifestApplied", "True", "AddonManifestApplied", "applied")
+
+
+@pytest.mark.parametrize(
+    ("copy", "types"),
+    [
+        pytest.param(SEED_COPY, list(STANDARD_TYPES), id="seed"),
+        pytest.param(ACM_COPY, ["Available", "Progressing", "Degraded"], id="acm"),
+    ],
+)
+def test_every_standard_type_of_the_hub_copy_is_mirrored_and_nothing_else(
+    copy: list[dict[str, Any]], types: list[str]
+) -> None:
+    written = mirror(copy, [])
+    assert written is not None
+    assert [c["type"] for c in written] == types
+    assert written == [c for c in copy if c["type"] in types]
+
+
+def test_status_reason_message_and_transition_time_are_copied_verbatim() -> None:
+    written = mirror(ACM_COPY, [cond("Degraded", "False", "UpdateSuccessful", at=T0)])
+    assert written is not None
+    assert written[0] == cond("Degraded", "True", "Disabled", "metrics collection is disabled")
+
+
+def test_a_reason_change_with_the_same_status_is_mirrored() -> None:
+    before = [cond("Degraded", "True", "ForwardFailed", "cannot forward", at=T0)]
+    copy = [cond("Degraded", "True", "UpdateFailed", "cannot forward", at=T0)]
+    assert mirror(copy, before) == copy
+
+
+def test_a_message_change_with_the_same_status_is_mirrored() -> None:
+    before = [cond("Available", "True", "UpdateSuccessful", "2 collectors", at=T0)]
+    copy = [cond("Available", "True", "UpdateSuccessful", "3 collectors", at=T0)]
+    assert mirror(copy, before) == copy
+
+
+def test_a_transition_time_change_alone_is_mirrored() -> None:
+    before = [cond("Available", "True", "UpdateSuccessful", at=T0)]
+    copy = [cond("Available", "True", "UpdateSuccessful", at=T1)]
+    assert mirror(copy, before) == copy
+
+
+def test_nothing_is_written_when_the_managed_cluster_addon_already_says_the_same() -> None:
+    current = [MANIFEST_APPLIED, *[c for c in SEED_COPY if c["type"] in STANDARD_TYPES]]
+    assert mirror(SEED_COPY, current) is None
+
+
+def test_other_writers_conditions_stay_as_they_are_and_where_they_are() -> None:
+    other = {**MANIFEST_APPLIED, "observedGeneration": 3}
+    before = [other, cond("Available", "False", "Degraded")]
+    written = mirror(SEED_COPY, before)
+    assert written is not None
+    assert written[0] == other
+    assert written[1] == SEED_COPY[0]
+    assert [c["type"] for c in written[2:]] == list(STANDARD_TYPES[1:])
+
+
+def test_a_standard_type_the_hub_copy_does_not_carry_is_left_alone() -> None:
+    disabled = cond("Disabled", "True", "Disabled", "left by another writer")
+    written = mirror(ACM_COPY, [disabled])
+    assert written is not None
+    assert written[0] == disabled
+
+
+def test_a_hub_copy_without_standard_conditions_writes_nothing() -> None:
+    assert mirror([], [MANIFEST_APPLIED]) is None
+    assert mirror([cond("MetricsCollector", "True", "ForwardSuccessful")], []) is None
+
+
+def test_fields_beyond_the_five_are_not_mirrored() -> None:
+    copy = [{**cond("Available", "True", "UpdateSuccessful"), "observedGeneration": 7,
+             "severity": "Info"}]
+    assert mirror(copy, []) == [cond("Available", "True", "UpdateSuccessful")]
+
+
+def test_a_missing_message_is_mirrored_as_empty_since_the_schema_requires_one() -> None:
+    copy = [{k: v for k, v in cond("Available", "True", "UpdateSuccessful").items()
+             if k != "message"}]
+    assert mirror(copy, []) == [cond("Available", "True", "UpdateSuccessful", "")]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        pytest.param({"reason": ""}, id="no-reason"),
+        pytest.param({"lastTransitionTime": None}, id="no-transition-time"),
+        pytest.param({"status": "Maybe"}, id="unknown-status"),
+    ],
+)
+def test_a_condition_the_managed_cluster_addon_schema_refuses_is_not_mirrored(
+    bad: dict[str, Any],
+) -> None:
+    copy = [{**cond("Available", "True", "UpdateSuccessful"), **bad},
+            cond("Degraded", "False", "UpdateSuccessful")]
+    assert mirror(copy, []) == [cond("Degraded", "False", "UpdateSuccessful")]
+
+
+def test_the_first_condition_of_a_type_wins_as_in_a_map_list() -> None:
+    copy = [cond("Available", "True", "A"), cond("Available", "False", "B")]
+    assert standard_conditions(copy) == [cond("Available", "True", "A")]
+
+
+@pytest.mark.parametrize(
+    ("copy", "state"),
+    [
+        pytest.param(SEED_COPY, "Available", id="seed-available"),
+        pytest.param(ACM_COPY, "Degraded", id="acm-disabled-is-degraded"),
+        pytest.param([cond("Disabled", "True", "Disabled")], "Disabled", id="seed-disabled"),
+        pytest.param([], "Unknown", id="not-written-yet"),
+        pytest.param([cond("Available", "False", "X")], "Unknown", id="none-true"),
+    ],
+)
+def test_a_clusters_state_is_the_standard_type_that_is_true(
+    copy: list[dict[str, Any]], state: str
+) -> None:
+    assert cluster_state(copy) == state

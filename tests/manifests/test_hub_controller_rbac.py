@@ -1,0 +1,119 @@
+"""The hub-controller overlay's RBAC against what the hub side actually calls: two replicas,
+built from the Deployment's own args and run as the overlay's service account against an
+embedded hub, mirror a few clusters and fail over; every call in the audit log must be allowed
+by the rules bound to that account, and every privilege those rules grant must have been used.
+`--namespace-selector` needs exactly the grant of namespace-selector/."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Any, Final
+
+import pytest
+
+from controller.hub.flags import add_hub_flags
+from controller.hub_app import HubReplica, HubSettings
+from controller.ops.backoff import Backoff
+from kubesim import APIServer, UserInfo
+from tests.hub.hubside import COPY_CRD, MCA_CRD, Hub, api, seed, standard
+from tests.manifests.kustomize import MANIFESTS, build, find
+from tests.manifests.rbac import Grant, Request, ServiceAccount, grants_for, unauthorized, unused
+from tests.support import eventually
+
+pytestmark = pytest.mark.integration
+
+OVERLAY: Final = MANIFESTS / "hub-controller"
+Obj = dict[str, Any]
+
+
+def _settings(deployment: Obj) -> HubSettings:
+    """What the Deployment's args say (POD_NAMESPACE, from the downward API, is its own)."""
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    parser = argparse.ArgumentParser()
+    add_hub_flags(parser)
+    args = parser.parse_args(container["args"][1:])
+    assert container["args"][0] == "hub"
+    return dataclasses.replace(
+        HubSettings.from_args(args),
+        lease_namespace=deployment["metadata"]["namespace"],
+        metrics_address=None,
+        probe_address=None,
+        lease_duration=3.0,
+        renew_deadline=2.0,
+        retry_period=0.1,
+    )
+
+
+def _run(selector: str, objects: list[Obj]) -> tuple[list[Request], list[Grant]]:
+    deployment = find(objects, "Deployment", "addon-status-hub-controller")
+    pod = deployment["spec"]["template"]["spec"]
+    account = ServiceAccount(deployment["metadata"]["namespace"], pod["serviceAccountName"])
+    settings = dataclasses.replace(_settings(deployment), namespace_selector=selector)
+    tokens = {
+        "admin": UserInfo("admin", groups=("system:masters",)),
+        "hub-side": UserInfo(account.username, groups=tuple(account.groups)),
+    }
+    namespaces = ("default", account.namespace)
+    with APIServer([COPY_CRD, MCA_CRD], tokens=tokens, namespaces=namespaces) as server:
+        hub = Hub(server)
+        try:
+            for cluster in ("cluster1", "cluster2"):
+                hub.cluster(cluster, labels={"fleet": "prod"})
+                hub.set_copy(cluster, seed())
+            with api(server, "hub-side") as first_api, api(server, "hub-side") as second_api:
+                first = HubReplica(settings, first_api, identity="a",
+                                   backoff=Backoff(0.02, 0.2), watch_seconds=30)
+                second = HubReplica(settings, second_api, identity="b",
+                                    backoff=Backoff(0.02, 0.2), watch_seconds=30)
+                first.start()
+                second.start()
+                try:
+                    eventually(lambda: hub.conditions("cluster2") == standard(seed()), "mirror")
+                    leader, follower = (first, second) if first.leading else (second, first)
+                    leader.stop()
+                    eventually(lambda: follower.leading, "the failover")
+                    hub.set_copy("cluster1", seed("Degraded", "UpdateFailed"))
+                    eventually(
+                        lambda: hub.conditions("cluster1")
+                        == standard(seed("Degraded", "UpdateFailed")),
+                        "the mirror after the failover",
+                    )
+                finally:
+                    first.stop()
+                    second.stop()
+        finally:
+            hub.close()
+        calls = [Request.audited(r) for r in server.audit if r.user == account.username]
+    return calls, grants_for(account, objects)
+
+
+@pytest.fixture(scope="module")
+def overlay() -> list[Obj]:
+    return build(OVERLAY).objects
+
+
+def test_every_call_of_the_hub_side_is_allowed_and_every_grant_is_used(
+    overlay: list[Obj],
+) -> None:
+    calls, grants = _run("", overlay)
+    assert any(r.verb == "watch" and r.resource == "observabilityaddons" for r in calls)
+    assert unauthorized(calls, grants) == []
+    assert unused(calls, grants) == []
+
+
+def test_the_namespace_selector_needs_exactly_the_namespace_selector_grant(
+    overlay: list[Obj],
+) -> None:
+    extra = build(OVERLAY / "namespace-selector").objects
+    calls, grants = _run("fleet=prod", overlay + extra)
+    assert unauthorized(calls, grants) == []
+    assert unused(calls, grants) == []
+    without = [g for g in grants if "namespaces" not in g.source]
+    assert unauthorized(calls, without) == ["list namespaces.core (cluster)"]
+
+
+def test_the_deployment_runs_two_replicas_with_leader_election(overlay: list[Obj]) -> None:
+    deployment = find(overlay, "Deployment", "addon-status-hub-controller")
+    assert deployment["spec"]["replicas"] == 2
+    assert _settings(deployment).leader_elect
