@@ -35,6 +35,9 @@ class RequestInfo:
     namespace: str = ""
     name: str = ""
     user: str = ""
+    # The name a list or watch's field selector requires (`metadata.name=X`): RequestInfoFactory
+    # gives it to authorization (RBAC's resourceNames) and audit; the request still lists.
+    selected_name: str = ""
 
 
 def parse_bool(value: str | None) -> bool:
@@ -72,10 +75,22 @@ def request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInf
     resource = rest[0] if rest else ""
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
+    selected = ""
     if not name:
-        verb, name = _collection_verb(verb, query)
+        verb, selected = _collection_verb(verb, query)
     return RequestInfo(
-        method, path, verb, True, prefix, group, version, resource, subresource, namespace, name
+        method,
+        path,
+        verb,
+        True,
+        prefix,
+        group,
+        version,
+        resource,
+        subresource,
+        namespace,
+        name,
+        selected_name=selected,
     )
 
 

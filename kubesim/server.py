@@ -399,7 +399,7 @@ class APIServer:
                 resource=info.resource,
                 subresource=info.subresource,
                 namespace=info.namespace,
-                name=info.name,
+                name=info.name or info.selected_name,
                 code=code,
                 path="" if info.is_resource else info.path,
             )

@@ -257,3 +257,21 @@ def test_a_certificate_from_the_crd_file_keeps_its_status_through_the_subresourc
         {"spec": {"secretName": "new"}},
     )
     assert moved["metadata"]["generation"] == 2
+
+
+def test_a_list_by_name_is_still_a_list_and_is_audited_with_that_name(
+    served: APIServer, apps: client.AppsV1Api
+) -> None:
+    """RequestInfoFactory takes the name a list's field selector requires for authorization
+    (RBAC's resourceNames) and audit; the request is still a list, here and in every namespace."""
+    apps.create_namespaced_deployment(NAMESPACE, _deployment())
+    selector = "metadata.name=metrics-collector"
+    listed = apps.list_namespaced_deployment(NAMESPACE, field_selector=selector)
+    everywhere = apps.list_deployment_for_all_namespaces(field_selector=selector)
+    assert [d.metadata.name for d in listed.items] == ["metrics-collector"]
+    assert [d.metadata.name for d in everywhere.items] == ["metrics-collector"]
+    lists = [r for r in served.audit if r.verb == "list" and r.resource == "deployments"]
+    assert [(r.namespace, r.name, r.code) for r in lists[-2:]] == [
+        (NAMESPACE, "metrics-collector", 200),
+        ("", "metrics-collector", 200),
+    ]
