@@ -12,6 +12,7 @@ from typing import Any, Final
 __all__ = [
     "MICRO_LAYOUT",
     "TIME_LAYOUT",
+    "Float64Integer",
     "decode_json",
     "encode_json",
     "format_micro_time",
@@ -23,9 +24,18 @@ __all__ = [
 TIME_LAYOUT: Final = "2006-01-02T15:04:05Z07:00"
 MICRO_LAYOUT: Final = "2006-01-02T15:04:05.000000Z07:00"
 _INT64 = (-(2**63), 2**63 - 1)
+_JSON_INTEGER = 2**53 - 1  # swag.IsFloat64AJSONInteger: the float64s that are integers
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-]\d{2}:\d{2})$"
 )
+
+
+class Float64Integer(int):
+    """A float64 without a fraction beyond 2^53 (an integer literal out of int64 range, or
+    `1e17`): Go prints it as an integer below 1e21, so it is one here when printed, but schema
+    validation sees a number that is no JSON integer (kube-openapi's type validator)."""
 
 
 def _number(text: str) -> int | float:
@@ -39,8 +49,10 @@ def _number(text: str) -> int | float:
         if _INT64[0] <= value <= _INT64[1]:
             return value
         as_float = float(value)
-    if as_float.is_integer() and abs(as_float) < 1e21:
+    if as_float.is_integer() and abs(as_float) <= _JSON_INTEGER:
         return int(as_float)
+    if as_float.is_integer() and abs(as_float) < 1e21:
+        return Float64Integer(as_float)
     return as_float
 
 
@@ -49,9 +61,24 @@ def _no_constant(text: str) -> Any:
 
 
 def decode_json(data: bytes | str) -> Any:
-    """Raises ValueError (with the parser's reason) on anything encoding/json would reject."""
-    text = data.decode("utf-8") if isinstance(data, bytes) else data
-    return json.loads(text, parse_int=_number, parse_float=_number, parse_constant=_no_constant)
+    """Raises ValueError (with the parser's reason) on anything encoding/json would reject.
+
+    Like encoding/json (and sigs.k8s.io/json, which kube-apiserver decodes objects with),
+    invalid UTF-8 and lone UTF-16 surrogates (`"\\ud800"`) are no error: each becomes U+FFFD.
+    """
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    value = json.loads(text, parse_int=_number, parse_float=_number, parse_constant=_no_constant)
+    return _without_surrogates(value) if _SURROGATE_ESCAPE.search(text) else value
+
+
+def _without_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_without_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {_without_surrogates(k): _without_surrogates(v) for k, v in value.items()}
+    return value
 
 
 def encode_json(value: Any, *, sort_keys: bool = False) -> bytes:

@@ -15,6 +15,7 @@ from datetime import date
 from functools import lru_cache
 from typing import Any, Final
 
+from kubesim.codec import Float64Integer
 from kubesim.fields import FieldError, go_quote, go_value
 
 __all__ = ["PathPart", "apply_defaults", "path_string", "prune", "validate"]
@@ -139,6 +140,7 @@ def validate(value: Any, schema: Schema | None) -> list[FieldError]:
 
 _JSON_TYPES: Final = (
     (bool, "boolean"),
+    (Float64Integer, "number"),
     (int, "integer"),
     (float, "number"),
     (str, "string"),
@@ -160,6 +162,15 @@ def _type_ok(value: Any, wanted: str) -> bool:
     return actual == wanted
 
 
+def _number_format_mismatch(value: Any, schema: Schema) -> bool:
+    """A number that is no JSON integer where the schema wants an integer of a format."""
+    return (
+        _type_name(value) == "number"
+        and schema.get("type") == "integer"
+        and schema.get("format") in ("int32", "int64")
+    )
+
+
 def _validate(
     value: Any,
     schema: Schema,
@@ -177,6 +188,12 @@ def _validate(
             message = f"{where} in body must be of type integer,string: {go_quote(actual)}"
             errors.append(FieldError.type_invalid(where, actual, message))
             return
+    elif _number_format_mismatch(value, schema):
+        # kube-openapi's typeValidator checks a format before the type, and names a float64's
+        # format "float64"; apiextensions makes that a TypeInvalid field error.
+        message = f"{where} in body must be of type {schema['format']}: \"float64\""
+        errors.append(FieldError.type_invalid(where, "float64", message))
+        return
     elif "type" in schema and not _type_ok(value, schema["type"]):
         message = f"{where} in body must be of type {schema['type']}: {go_quote(_type_name(value))}"
         errors.append(FieldError.type_invalid(where, _type_name(value), message))

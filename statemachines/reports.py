@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,6 +29,8 @@ _GENERATION_RANGE = "must be an integer 0 <= n < 2^63"
 VERSION_LIMIT = 64  # characters of a reported version (section 9)
 
 _FIELDS = ("collector", "reason", "message", "observedGeneration", "version")
+# C0 and C1 controls and DEL, except tab and newline.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +102,10 @@ def parse_report(raw: object, config: Config) -> Report:
     """A well-formed report from decoded JSON or YAML, or ReportError naming the field."""
     if not isinstance(raw, Mapping):
         raise ReportError("", f"a report is a JSON object, not {type(raw).__name__}")
-    for key in raw:
+    for key, value in raw.items():
+        name = str(key).encode("utf-8", "backslashreplace").decode()  # printable as a field
+        _check_unicode(name, key)
+        _check_unicode(name, value)
         if key not in _FIELDS:
             raise ReportError(str(key), f"unknown field; a report has {', '.join(_FIELDS)}")
     reason_text = raw.get("reason")
@@ -129,10 +135,29 @@ def parse_report(raw: object, config: Config) -> Report:
     version = raw.get("version")
     if version is not None:
         _check_version(version, reason)
-    return Report(
-        reason,
-        collector,
-        None if message is None else cut_message(message),
-        generation,
-        version,
-    )
+    return Report(reason, collector, _cleaned(message), generation, version)
+
+
+def _cleaned(message: str | None) -> str | None:
+    """Control characters other than tab and newline become U+FFFD; cut to the API's limit."""
+    if message is None:
+        return None
+    # isprintable() is false for every control character (and for tab, newline and some
+    # spaces): a fast path, the regex alone costs several microseconds per message.
+    return cut_message(message if message.isprintable() else _CONTROL.sub("\ufffd", message))
+
+
+def _check_unicode(field: str, value: object) -> None:
+    """A string the CR could not store as sent: a lone UTF-16 surrogate (JSON `"\\ud800"`) is
+    no Unicode scalar value; the API server would store U+FFFD in its place, so that the status
+    would silently differ from what the reporter said."""
+    if not isinstance(value, str):
+        return
+    try:
+        value.encode("utf-8")  # fails on surrogates alone, at C speed
+    except UnicodeEncodeError as error:
+        raise ReportError(
+            field,
+            f"not valid Unicode: a lone surrogate U+{ord(value[error.start]):04X} at character "
+            f"{error.start}",
+        ) from None

@@ -15,6 +15,11 @@ other replica takes over at once instead of after a full lease duration. A leade
 deadline passes (the API server did not answer in time) steps down and says so once; the
 seconds since the last successful renewal are a gauge, so an outage is visible before then.
 The Lease is read and written through the `Kube` seam, as a plain dict.
+
+As in client-go, a leader renews without reading: it keeps the Lease as its last write
+returned it and replaces it from there. Only when that write fails (409: someone else wrote
+since; or the server did not answer) does the round read the Lease and apply the rules above,
+so an undisturbed leader makes one request per `retry_period`, not two.
 """
 
 from __future__ import annotations
@@ -177,6 +182,7 @@ class LeaderElector:
         self._leading = False
         self._last_renew = -math.inf
         self._observed_holder: str | None = None
+        self._written: dict[str, Any] | None = None  # the Lease as our last write returned it
         if metrics is not None:
             metrics.renew_age.set_function(self.seconds_since_renewal)
 
@@ -275,6 +281,8 @@ class LeaderElector:
     def _acquire_or_renew(self) -> bool:
         """True: the Lease is ours now; False: someone else holds it."""
         now = self._clock.now()
+        if self._renewed_from_last_write(now):
+            return True
         lease = self._read()
         record = LeaseRecord.from_spec(lease.get("spec")) if lease is not None else None
         self._observed_holder = record.holder if record is not None else None
@@ -284,12 +292,33 @@ class LeaderElector:
             record, identity=self.identity, now=now, duration_seconds=self._duration_seconds
         )
         try:
-            self._write(lease, wanted)
+            self._written = self._write(lease, wanted)
         except ConflictError:
             if lease is None:
                 return False  # another candidate created it first
             raise
         self._observed_holder = self.identity
+        return True
+
+    def _renewed_from_last_write(self, now: datetime) -> bool:
+        """client-go's fast path: a leader within its renew deadline replaces the Lease it last
+        wrote, with that write's resourceVersion. False (read, then decide) when it does not
+        lead, or the write failed: a 409 means another writer changed the Lease since."""
+        if not self.is_leader or self._written is None:
+            return False
+        record = LeaseRecord.from_spec(self._written.get("spec"))
+        if record.holder != self.identity:
+            return False
+        wanted = next_record(
+            record, identity=self.identity, now=now, duration_seconds=self._duration_seconds
+        )
+        try:
+            self._written = self._write(self._written, wanted)
+        except KubeError as error:
+            log.debug("Lease %s/%s not renewed from the last write (%s): reading it",
+                      self.namespace, self.name, error)
+            self._written = None
+            return False
         return True
 
     def _set_leading(self, leading: bool) -> None:
@@ -320,9 +349,9 @@ class LeaderElector:
         except NotFoundError:
             return None
 
-    def _write(self, lease: dict[str, Any] | None, record: LeaseRecord) -> None:
+    def _write(self, lease: dict[str, Any] | None, record: LeaseRecord) -> dict[str, Any]:
         """Create (lease None) or replace with the read resourceVersion, keeping the Lease's
-        labels and annotations."""
+        labels and annotations; the Lease as the server stored it."""
         metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
         if lease is not None:
             read = lease.get("metadata") or {}
@@ -335,9 +364,8 @@ class LeaderElector:
             "spec": lease_spec(record),
         }
         if lease is None:
-            self._kube.create(LEASE, self.namespace, body)
-        else:
-            self._kube.replace(LEASE, self.namespace, self.name, body)
+            return self._kube.create(LEASE, self.namespace, body)
+        return self._kube.replace(LEASE, self.namespace, self.name, body)
 
 
 class LeaderMetrics:

@@ -121,6 +121,12 @@ class ControllerMetrics:
             "409 Conflict answers to a status write (each was retried on a fresh read)",
             registry=registry,
         )
+        self.status_rejections = Counter(
+            f"{_PREFIX}_status_writes_rejected",
+            "Status writes the API server rejected as invalid (400, 422); each was rolled back "
+            "to the stored status and its report answered 422",
+            registry=registry,
+        )
         self.status_failures = Counter(
             f"{_PREFIX}_status_write_failures",
             "Status writes that failed for another reason and wait for a retry",

@@ -28,7 +28,11 @@ ERROR_REASONS: dict[int, tuple[str, str]] = {
     411: ("LengthRequired", "the request has no Content-Length"),
     413: ("RequestEntityTooLarge", "the body is larger than the limit"),
     415: ("UnsupportedMediaType", "the body is not application/json"),
-    422: ("Invalid", "a field is missing, of the wrong type, or names an unknown value"),
+    422: (
+        "Invalid",
+        "a field is missing, of the wrong type, out of range, not valid Unicode, or names an "
+        "unknown value; or the API server rejected the status the report leads to",
+    ),
     500: ("InternalError", "the controller failed"),
     501: ("NotImplemented", "the method is not one of HTTP's"),
     503: ("ServiceUnavailable", "not the leader, busy, or the token cannot be checked; retry"),
@@ -62,11 +66,13 @@ def _report_schema(config: Config) -> dict[str, Any]:
             "message": {
                 "type": "string",
                 "description": (
-                    "cut to 32768 characters; when absent, a heartbeat keeps the last message"
+                    "cut to 32768 characters; control characters other than tab and newline "
+                    "become U+FFFD; when absent, a heartbeat keeps the last message"
                 ),
             },
             "observedGeneration": {
                 "type": ["integer", "null"],
+                "format": "int64",
                 "minimum": 0,
                 "maximum": GENERATION_LIMIT - 1,
                 "description": "the addon CR's generation the reporter saw; as in JSON Schema, "

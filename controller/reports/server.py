@@ -22,7 +22,6 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 from http.server import BaseHTTPRequestHandler
 from typing import Any, BinaryIO, ClassVar, Protocol, cast
 from urllib.parse import urlsplit
@@ -39,8 +38,9 @@ from controller.reports.connections import ReportHTTPServer
 from controller.reports.framing import HeaderLines, framing_problem
 from controller.reports.metrics import ReportMetrics
 from controller.reports.openapi import ERROR_REASONS, REPORTS_PATH, SPEC_PATH, openapi_document
+from controller.reports.payload import load_json
 from controller.reports.tls import ServingCertificate, ServingCertificateError
-from controller.spoke.worker import NotLeader, WorkerError
+from controller.spoke.worker import NotLeader, StatusRejectedError, WorkerError
 from statemachines.config import Config
 from statemachines.errors import ConfigError, ReportError
 from statemachines.reports import Report, Verdict, parse_report
@@ -255,13 +255,15 @@ class _Handler(BaseHTTPRequestHandler):
         if len(body) < length:
             raise _RefusalError(400, "the body ended before Content-Length bytes")
         try:
-            return json.loads(body, parse_constant=_no_constant, parse_float=_number)
+            return load_json(body)
         except (ValueError, RecursionError) as error:
             raise _RefusalError(400, f"the body is not valid JSON: {error}") from error
 
     def _judge(self, report: Report) -> Verdict:
         try:
             return self.service.sink.submit(report, timeout=self.service.submit_timeout)
+        except StatusRejectedError as error:
+            raise _RefusalError(422, str(error)) from error
         except NotLeader as error:
             message = str(error) or "not the leader"
             raise _RefusalError(503, message, reason="NotLeader", headers=_ELSEWHERE) from error
@@ -328,21 +330,6 @@ def _content_length(value: str | None) -> int:
     if not text.isdigit():
         raise _RefusalError(400, f"Content-Length {value!r} is not a byte count")
     return int(text)
-
-
-def _no_constant(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _number(text: str) -> int | float:
-    """A JSON number with a fraction or an exponent. JSON has one number type, and JSON
-    Schema's `integer` is any number whose fraction is zero: `3.0` and `3e0` are the integer 3.
-    Beyond 19 digits it stays a float, for the report's checks to refuse without building a
-    huge int (`1e999999999`)."""
-    value = Decimal(text)
-    if value.is_finite() and value == value.to_integral_value() and value.adjusted() < 19:
-        return int(value)
-    return float(text)
 
 
 def _encode(body: Mapping[str, Any]) -> bytes:

@@ -8,8 +8,10 @@ is one JSON document under one key of this ConfigMap. The interface is two calls
 
 It is written before the CR's status (`Reconciler._flush`): a crash between the two leaves a
 ConfigMap ahead of the CR, which the next leader writes through to the CR; never a CR ahead
-of what a restart resumes from. Only the leader writes it; a 409 means someone else did (an
-old leader's last write, a person): the write reads again and puts the leader's state in.
+of what a restart resumes from. A CR write then rejected as invalid puts the ConfigMap back to
+what it held before (`Reconciler._roll_back`, with `write(None)` when nothing was kept yet), so
+a rolled-back change survives in neither. Only the leader writes it; a 409 means someone else
+did (an old leader's last write, a person): the write reads again and puts the leader's state in.
 
 RBAC: `get` and `update` on this one name; `create` cannot be narrowed to a name (a create's
 URL has none), so it is granted for ConfigMaps in the addon's namespace (see the README).
@@ -45,9 +47,9 @@ class Bookkeeping(Protocol):
         CR of the same name). Raises KubeError, StoredStateError (not a JSON object)."""
         ...
 
-    def write(self, data: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
-        """Keep `data` for the CR `owner`; whether an API call changed anything.
-        Raises KubeError."""
+    def write(self, data: Mapping[str, Any] | None, owner: Mapping[str, Any]) -> bool:
+        """Keep `data` for the CR `owner` (None: nothing, as before the first write); whether
+        an API call changed anything. Raises KubeError."""
         ...
 
 
@@ -75,10 +77,12 @@ class ConfigMapBookkeeping:
             raise StoredStateError(f"ConfigMap {self.ref} data.{KEY}", "not a JSON object")
         return data
 
-    def write(self, data: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
-        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+    def write(self, data: Mapping[str, Any] | None, owner: Mapping[str, Any]) -> bool:
+        text = None if data is None else json.dumps(data, sort_keys=True, separators=(",", ":"))
         for _ in range(_ATTEMPTS):
             current = self._last if self._last is not None else self._get()
+            if current is None and text is None:
+                return False  # nothing kept, and nothing to keep
             body = self._desired(current, text, owner)
             if current is not None and body == current:
                 self._last = current
@@ -103,9 +107,10 @@ class ConfigMapBookkeeping:
             return None
 
     def _desired(
-        self, current: dict[str, Any] | None, text: str, owner: Mapping[str, Any]
+        self, current: dict[str, Any] | None, text: str | None, owner: Mapping[str, Any]
     ) -> dict[str, Any]:
-        """`current` (or a new ConfigMap) holding `text`, owned by the CR `owner` alone."""
+        """`current` (or a new ConfigMap) holding `text` (None: not the key), owned by the CR
+        `owner` alone."""
         base = current or {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}
         meta = {
             **(base.get("metadata") or {}),
@@ -121,7 +126,10 @@ class ConfigMapBookkeeping:
                 }
             ],
         }
-        return {**base, "metadata": meta, "data": {**(base.get("data") or {}), KEY: text}}
+        data = {k: v for k, v in (base.get("data") or {}).items() if k != KEY}
+        if text is not None:
+            data[KEY] = text
+        return {**base, "metadata": meta, "data": data}
 
 
 def _owned_by(config_map: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:

@@ -81,11 +81,13 @@ class SpokeController:
         watch_seconds: int = 300,
         watch_backoff: Backoff | None = None,
         max_wait: float = 30.0,
+        unready_after: float = 30.0,
     ) -> None:
         """`role` says whether this replica may write (default: the only replica);
         `max_wait` is the longest the worker sleeps without looking at `clock` (short for a
         clock faster than real time); `watch_backoff` paces the watch's retries while the API
-        server is away."""
+        server is away; `unready_after` is how long a status change may wait to be written
+        before `/readyz` fails."""
         self.store = store
         self.registry = registry or CollectorRegistry()
         self.metrics = ControllerMetrics(self.registry, config)
@@ -100,6 +102,7 @@ class SpokeController:
             record_events=self.recorder.record,
             role=role,
             max_wait=max_wait,
+            unready_after=unready_after,
         )
         self.watch = AddonWatch(
             self.store,
@@ -122,6 +125,9 @@ class SpokeController:
             readiness={
                 "worker": lambda: self.worker.alive,
                 "addon": lambda: self.worker.present,
+                # A leader whose status writes keep failing cannot do its job: say so, so
+                # that Kubernetes shows it (and stops sending it reports).
+                "status-write": lambda: self.worker.writing,
             },
         )
         # --- the report API plugs in here (controller.reports.server.ReportServer) -------------

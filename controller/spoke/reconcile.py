@@ -14,6 +14,13 @@ a new verdict, delivered through its queue: a new term rebuilds the machines fro
 the previous leader left them (until then this replica is not `leading`). The status
 as this replica finds it on becoming leader (or at start, when it leads) goes to the status
 hooks like a written one, so that hub replication starts from the CR and not from nothing.
+
+A status the API server rejects as invalid (400, 422) cannot be written by trying again: the
+machines are rolled back to what the CR holds (a fresh read; in the acm profile the bookkeeping
+ConfigMap is put back first, see `_roll_back`), a Warning Event and a metric say so, and
+`take_rejection()` tells the worker, which answers the report that led there. A report that
+claims a generation newer than the one the watch delivered makes the reconciler read the CR
+first (the watch may be behind); the core then refuses it if it is still ahead.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ from datetime import datetime
 from typing import Any
 
 from controller.kube.addons import AddonStore, EventRecord
-from controller.kube.api import KubeError, NotFoundError, WatchEvent
+from controller.kube.api import InvalidError, KubeError, NotFoundError, WatchEvent
 from controller.ops.backoff import Retry
 from controller.ops.metrics import ControllerMetrics
 from controller.ops.role import Role
@@ -87,11 +94,17 @@ class Reconciler:
         if not config.profile.status_keeps_bookkeeping:
             self._kept = ConfigMapBookkeeping(store.kube, store.ref)
         self._owner: dict[str, Any] = {}  # the CR as last read: the bookkeeping's owner
+        # The bookkeeping that goes with the CR's last stored status (acm), and whether the
+        # ConfigMap still holds a rejected change instead (its restore failed: see _roll_back).
+        self._kept_stored: dict[str, Any] | None = None
+        self._kept_owed = False
         self._sync_retry = Retry()  # reading the CR on becoming leader
         # The watched objects as last delivered (None: absent) and their resourceVersions:
         # replayed onto machines rebuilt from the CR, which may lag behind them.
         self._objects: dict[str, dict[str, Any] | None] = {}
         self.objects_seen: dict[str, str] = {}
+        self._rejection: str | None = None  # a status write refused as invalid, not yet told
+        self._rejections = 0  # how many were refused so far
 
     @property
     def state(self) -> AddonState:
@@ -120,8 +133,13 @@ class Reconciler:
 
     def judge(self, report: Report) -> Outcome:
         """The core's outcome for `report`, counted but not adopted yet: the caller `settle`s it
-        and answers the verdict once the CR holds it. Only while `accepting`."""
+        and answers the verdict once the CR holds it. Only while `accepting`.
+
+        Raises KubeError when the report claims a newer generation than the one known and
+        the CR cannot be read to check it (the caller answers: retry)."""
         assert self.leading, "a follower judges no report"
+        if (report.observed_generation or 0) > self.state.generation:
+            self.observe(WatchEvent("SYNC", self._store.get()))
         outcome = apply(self.state, report, self._clock(), config=self.config)
         assert outcome.verdict is not None
         reason = self.config.profile.name_of(report.reason)
@@ -164,11 +182,18 @@ class Reconciler:
         """Leader election's verdict (already on `role`), on the worker's thread."""
         if not leader:
             self._term = None
+            self._kept_owed = False  # the next leader resumes from the ConfigMap as it is
             self.status.dirty = False
             log.info("leadership lost: no more status writes or reports")
         elif not self.leading:
             self._sync_retry.succeeded()
             self._sync()
+
+    def take_rejection(self) -> str | None:
+        """Why the API server rejected the last status write as invalid, once; None if none
+        was rejected since the last call. The machines are back at the CR's state by then."""
+        rejection, self._rejection = self._rejection, None
+        return rejection
 
     def catch_up(self) -> None:
         """Rebuild after becoming leader, fire the timers due, retry a pending write."""
@@ -214,10 +239,13 @@ class Reconciler:
         if outcome.conditions is None or not self.leading:
             return  # nothing to write, or not ours to write
         log.debug("status changed", extra={"trigger": cause})
-        self._record_events(records_for(outcome, before, self._clock(), uid=self._uid))
+        records = records_for(outcome, before, self._clock(), uid=self._uid)
+        rejections = self._rejections
         self.status.dirty = True
         if self.status.retry.due:
             self._flush()
+        if self._rejections == rejections:  # a rolled-back change is no news
+            self._record_events(records)
 
     # ---- inside ----------------------------------------------------------------------------
 
@@ -237,6 +265,10 @@ class Reconciler:
             # Before the CR: a restart resumes from here, so it must never lag behind the CR.
             try:
                 self._kept.write(kept, self._owner)
+                self._kept_owed = False
+            except InvalidError as error:  # as for the CR below: never retried as it is
+                self._roll_back(str(error))
+                return
             except KubeError as error:
                 delay = self.status.retry.failed()
                 log.warning(
@@ -248,11 +280,67 @@ class Reconciler:
             self.status.write(self._on_cr)
         except NotFoundError:
             self.present = False
+        except InvalidError as error:  # sending it again cannot help: see SpokeStatus.write
+            self._roll_back(str(error))
+        else:
+            if not self.status.dirty:
+                self._kept_stored = kept
+
+    def _roll_back(self, why: str) -> None:
+        """Back to the CR as stored: writing the rejected status again cannot succeed, and
+        waiting for it would hold every later report (the worker would be wedged).
+
+        In the acm profile the bookkeeping ConfigMap was written before the CR (`_flush`), so
+        it holds the rejected change: it is first put back to what went with the CR's last
+        stored status (`_kept_stored`, through the bookkeeping's read-again-on-409 loop). If
+        that write fails too, the machines are rebuilt from that copy in memory and the status
+        stays dirty: the next write, after backoff, puts the same bookkeeping back."""
+        log.error("the API server rejected the status as invalid; rolled back", extra={"why": why})
+        self._rejection = why
+        self._rejections += 1
+        self._metrics.status_rejections.inc()
+        # kube-apiserver keeps at most 1024 characters of a recorded Event's message.
+        message = f"status rolled back to the stored one: {why}"[:1024]
+        at = self._clock()
+        self._record_events([EventRecord("StatusRejected", message, "Warning", at, self._uid)])
+        self.status.dirty = False
+        self._kept_owed = not self._restore_kept()
+        try:
+            obj = self._store.get()
+            stored = self._stored(obj)
+        except (KubeError, StoredStateError):
+            self._term = None  # not leading until _sync() rebuilds from a fresh read
+            self._sync_retry.failed()
+            return
+        self._rebuild(obj, stored, strict=False)
+        if self.status.dirty:  # the stored status itself needs a write: not in a tight loop
+            self.status.retry.failed()
+        else:
+            self.status.retry.succeeded()
+
+    def _restore_kept(self) -> bool:
+        """Put the bookkeeping back to `_kept_stored`; whether it now holds that (no ConfigMap
+        in this profile, or the write went through)."""
+        if self._kept is None:
+            return True
+        try:
+            self._kept.write(self._kept_stored, self._owner)
+        except KubeError as error:
+            self._metrics.status_failures.inc()
+            log.warning(
+                "cannot put the bookkeeping ConfigMap back; writing it again later",
+                extra={"error": str(error)},
+            )
+            return False
+        return True
 
     def _stored(self, obj: dict[str, Any]) -> dict[str, Any] | None:
-        """The status to resume from: the CR's, or the bookkeeping kept for this CR."""
+        """The status to resume from: the CR's, or the bookkeeping kept for this CR (our copy
+        while the ConfigMap still holds a rejected change)."""
         if self._kept is None:
             return obj.get("status")
+        if self._kept_owed:
+            return copy.deepcopy(self._kept_stored)
         return self._kept.read(obj)
 
     def _sync(self) -> None:
@@ -307,7 +395,9 @@ class Reconciler:
         self._uid = meta.get("uid")
         self._owner = {"metadata": {"name": meta.get("name"), "uid": self._uid}}
         self.present = True
+        self._kept_stored = stored
         self.status.adopt(obj, self._on_cr)
+        self.status.dirty = self.status.dirty or self._kept_owed  # the flush puts it back
         self._show()
 
     def _show(self) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 from controller.kube.addons import AddonStore
 from controller.kube.api import (
     ConflictError,
+    InvalidError,
     KubeError,
     NotFoundError,
     WatchEvent,
@@ -203,9 +204,13 @@ class SpokeStatus:
 
     def write(self, desired: Mapping[str, Any]) -> None:
         """Make the CR hold `desired`. A failure is logged and leaves `dirty` set for a retry
-        after backoff; NotFoundError is raised (after that) for the caller to note."""
+        after backoff; NotFoundError is raised (after that) for the caller to note, and
+        InvalidError at once (sending the status again cannot help: the caller rolls back)."""
         try:
             result = self._writer.write(desired, known=self._known)
+        except InvalidError:
+            self._known = None
+            raise
         except KubeError as error:
             self._known = None
             self._metrics.status_failures.inc()

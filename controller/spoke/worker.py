@@ -19,6 +19,13 @@ stays the truth meanwhile, and a failed write is retried with backoff from the w
 loop. Before every wait, the worker fires the timers that are due by the injected clock; it
 waits on its queue until the next one, so a dampening window ends on time even when nobody
 reports.
+
+A write that the API server rejects as invalid (400, 422) is never retried: the machines go
+back to what the CR holds, the report whose write it was gets `StatusRejectedError` (the report
+API answers 422 with the API server's reason), and reports whose effects were rolled back with
+it get a `WorkerError` (503: send again). A worker that cannot write says so: `writing` turns
+False once a change has waited longer than `unready_after` seconds to be written, and readiness
+follows it.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controller.kube.addons import AddonStore, EventRecord
-from controller.kube.api import WatchEvent
+from controller.kube.api import KubeError, WatchEvent
 from controller.ops.metrics import ControllerMetrics
 from controller.ops.role import Role
 from controller.spoke.reconcile import Clock, Reconciler
@@ -48,6 +55,7 @@ __all__ = [
     "NotLeader",
     "NotLeaderError",
     "QueueFullError",
+    "StatusRejectedError",
     "SubmitTimeoutError",
     "Worker",
     "WorkerError",
@@ -85,6 +93,11 @@ class SubmitTimeoutError(WorkerError, TimeoutError):
     """No verdict within the caller's timeout: either the report was withdrawn before it was
     judged, or its effect is not on the addon CR yet (the worker keeps writing it). Either way
     the caller sends it again; the repeat is judged afresh."""
+
+
+class StatusRejectedError(AddonStatusError):
+    """The API server rejected the status this report leads to as invalid (400, 422): nothing
+    changed, the machines are as the CR holds them; sending the same report again cannot help."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,9 +166,11 @@ class Worker:
         capacity: int = 1024,
         max_wait: float = 30.0,
         write_attempts: int = 5,
+        unready_after: float = 30.0,
     ) -> None:
         """`role` is asked before every write and report (default: the only replica, which
-        leads from start to stop)."""
+        leads from start to stop). `unready_after`: seconds a change may wait to be written
+        before `writing` is False."""
         self.config = config
         self.role = role or Role()
         self._reconciler = Reconciler(
@@ -176,6 +191,8 @@ class Worker:
         self._thread: threading.Thread | None = None
         self._waiting: list[_Waiting] = []  # the worker's thread only
         self._running = False
+        self._unready_after = unready_after
+        self._unwritten_since: float | None = None  # monotonic; set by the worker's thread
         metrics.leader.set_function(lambda: 1 if self.role.may_write() else 0)
         metrics.queue_depth.set_function(self._queue.qsize)
 
@@ -281,6 +298,13 @@ class Worker:
         return self._reconciler.leading and self.role.may_write()
 
     @property
+    def writing(self) -> bool:
+        """False once a change of the status has waited more than `unready_after` seconds to
+        be written (the API server down or refusing, the Lease lapsing): readiness."""
+        since = self._unwritten_since
+        return since is None or time.monotonic() - since <= self._unready_after
+
+    @property
     def state(self) -> AddonState:
         """The machines as of the last item handled (an immutable value; safe to read)."""
         return self._reconciler.state
@@ -325,6 +349,13 @@ class Worker:
                 log.exception("reconcile failed; the worker goes on")
             finally:
                 self._answer_waiting()
+                self._note_unwritten()
+
+    def _note_unwritten(self) -> None:
+        if not (self._reconciler.status.dirty and self._reconciler.leading):
+            self._unwritten_since = None
+        elif self._unwritten_since is None:
+            self._unwritten_since = time.monotonic()
 
     def _handle(self, item: _Item) -> None:
         trigger = _TRIGGERS[type(item)]
@@ -361,12 +392,25 @@ class Worker:
             return
         try:
             outcome = self._reconciler.judge(item.report)
+        except KubeError as error:
+            item.answer.set_exception(WorkerError(f"cannot read the addon CR: {error}; retry"))
+            return
+        try:
             self._reconciler.settle(outcome, cause="report")
         except Exception as error:
             if not item.answer.done():
                 item.answer.set_exception(error)
             raise
         assert outcome.verdict is not None
+        rejected = self._reconciler.take_rejection()
+        if rejected is not None:
+            # The write carried this report's change, and those still waiting (earlier writes
+            # failed): when alone, it is the culprit; else each is judged again on its own.
+            culprit = not self._waiting
+            self._fail_waiting(WorkerError, f"its status write was rejected ({rejected})")
+            failure = StatusRejectedError if culprit else WorkerError
+            item.answer.set_exception(failure(f"the API server rejected the status: {rejected}"))
+            return
         if outcome.verdict.kind is VerdictKind.REFUSED:
             item.answer.set_result(outcome.verdict)  # a refusal changed nothing
             return
@@ -375,6 +419,9 @@ class Worker:
     def _answer_waiting(self) -> None:
         """Answer the verdicts whose effect the CR now holds; tell those whose replica lost
         the leadership to send again; forget those whose callers stopped waiting."""
+        rejected = self._reconciler.take_rejection()
+        if rejected is not None:  # a write retried after a timer, a watch event: no culprit
+            self._fail_waiting(WorkerError, f"its status write was rejected ({rejected})")
         if not self._waiting:
             return
         if not self._reconciler.leading:

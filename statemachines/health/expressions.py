@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from cel_expr_python import cel
-
 __all__ = ["EvaluationFailed", "Expression", "Variables"]
 
 _MAPS = ("metadata", "spec", "status")
@@ -28,8 +26,14 @@ _STRINGS = ("apiVersion", "kind")
 _SELF = "self"
 
 
+# `cel_expr_python` is imported by the functions that use it, not here: a configuration
+# without resources (and `addon-status simulate`) never pays for loading it.
+
+
 @cache
 def _environment() -> Any:
+    from cel_expr_python import cel
+
     any_map = cel.Type.Map(cel.Type.STRING, cel.Type.DYN)
     variables = {name: any_map for name in (*_MAPS, _SELF)}
     variables |= {name: cel.Type.STRING for name in _STRINGS}
@@ -73,6 +77,8 @@ class Expression:
             program = _environment().compile(text)
         except RuntimeError as error:
             raise ValueError(f"CEL {text!r} does not compile: {_first_error(error)}") from error
+        from cel_expr_python import cel
+
         returns = program.return_type()
         if returns not in (cel.Type.BOOL, cel.Type.DYN):
             raise ValueError(
@@ -86,6 +92,8 @@ class Expression:
             value = self.program.eval(variables.activation)
         except Exception as error:  # the runtime's own failure must not wedge the worker
             raise EvaluationFailed(_plain(str(error))) from error
+        from cel_expr_python import cel
+
         if value.type() == cel.Type.ERROR:
             raise EvaluationFailed(_plain(str(value.value())))
         result = value.value()

@@ -12,13 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
-
-import jsonpath
 
 __all__ = ["FieldPath", "normalise"]
 
-_ENVIRONMENT = jsonpath.JSONPathEnvironment()
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_-]+|\*")
 
 
@@ -91,6 +89,13 @@ def _bracket_end(text: str, start: int) -> int:
     raise ValueError(f"the bracket {text[start:]!r} is not closed")
 
 
+@cache
+def _environment() -> Any:
+    import jsonpath
+
+    return jsonpath.JSONPathEnvironment()
+
+
 @dataclass(frozen=True, slots=True)
 class FieldPath:
     """A key as written in the configuration and its compiled query."""
@@ -105,8 +110,10 @@ class FieldPath:
             return text
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"a JSONPath key must be a non-empty string, not {text!r}")
+        import jsonpath  # here, not at import: only a configuration with resources loads it
+
         try:
-            query = _ENVIRONMENT.compile(normalise(text))
+            query = _environment().compile(normalise(text))
         except (ValueError, jsonpath.JSONPathError) as error:
             detail = " ".join(line.strip() for line in str(error).splitlines()[:2])
             raise ValueError(f"JSONPath {text!r} does not compile: {detail}") from error

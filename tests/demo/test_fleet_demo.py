@@ -35,12 +35,15 @@ class Demo:
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
         self.lines: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        self.lines.extend(self.process.stdout)
+        self.errors: list[str] = []
+        # One reader per pipe, and nothing else reads them (communicate() would race them).
+        assert self.process.stdout is not None and self.process.stderr is not None
+        self._readers = [
+            threading.Thread(target=self.lines.extend, args=(self.process.stdout,), daemon=True),
+            threading.Thread(target=self.errors.extend, args=(self.process.stderr,), daemon=True),
+        ]
+        for reader in self._readers:
+            reader.start()
 
     def said(self, text: str) -> bool:
         return any(text in line for line in list(self.lines))
@@ -52,9 +55,10 @@ class Demo:
 
     def end(self) -> tuple[int, str, str]:
         self.process.send_signal(signal.SIGINT)
-        _, err = self.process.communicate(timeout=60)
-        self._reader.join(10)
-        return self.process.returncode, "".join(self.lines), err
+        self.process.wait(timeout=60)
+        for reader in self._readers:
+            reader.join(10)
+        return self.process.returncode, "".join(self.lines), "".join(self.errors)
 
 
 def test_fleet_of_three_reaches_one_hub_that_fleet_lists_live(

@@ -2,7 +2,8 @@
 leaders (sampled over many renew cycles while renewals are slowed past the deadline and
 leaders are killed); a released Lease is taken over at once; a killed leader's Lease only
 after it expired; a stopping leader steps down before it releases; the metrics follow; an API
-server that stops answering makes the leader step down, say so once, and show the Lease's age.
+server that stops answering makes the leader step down, say so once, and show the Lease's age;
+an undisturbed leader renews with one update and no read (the server's audit says so).
 Short durations (lease 1 s, renew deadline 0.6 s, retry 0.2 s) keep this fast.
 """
 
@@ -235,3 +236,30 @@ def test_an_outage_past_the_renew_deadline_is_logged_once_and_the_age_shows_it(
         eventually(lambda: leader.is_leader, what="a to lead again once the server answers")
     deadline = [r for r in caplog.records if "renew deadline" in r.getMessage()]
     assert len(deadline) == 1 and deadline[0].levelno == logging.WARNING
+
+
+def test_an_undisturbed_leader_renews_with_one_update_and_no_read(
+    lease_server: APIServer,
+) -> None:
+    """client-go's fast path, in the server's audit: each renewal is one `update` of the Lease.
+    A long renew deadline and request timeout keep a busy machine from stepping the leader down
+    (which would rightly read the Lease again)."""
+    with api_client(lease_server, "token-a") as api:
+        leader = LeaderElector(
+            OfficialKube(api, request_timeout=5.0), namespace=NAMESPACE, name=LEASE,
+            identity="a", clock=SystemClock(), lease_duration=15.0, renew_deadline=10.0,
+            retry_period=0.1, on_started_leading=lambda: None, on_stopped_leading=lambda: None,
+        )
+        leader.start()
+        try:
+            eventually(lambda: leader.is_leader, what="a to lead")
+            lease_server.clear_audit()
+
+            def renewals() -> list[str]:
+                return [r.verb for r in lease_server.audit if r.resource == "leases"]
+
+            eventually(lambda: len(renewals()) >= 5, what="five renewals")
+            assert leader.is_leader
+            assert set(renewals()) == {"update"}
+        finally:
+            assert leader.stop(release=False, timeout=5)

@@ -1,7 +1,7 @@
 """The acm profile's bookkeeping ConfigMap (`controller.spoke.bookkeeping`) on the in-memory
 seam: created owned by the CR, replaced only when it changes, a 409 read again, a ConfigMap of
 an earlier CR of the same name not resumed from, a document that is not JSON named as bad
-stored state."""
+stored state, nothing kept (a rolled-back first change) as no document."""
 
 from __future__ import annotations
 
@@ -82,3 +82,14 @@ def test_a_document_that_is_not_json_is_bad_stored_state_naming_the_key() -> Non
     with pytest.raises(StoredStateError) as error:
         ConfigMapBookkeeping(kube, REF).read(OWNER)
     assert f"data.{KEY}" in str(error.value)
+
+
+def test_keeping_nothing_removes_the_document_and_creates_no_configmap() -> None:
+    kube = FakeKube()
+    kept = ConfigMapBookkeeping(kube, REF)
+    assert not kept.write(None, OWNER)
+    assert [c.op for c in kube.calls] == ["get"]
+    kept.write(DATA, OWNER)
+    assert kept.write(None, OWNER)  # a rolled-back first change: as if never written
+    assert KEY not in stored(kube)["data"]  # type: ignore[operator]
+    assert ConfigMapBookkeeping(kube, REF).read(OWNER) is None

@@ -3,7 +3,8 @@ and hub API servers that serve the upstream ObservabilityAddon CRD, which prunes
 the five fields of each condition. The CR carries the profile's names; what the controller
 needs across a restart or a failover lives in the ConfigMap `<addon>-status` owned by the CR;
 a restart in the middle of a dampening window and a failover between two replicas with leader
-election lose nothing, and the window still ends on time."""
+election lose nothing, and the window still ends on time; a CR status write rejected as invalid
+puts the ConfigMap back too."""
 
 from __future__ import annotations
 
@@ -17,8 +18,9 @@ from kubernetes import client
 
 from controller import ReportClient
 from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
+from controller.reports.client import ReportRejected
 from controller.spoke.bookkeeping import KEY
-from kubesim import APIServer
+from kubesim import APIServer, RequestInfo
 from statemachines.placement import UPSTREAM_CONDITION_FIELDS
 from tests.kubesim.test_upstream_crd import UPSTREAM_CRD
 from tests.spoke.fakes import T0, FakeClock
@@ -221,3 +223,62 @@ def test_an_acm_cr_created_anew_does_not_resume_from_the_old_crs_configmap(
     (owner,) = config_map["metadata"]["ownerReferences"]
     assert owner["uid"] == created["metadata"]["uid"]
     assert "pendingReason" not in collector(bookkeeping, MC)
+
+
+def _cr_status_write(info: RequestInfo) -> bool:
+    return (info.resource, info.subresource, info.verb) == (PLURAL, "status", "update")
+
+
+def _rejected_then_served(server: APIServer, reporter: ReportClient) -> None:
+    """A change whose CR write gets 422 is answered 422; the next good change is written."""
+    invalid = "status.conditions[0].message: Invalid value"
+    server.faults.fail_next(1, 422, match=_cr_status_write, message=invalid)
+    with pytest.raises(ReportRejected) as rejected:
+        reporter.report(None, reason="UpdateFailed", message="image pull backoff")
+    assert rejected.value.status == 422
+    assert invalid in rejected.value.message
+
+
+def test_an_acm_status_write_rejected_as_invalid_puts_the_configmap_back_too(
+    spoke_server: APIServer, replicas: ReplicaFactory, reporters: Reporters
+) -> None:
+    replica = replicas("a", profile="acm")
+    reporter = reporters(replica.report_url)
+    boot(reporter)
+    _, before = kept(spoke_server)
+    status = status_of(spoke_server, SPOKE_NAMESPACE)
+
+    _rejected_then_served(spoke_server, reporter)
+
+    assert kept(spoke_server)[1] == before  # written before the CR, and put back
+    assert status_of(spoke_server, SPOKE_NAMESPACE) == status
+    again = reporter.report(None, reason="UpdateFailed", message="image pull backoff")
+    assert again["verdict"] == "accepted", again
+    assert true_type(status_of(spoke_server, SPOKE_NAMESPACE)) == "Degraded"
+    assert collector(kept(spoke_server)[1], MC)["state"] == "Degraded"
+
+
+def test_an_acm_bookkeeping_that_cannot_be_put_back_at_once_is_put_back_later(
+    spoke_server: APIServer, replicas: ReplicaFactory, reporters: Reporters
+) -> None:
+    replica = replicas("a", profile="acm")
+    reporter = reporters(replica.report_url)
+    boot(reporter)
+    _, before = kept(spoke_server)
+    status = status_of(spoke_server, SPOKE_NAMESPACE)
+    updates = iter(range(2))
+
+    def the_restore(info: RequestInfo) -> bool:  # the second update: the first is the change
+        return (info.resource, info.verb) == ("configmaps", "update") and next(updates, 1) == 1
+
+    spoke_server.faults.fail_next(1, 503, match=the_restore)
+
+    _rejected_then_served(spoke_server, reporter)
+
+    assert spoke_server.faults.pending() == 0  # the restore did fail
+    assert replica.registry.get_sample_value("addon_status_status_write_failures_total") == 1.0
+    eventually(lambda: kept(spoke_server)[1] == before, what="the ConfigMap put back")
+    assert status_of(spoke_server, SPOKE_NAMESPACE) == status
+    again = reporter.report(None, reason="UpdateFailed", message="image pull backoff")
+    assert again["verdict"] == "accepted", again
+    assert collector(kept(spoke_server)[1], MC)["state"] == "Degraded"
