@@ -43,11 +43,13 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
+from controller.health.watch import ObjectWatches, health_watches
 from controller.hub.metrics import ReplicationMetrics
 from controller.hub.replicator import ClientSource, HubReplicator
 from controller.kube.addons import GROUP, PLURAL, AddonStore
 from controller.kube.api import NotFoundError
 from controller.kube.kubeconfig import KubeconfigSource, client_for, client_for_url
+from controller.kube.objects import object_sources
 from controller.kube.official import ApiClient, OfficialKube
 from controller.ops.leader import LeaderElector, LeaderMetrics, LeaseClock, SystemClock
 from controller.ops.logs import configure_logging
@@ -55,7 +57,7 @@ from controller.ops.role import Role
 from controller.options import Address, OptionsError, RunOptions
 from controller.reports.cli import build_report_server
 from controller.reports.server import ReportServer
-from controller.spoke.controller import Service, SpokeController
+from controller.spoke.controller import Service, ServiceFactory, SpokeController
 from controller.spoke.worker import Clock, Worker, WorkerError, utc_now
 from statemachines.config import Config
 from statemachines.errors import AddonStatusError
@@ -207,6 +209,10 @@ class Replica:
         self._hub_backoff = hub_backoff
         self.report_server: ReportServer | None = None
         self._leadership: _Leadership | None = None
+        self._watch_seconds = watch_seconds
+        services: list[ServiceFactory] = [self._build_leadership]
+        if self.config.resources:
+            services.append(self._build_health_watches)
         if options.leader_elect:
             self.role = Role(elected=False, lease_held=self._lease_held)
         else:
@@ -225,7 +231,7 @@ class Replica:
                 clock=clock,
                 registry=self.registry,
                 report_server=self._build_report_server,
-                services=[self._build_leadership],
+                services=services,
                 role=self.role,
                 watch_seconds=watch_seconds,
                 max_wait=max_wait,
@@ -329,6 +335,16 @@ class Replica:
             )
         self._leadership = leadership
         return leadership
+
+    def _build_health_watches(self, worker: Worker) -> ObjectWatches:
+        """Section 8: every configured object watched; its changes go to the worker."""
+        sources = object_sources(self.api_client, request_timeout=self.options.request_timeout)
+        return health_watches(
+            self.config.resources,
+            sources,
+            worker.observe_object,
+            watch_seconds=self._watch_seconds,
+        )
 
     def _replication(self) -> Callable[[], HubReplicator] | None:
         """Builds one term's replicator; None when there is no hub to replicate to."""

@@ -31,6 +31,7 @@ from pydantic import (
 from controller.kube.addons import AddonRef
 from controller.reports.cli import add_report_api_flags
 from statemachines.config import Config
+from statemachines.configuration import load_configuration
 from statemachines.errors import AddonStatusError, ConfigError
 from statemachines.settings import Duration, Settings
 from statemachines.vocabulary import PROFILES
@@ -80,6 +81,7 @@ _OPTIONS = (
     _Option("addon_namespace", "--addon-namespace", f"its namespace (default {DEFAULT_NAMESPACE})"),
     _Option("profile", "--profile", "names written: seed or acm (seed)", "NAME"),
     _Option("collectors", "--collectors", "comma-separated collectors (default: all)", "LIST"),
+    _Option("config_file", "--config", "configuration file: resources, collectorSettings", "FILE"),
     _Option("degrade_after", "--degrade-after", "dampening window before Degraded (10m)", "DUR"),
     _Option("recover_after", "--recover-after", "dampening window before recovery (0s)", "DUR"),
     _Option("report_interval", "--report-interval", "how often collectors report (5m)", "DUR"),
@@ -163,6 +165,7 @@ class RunOptions(BaseModel):
     addon_namespace: str = Field(default=DEFAULT_NAMESPACE, pattern=_LABEL)
     profile: Literal["seed", "acm"] = "seed"
     collectors: tuple[str, ...] | None = None
+    config_file: Path | None = None  # resources (health rules), collectorSettings, profile
     degrade_after: Duration | None = None
     recover_after: Duration | None = None
     report_interval: Duration | None = None
@@ -284,7 +287,9 @@ class RunOptions(BaseModel):
         )
 
     def config(self) -> Config:
-        """The core's configuration: the collectors and their timings."""
+        """The core's configuration: the collectors and their timings from the flags, the rest
+        (resources, collectorSettings) from `--config`; raises OptionsError naming the file,
+        the path in it and what is wrong."""
         timings = {
             "degradeAfter": self.degrade_after,
             "recoverAfter": self.recover_after,
@@ -294,13 +299,30 @@ class RunOptions(BaseModel):
         }
         try:
             settings = Settings.model_validate({k: v for k, v in timings.items() if v is not None})
-            return Config.create(
-                profile=PROFILES[self.profile], collectors=self.collectors, settings=settings
-            )
+            profile = PROFILES[self.profile]
+            config = Config.create(profile=profile, collectors=self.collectors, settings=settings)
         except ValidationError as error:
             raise OptionsError(_first_problem(error)) from None
         except ConfigError as error:
             raise OptionsError(f"--collectors / {ENV_PREFIX}COLLECTORS: {error}") from error
+        if self.config_file is None:
+            return config
+        try:
+            text = self.config_file.read_text(encoding="utf-8")
+        except OSError as error:
+            problem = f"{self.config_file}: {error.strerror}"
+            raise OptionsError(f"{_names('config_file')}: {problem}") from error
+        try:
+            return load_configuration(
+                text,
+                source=str(self.config_file),
+                namespace=self.addon_namespace,
+                collectors=self.collectors,
+                settings=settings,
+                profile=profile,
+            )[0]
+        except ConfigError as error:
+            raise OptionsError(str(error)) from error
 
 
 def _default_kubeconfig(environ: Mapping[str, str]) -> Path | None:

@@ -35,6 +35,9 @@ class RequestInfo:
     namespace: str = ""
     name: str = ""
     user: str = ""
+    # The name a list or watch's field selector requires (`metadata.name=X`): RequestInfoFactory
+    # gives it to authorization (RBAC's resourceNames) and audit; the request still lists.
+    selected_name: str = ""
 
 
 def parse_bool(value: str | None) -> bool:
@@ -72,11 +75,42 @@ def request_info(method: str, path: str, query: Mapping[str, str]) -> RequestInf
     resource = rest[0] if rest else ""
     name = rest[1] if len(rest) > 1 else ""
     subresource = rest[2] if len(rest) > 2 else ""
+    selected = ""
     if not name:
-        if verb == "get":
-            verb = "watch" if parse_bool(query.get("watch")) else "list"
-        elif verb == "delete":
-            verb = "deletecollection"
+        verb, selected = _collection_verb(verb, query)
     return RequestInfo(
-        method, path, verb, True, prefix, group, version, resource, subresource, namespace, name
+        method,
+        path,
+        verb,
+        True,
+        prefix,
+        group,
+        version,
+        resource,
+        subresource,
+        namespace,
+        name,
+        selected_name=selected,
     )
+
+
+def _collection_verb(verb: str, query: Mapping[str, str]) -> tuple[str, str]:
+    """A request on a collection: get is list or watch, delete is deletecollection; a list or
+    watch takes the name its field selector requires, if any."""
+    if verb == "get":
+        verb = "watch" if parse_bool(query.get("watch")) else "list"
+    elif verb == "delete":
+        verb = "deletecollection"
+    name = _name_in_field_selector(query.get("fieldSelector", ""))
+    return verb, name if verb in ("list", "watch") else ""
+
+
+def _name_in_field_selector(selector: str) -> str:
+    """RequestInfoFactory: a list or watch without a name takes the one its field selector
+    requires exactly (`metadata.name=X` or `==`), so that RBAC's resourceNames can allow it."""
+    for requirement in selector.split(","):
+        for operator in ("==", "="):
+            key, sep, value = requirement.partition(operator)
+            if sep and key.strip() == "metadata.name":
+                return value.strip()
+    return ""

@@ -43,6 +43,7 @@ from kubesim.routing import RequestInfo, request_info
 from kubesim.store import Store
 from kubesim.transport import Handler, HTTPServer, accepts_json
 from kubesim.watch import serve_watch
+from kubesim.workloads import workload_types
 
 __all__ = ["DEFAULT_NAMESPACES", "APIServer"]
 
@@ -66,7 +67,11 @@ class APIServer:
         namespaces: Sequence[str] = DEFAULT_NAMESPACES,
         bookmark_interval: float = 60.0,
     ) -> None:
-        self._types: list[ResourceType] = [*builtin_types(), *load_crds(crd_paths)]
+        self._types: list[ResourceType] = [
+            *builtin_types(),
+            *workload_types(),
+            *load_crds(crd_paths),
+        ]
         self._store = Store(watch_history)
         self._auth = Authenticator(tokens)
         self._registry = Registry(self._store, self._types, self._auth)
@@ -394,7 +399,7 @@ class APIServer:
                 resource=info.resource,
                 subresource=info.subresource,
                 namespace=info.namespace,
-                name=info.name,
+                name=info.name or info.selected_name,
                 code=code,
                 path="" if info.is_resource else info.path,
             )

@@ -2,7 +2,14 @@
 staleness, aggregation and conditions. No I/O, no Kubernetes, no threads, no wall clock."""
 
 from statemachines.config import Config
-from statemachines.core import advance, apply, next_wakeup, observe_generation, start
+from statemachines.core import (
+    advance,
+    apply,
+    next_wakeup,
+    observe_generation,
+    observe_object,
+    start,
+)
 from statemachines.errors import (
     AddonStatusError,
     ConfigError,
@@ -46,6 +53,7 @@ __all__ = [
     "from_the_future",
     "next_wakeup",
     "observe_generation",
+    "observe_object",
     "parse_report",
     "start",
     "to_status",

@@ -2,8 +2,10 @@
 that is True, the reason it keeps and the message naming every collector.
 
 The operator's overrides come first (`NotSupported`, then `Disabled`, of the primary collector);
-then the precedence table over the collectors that count. The result does not depend on the
-order of the collectors: precedence is a total order and the message is sorted by name. The
+then the precedence table over the collectors that count, the contribution of each one that is
+switched on raised by its resources' counted health (section 8: the overlay, like staleness,
+never touches the machine underneath). The result does not depend on the order of the
+collectors or resources: precedence is a total order and the message is sorted by name. The
 table, and the standard type each reason leads to, are the profile's: in `acm` a switched-off
 collector counts too, with `NotSupported` first and `Disabled` last in the table (section 11).
 """
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from statemachines import health
 from statemachines.conditions import Condition
 from statemachines.config import Config
 from statemachines.state import AddonState, CollectorState
@@ -48,7 +51,10 @@ def aggregate(state: AddonState, config: Config, own: Sequence[Condition]) -> Ag
     if primary.state is State.DISABLED:
         disabled = Reason.DISABLED_METRICS
         return Aggregate(profile.spec(disabled).leads_to, disabled, message)
-    counted = [collector_reason(c) for c in state.collectors if _counts(c, config)]
+    counts = [c for c in state.collectors if _counts(c, config)]
+    switched_on = {c.name: collector_reason(c) for c in counts if c.state not in _OUT_OF_TABLE}
+    raised = health.overlay(switched_on, state.resources, state.health, profile=profile)
+    counted = [raised.get(c.name, collector_reason(c)) for c in counts]
     if not counted:  # only when the primary is not configured and every other one is switched off
         off = {c.state for c in state.collectors}
         kept = Reason.NOT_SUPPORTED if off == {State.NOT_SUPPORTED} else Reason.DISABLED_METRICS
@@ -66,14 +72,15 @@ def _counts(c: CollectorState, config: Config) -> bool:
 
 def _message(state: AddonState, config: Config, own: Sequence[Condition]) -> str:
     """`MetricsCollector: ForwardSuccessful (metrics sent); UwlMetricsCollector: ...`, with
-    `, updating 2.14.0 -> 2.15.0` after the reason while a collector's update is under way."""
+    `, updating 2.14.0 -> 2.15.0` after the reason while a collector's update is under way;
+    then the resources that are not counted `Healthy`."""
     parts = []
     for c, condition in sorted(zip(state.collectors, own, strict=True), key=lambda p: p[0].name):
         spec = config.spec(c.name)
         name = spec.display_name if spec else c.name
         detail = f" ({condition.message})" if condition.message else ""
         parts.append(f"{name}: {condition.reason}{_update(c)}{detail}")
-    return "; ".join(parts)
+    return health.addon_message("; ".join(parts), state.resources, state.health)
 
 
 def _update(c: CollectorState) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from statemachines.errors import ConfigError
+from statemachines.health.config import Resource
 from statemachines.related import RelatedObject, merged
 from statemachines.settings import Settings
 from statemachines.vocabulary import SEED, CollectorSpec, Profile
@@ -21,6 +22,8 @@ class Config:
     profile: Profile
     collectors: tuple[CollectorSpec, ...]
     settings: Mapping[str, Settings]  # per collector, the collector's overrides applied
+    # Section 8: the watched objects and their health rules, in configuration order.
+    resources: tuple[Resource, ...] = ()
     history_limit: int = 10  # status.history keeps this many changes; 0: no history
     related_objects: tuple[RelatedObject, ...] = ()  # status.relatedObjects, in this order
 
@@ -32,9 +35,11 @@ class Config:
         collectors: Sequence[str] | None = None,
         settings: Settings | None = None,
         collector_settings: Mapping[str, Mapping[str, Any]] | None = None,
+        resources: Sequence[Resource] = (),
         related_objects: Sequence[RelatedObject] = (),
     ) -> Config:
-        """Validate that the names exist in the profile; default: every collector of it."""
+        """Validate that the names exist in the profile; default: every collector of it.
+        `resources` come from `health.load_resources` (validated and compiled there)."""
         names = list(collectors) if collectors is not None else [c.name for c in profile.collectors]
         if not names:
             raise ConfigError("collectors: at least one collector must be configured")
@@ -66,12 +71,19 @@ class Config:
                 per[name] = base.overridden(dict(overrides.get(name, {})))
             except ValidationError as error:
                 raise ConfigError(f"collectorSettings.{name}: {_first(error)}") from error
+        for resource in resources:
+            if resource.collector is not None and resource.collector not in names:
+                raise ConfigError(
+                    f"resources ({resource.name}).collector: {resource.collector!r} is not a"
+                    f" configured collector ({names})"
+                )
         return cls(
             profile=profile,
             collectors=tuple(specs),
             settings=per,
+            resources=tuple(resources),
             history_limit=base.history_limit,
-            related_objects=merged(related_objects),
+            related_objects=merged(_watched(resources), related_objects),
         )
 
     def with_related(self, *objects: RelatedObject) -> Config:
@@ -86,6 +98,14 @@ class Config:
 
     def spec(self, name: str) -> CollectorSpec | None:
         return next((c for c in self.collectors if c.name == name), None)
+
+
+def _watched(resources: Sequence[Resource]) -> list[RelatedObject]:
+    """The objects health rules watch, as related objects (section 9)."""
+    return [
+        RelatedObject(r.object.group, r.object.plural, r.object.name, r.object.namespace or "")
+        for r in resources
+    ]
 
 
 def _known(profile: Profile) -> str:

@@ -1,19 +1,22 @@
 """The entry points: (state, event, now) -> new state, verdict, conditions to write, next wake-up.
 
-`apply` judges a report, `observe_generation` takes the CR's `metadata.generation`, `advance`
-lets time pass, `start` rebuilds the state from the CR. Each first fires every timer due by
+`apply` judges a report, `observe_generation` takes the CR's `metadata.generation`,
+`observe_object` takes a watched object's change (section 8), `advance` lets time pass, `start`
+rebuilds the state from the CR. Each first fires every timer due by
 `now`, each at its own due time, so a report that races its timer is judged against the right
 state. The rules themselves live in their own modules (`machines`, `dampening`, `staleness`,
-`generations`, `aggregate`, `writing`); this one only orders them. The shell never decides status.
+`generations`, `health`, `aggregate`, `writing`); this one only orders them. The shell never
+decides status.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from statemachines import dampening, generations, staleness
+from statemachines import dampening, generations, health, staleness
 from statemachines.config import Config
 from statemachines.machines import fire
 from statemachines.outcome import Cause, Change, Outcome, Position
@@ -24,7 +27,7 @@ from statemachines.stored import from_status
 from statemachines.vocabulary import Rule, State
 from statemachines.writing import write_conditions
 
-__all__ = ["advance", "apply", "next_wakeup", "observe_generation", "start"]
+__all__ = ["advance", "apply", "next_wakeup", "observe_generation", "observe_object", "start"]
 
 
 def apply(state: AddonState, report: Report, now: datetime, *, config: Config) -> Outcome:
@@ -70,7 +73,7 @@ def start(
 
 
 def advance(state: AddonState, now: datetime, *, config: Config) -> Outcome:
-    """Let time pass to `now`: fire the dampening and staleness timers that are due."""
+    """Let time pass to `now`: fire the dampening, staleness and `for` timers that are due."""
     after, changes = _fire_due(state, now, config)
     return _outcome(state, after, None, changes, config)
 
@@ -85,9 +88,37 @@ def observe_generation(
     return _outcome(state, write_conditions(after, config, now), None, (), config)
 
 
+def observe_object(
+    state: AddonState,
+    resource: str,
+    obj: Mapping[str, object] | None,
+    now: datetime,
+    *,
+    config: Config,
+) -> Outcome:
+    """The watched object of the configured `resource` as the API server now returns it, or
+    None once it is deleted (or was never found): its rule's result, counted with its `for`.
+    Only what the collectors contribute to the aggregation can change, never their machines.
+    Raises KeyError for a resource that is not configured (the shell's bug)."""
+    spec = next((r for r in state.resources if r.name == resource), None)
+    if spec is None:
+        raise KeyError(f"{resource!r} is not a configured resource")
+    after, changes = _fire_due(state, now, config)
+    counted = health.observe(spec, after.health.get(resource), obj, now)
+    if counted != after.health.get(resource):
+        after = write_conditions(
+            replace(after, health={**after.health, resource: counted}), config, now
+        )
+    return _outcome(state, after, None, changes, config)
+
+
 def next_wakeup(state: AddonState, config: Config) -> datetime | None:
+    """The earliest timer: a dampening window, a staleness deadline or a resource's `for`."""
     due = [_due(c, config.settings[c.name]) for c in state.collectors]
     times = [d[0] for d in due if d is not None]
+    held = health.next_wakeup(state.resources, state.health)
+    if held is not None:
+        times.append(held)
     return min(times) if times else None
 
 
@@ -98,7 +129,11 @@ def _outcome(
     changes: tuple[Change, ...],
     config: Config,
 ) -> Outcome:
-    changed = after.conditions != before.conditions or after.collectors != before.collectors
+    changed = (
+        after.conditions != before.conditions
+        or after.collectors != before.collectors
+        or after.health != before.health
+    )
     return Outcome(
         after, verdict, after.conditions if changed else None, next_wakeup(after, config), changes
     )
@@ -151,14 +186,20 @@ def _due(c: CollectorState, settings: Settings) -> tuple[datetime, Cause] | None
 def _fire_due(
     state: AddonState, now: datetime, config: Config
 ) -> tuple[AddonState, tuple[Change, ...]]:
-    """Fire the timers due by `now` in time order, each at its own due time."""
+    """Fire the timers due by `now` in time order, each at its own due time; a resource's `for`
+    that ends no later than a collector's timer counts first."""
     changes: tuple[Change, ...] = ()
     while True:
+        held = health.next_wakeup(state.resources, state.health)
         due = [
             (d, i)
             for i, c in enumerate(state.collectors)
             if (d := _due(c, config.settings[c.name]))
         ]
+        if held is not None and held <= now and (not due or held <= min(due)[0][0]):
+            counted = health.advance(state.resources, state.health, held)
+            state = write_conditions(replace(state, health=counted), config, held)
+            continue
         if not due or min(due)[0][0] > now:
             return state, changes
         (at, cause), index = min(due)

@@ -35,6 +35,8 @@ from pydantic import (
 from statemachines.conditions import format_time
 from statemachines.config import Config
 from statemachines.errors import ConfigError, ReportError, ScenarioError
+from statemachines.health import RESOURCES_HEALTHY, load_resources
+from statemachines.health.vocabulary import HEALTHY_CONDITION_RULE
 from statemachines.related import RelatedObject
 from statemachines.reports import GENERATION_LIMIT, Report, VerdictKind, parse_report
 from statemachines.settings import Duration, Settings, parse_duration
@@ -57,7 +59,10 @@ __all__ = [
     "Expectation",
     "HistoryExpectation",
     "LastKnownGoodExpectation",
+    "ObjectChange",
+    "ObjectStep",
     "RelatedObjectShape",
+    "ResourceExpectation",
     "Scenario",
     "ScenarioFile",
     "Step",
@@ -66,6 +71,7 @@ __all__ = [
 ]
 
 EPOCH = datetime(2025, 1, 1, tzinfo=UTC)  # the fake clock's start; `at` is an offset from it
+NAMESPACE = "open-cluster-management-addon-observability"  # the addon CR's (the default of `run`)
 
 
 def _status_text(value: object) -> object:
@@ -91,6 +97,10 @@ _READY_REASONS = {r.value for r in ReadyReason}  # the same in every profile (se
 _ANY_PROFILES_NAME = {p.name_of(r) for p in PROFILES.values() for r in Reason}
 
 
+# Reasons written on conditions that are no collector's event: `ResourcesHealthy`'s (section 8).
+_NOT_EVENTS = {HEALTHY_CONDITION_RULE}
+
+
 def _expected_reason(value: object, info: ValidationInfo) -> object:
     """A reason as the scenario's profile writes it (the seed's `UpdateSuccesful` too)."""
     profile: Profile = (info.context or {}).get("profile", SEED)
@@ -98,7 +108,9 @@ def _expected_reason(value: object, info: ValidationInfo) -> object:
         return value
     if value in profile.aliases and value not in _ANY_PROFILES_NAME:
         return profile.name_of(profile.aliases[value])
-    written = sorted({profile.name_of(r.reason) for r in profile.reasons} | _READY_REASONS)
+    written = sorted(
+        {profile.name_of(r.reason) for r in profile.reasons} | _READY_REASONS | _NOT_EVENTS
+    )
     if value not in written:
         raise ValueError(
             f"{value!r} is not a reason the {profile.name} profile writes; "
@@ -139,6 +151,19 @@ class CollectorExpectation(ConditionExpectation):
     pending_since: ExpectedTime | None = Field(None, alias="pendingSince")
 
 
+class ResourceExpectation(_Shape):
+    """A `status.resources[]` entry's `Healthy` condition (the counted health); `pending` the
+    reason of a result held back by `for` (null: none pending)."""
+
+    status: ConditionStatus | None = None
+    reason: str | None = None
+    message: str | None = None
+    last_transition_time: ExpectedTime | None = Field(None, alias="lastTransitionTime")
+    pending: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        given = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        return {k: v for k, v in given.items() if v is not None or k == "pending"}
 class HistoryExpectation(_Shape):
     """An entry of `status.history`; only the fields given are compared."""
 
@@ -177,6 +202,7 @@ class Expectation(_Shape):
     addon: ConditionType | None = None  # the standard type that is True
     conditions: dict[str, ConditionExpectation] = Field(default_factory=dict)
     collectors: dict[str, CollectorExpectation] = Field(default_factory=dict)
+    resources: dict[str, ResourceExpectation] = Field(default_factory=dict)
     # Section 9: installed versions (null: none known), the newest history entries (newest
     # first), related objects that must be present; section 10: the last known good generation.
     versions: dict[str, StrictStr | None] = Field(default_factory=dict)
@@ -185,10 +211,19 @@ class Expectation(_Shape):
     last_known_good: LastKnownGoodExpectation | None = Field(None, alias="lastKnownGood")
 
 
+class ObjectStep(_Shape):
+    """A watched object as the API server now returns it (`value`), or deleted."""
+
+    resource: str
+    value: dict[str, Any] | None = None
+    deleted: Literal[True] | None = None
+
+
 class StepFile(_Shape):
     at: Duration
     generation: Generation | None = None  # the CR's spec changed: its metadata.generation now
     report: dict[str, Any] | None = None  # judged against the configuration by parse_report
+    object: ObjectStep | None = None  # a watched object changed or was deleted (section 8)
     expect: Expectation | None = None
     note: str = ""
 
@@ -205,15 +240,25 @@ class ScenarioFile(_Shape):
         default_factory=dict, alias="collectorSettings"
     )
     collectors: list[str] | None = None
+    resources: list[Any] | None = None  # section 8, validated by health.load_resources
     # What the configuration adds to status.relatedObjects (section 9).
     related_objects: list[RelatedObjectShape] = Field(default_factory=list, alias="relatedObjects")
     steps: list[StepFile] = Field(min_length=1)
 
 
 @dataclass(frozen=True)
+class ObjectChange:
+    """The object of `resource` as the API server returns it, complete with apiVersion, kind,
+    name and namespace; None when it was deleted."""
+
+    resource: str
+    value: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
 class Step:
-    """One step, parsed: at `at`, the CR's generation moves (if given), then the report is
-    judged (if any), then `expect` is checked (if any)."""
+    """One step, parsed: at `at`, the CR's generation moves (if given), then the watched object
+    changes (if any), then the report is judged (if any), then `expect` is checked (if any)."""
 
     index: int
     at: timedelta
@@ -221,6 +266,7 @@ class Step:
     expect: Expectation | None
     note: str = ""
     generation: int | None = None
+    object: ObjectChange | None = None
 
 
 @dataclass(frozen=True)
@@ -277,11 +323,14 @@ def _config(shape: ScenarioFile) -> Config:
         except (KeyError, TypeError) as error:
             raise ScenarioError(f"relatedObjects[{index}]", str(error).strip("'")) from error
     try:
+        names = shape.collectors or [c.name for c in PROFILES[shape.profile].collectors]
+        resources = load_resources(shape.resources, namespace=NAMESPACE, collectors=names)
         return Config.create(
             profile=PROFILES[shape.profile],
             collectors=shape.collectors,
             settings=shape.settings,
             collector_settings=shape.collector_settings,
+            resources=resources,
             related_objects=related,
         )
     except ConfigError as error:
@@ -291,8 +340,11 @@ def _config(shape: ScenarioFile) -> Config:
 
 def _step(shape: StepFile, index: int, config: Config) -> Step:
     where = f"steps[{index}]"
-    if shape.report is None and shape.expect is None and shape.generation is None:
-        raise ScenarioError(where, "a step needs a `report`, a `generation`, an `expect` or more")
+    given = (shape.report, shape.expect, shape.generation, shape.object)
+    if all(part is None for part in given):
+        raise ScenarioError(
+            where, "a step needs a `report`, a `generation`, an `object`, an `expect` or more"
+        )
     report = None
     if shape.report is not None:
         try:
@@ -305,22 +357,43 @@ def _step(shape: StepFile, index: int, config: Config) -> Step:
         if report is None and (shape.expect.verdict or shape.expect.rule):
             field = "verdict" if shape.expect.verdict else "rule"
             raise ScenarioError(f"{where}.expect.{field}", "this step has no report to judge")
-    return Step(index, shape.at, report, shape.expect, shape.note, shape.generation)
+    change = _object(shape.object, f"{where}.object", config) if shape.object else None
+    return Step(index, shape.at, report, shape.expect, shape.note, shape.generation, change)
+
+
+def _object(shape: ObjectStep, where: str, config: Config) -> ObjectChange:
+    """The object as the API server would return it: identity filled in from the resource."""
+    resource = next((r for r in config.resources if r.name == shape.resource), None)
+    if resource is None:
+        known = ", ".join(r.name for r in config.resources) or "none configured"
+        raise ScenarioError(f"{where}.resource", f"unknown resource; expected one of {known}")
+    if (shape.value is None) == (shape.deleted is None):
+        raise ScenarioError(where, "needs exactly one of `value` and `deleted: true`")
+    if shape.value is None:
+        return ObjectChange(shape.resource, None)
+    ref = resource.object
+    metadata = {**(shape.value.get("metadata") or {}), "name": ref.name}
+    metadata["namespace"] = ref.namespace
+    value = {**shape.value, "apiVersion": ref.api_version, "kind": ref.kind, "metadata": metadata}
+    return ObjectChange(shape.resource, value)
 
 
 def _expectation_names(expect: Expectation, where: str, config: Config) -> None:
-    """The standard type, condition types and collectors must be ones this configuration
-    writes."""
+    """The standard type, condition types, collectors and resources must be ones this
+    configuration writes."""
     standard = config.profile.standard_types
     if expect.addon is not None and expect.addon not in standard:
         listed = ", ".join(standard)
         problem = f"not a standard type of the {config.profile.name} profile ({listed})"
         raise ScenarioError(f"{where}.addon", problem)
     types = {*standard, READY, *(c.condition_type for c in config.collectors)}
+    if config.resources:
+        types.add(RESOURCES_HEALTHY)
     names = {c.name for c in config.collectors}
     tables: Mapping[str, tuple[Mapping[str, Any], set[str]]] = {
         "conditions": (expect.conditions, types),
         "collectors": (expect.collectors, names),
+        "resources": (expect.resources, {r.name for r in config.resources}),
         "versions": (expect.versions, names),
     }
     for table, (given, known) in tables.items():

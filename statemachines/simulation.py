@@ -13,7 +13,14 @@ from typing import Any
 
 from statemachines.conditions import format_time
 from statemachines.config import Config
-from statemachines.core import advance, apply, next_wakeup, observe_generation, start
+from statemachines.core import (
+    advance,
+    apply,
+    next_wakeup,
+    observe_generation,
+    observe_object,
+    start,
+)
 from statemachines.outcome import Change, Outcome
 from statemachines.reports import Report, Verdict
 from statemachines.scenario import EPOCH, Expectation, Scenario, Step
@@ -68,7 +75,7 @@ class _Store:
 
 def run(scenario: Scenario) -> Run:
     """Play every step: timers due by its `at` first, then its generation change, then its
-    report, then its expectations."""
+    object change, then its report, then its expectations."""
     config = scenario.config
     state = start(config, EPOCH, generation=scenario.generation)
     store = _Store(to_status(state))
@@ -84,11 +91,19 @@ def run(scenario: Scenario) -> Run:
                 event = _timer_event(change)
                 row = _row(change.at - EPOCH, None, event, state, config, written=written)
                 rows.append(row)
+            if written and not ticked.changes:  # only a resource's `for` ran out
+                event = "timer: a held-back health result counts (for ran out)"
+                rows.append(_row(wakeup - EPOCH, None, event, state, config, written=written))
         written, events = False, []
         if step.generation is not None:
             moved = observe_generation(state, step.generation, now, config=config)
             state, written = moved.state, store.take(moved)
             events.append(f"CR generation {step.generation}")
+        if step.object is not None:
+            name, value = step.object.resource, step.object.value
+            changed = observe_object(state, name, value, now, config=config)
+            state, written = changed.state, store.take(changed) or written
+            events.append(f"object {name} {'deleted' if value is None else 'changed'}")
         outcome: Outcome | None = None
         if step.report is not None:
             outcome = apply(state, step.report, now, config=config)
@@ -199,6 +214,12 @@ def check(
             "pendingSince": _whole(stored.get("pendingSince")),
         }
         failures += _compare(f"{where}: collector {name}", fields.fields(), actual)
+    resources = {r.get("name"): r for r in status.get("resources") or []}
+    for name, health in expect.resources.items():
+        entry = resources.get(name) or {}
+        healthy: dict[str, Any] = next(iter(entry.get("conditions") or []), {})
+        actual = {**healthy, "pending": (entry.get("pending") or {}).get("reason")}
+        failures += _compare(f"{where}: resource {name}", health.fields(), actual)
     return tuple(failures + _story(where, expect, status))
 
 

@@ -6,11 +6,14 @@ Immutable values; the entry point returns new ones (`stored.py` maps them to and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from statemachines import health as health_rules
 from statemachines.conditions import Condition
 from statemachines.config import Config
+from statemachines.health import CountedHealth, Resource
 from statemachines.related import RelatedObject
 from statemachines.vocabulary import Reason, State
 
@@ -98,6 +101,10 @@ class AddonState:
     # report claiming a newer one is refused (FutureGeneration). Only the CR raises it.
     generation: int = 0
     conditions: tuple[Condition, ...] = ()
+    # Section 8: the configured resources (configuration order; what `status.resources[]`
+    # lists) and each one's counted health by name. Health rules never touch `collectors`.
+    resources: tuple[Resource, ...] = field(default=(), compare=False)
+    health: Mapping[str, CountedHealth] = field(default_factory=dict, hash=False)
     history: tuple[HistoryEntry, ...] = ()  # newest first
     last_known_good: LastKnownGood | None = None
     related_objects: tuple[RelatedObject, ...] = ()  # as the configuration names them
@@ -113,10 +120,20 @@ class AddonState:
         return replace(self, collectors=collectors)
 
 
-def initial_state(config: Config, now: datetime, generation: int = 0) -> AddonState:
-    """Every configured collector `Progressing` with no reason; the staleness clock starts now."""
+def initial_state(
+    config: Config,
+    now: datetime,
+    generation: int = 0,
+    *,
+    health: Mapping[str, CountedHealth] | None = None,
+) -> AddonState:
+    """Every configured collector `Progressing` with no reason; the staleness clock starts now.
+    Every configured resource has its `health` entry (the stored one) or, until its object is
+    read, `Unknown`/`NotFound` from `now`."""
     return AddonState(
         tuple(CollectorState(c.name, changed_at=now, heard_at=now) for c in config.collectors),
         generation,
+        resources=config.resources,
+        health=health_rules.start(config.resources, health or {}, now),
         related_objects=config.related_objects,
     )

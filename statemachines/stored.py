@@ -10,10 +10,12 @@ controller). `versions` and `relatedObjects` are for readers: the first is read 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from statemachines import dampening
+from statemachines import health as health_rules
 from statemachines.conditions import Condition, format_precise, format_time, parse_time
 from statemachines.config import Config
 from statemachines.errors import StoredStateError
@@ -31,14 +33,24 @@ __all__ = ["OWNED_FIELDS", "from_status", "to_status"]
 
 # The status fields besides `conditions` that the controller owns whole: it replaces them, and
 # drops one that it no longer writes (a history switched off). Everything else is someone else's.
-OWNED_FIELDS = ("collectors", "history", "versions", "lastKnownGood", "relatedObjects")
+OWNED_FIELDS = (
+    "collectors",
+    "history",
+    "versions",
+    "lastKnownGood",
+    "relatedObjects",
+    "resources",
+)
 
 
 def to_status(state: AddonState) -> dict[str, Any]:
+    """`status.resources[]` only when resources are configured (section 8)."""
     status: dict[str, Any] = {
         "conditions": [c.to_api() for c in state.conditions],
         "collectors": [_collector_to_api(c) for c in state.collectors],
     }
+    if state.resources:
+        status["resources"] = health_rules.resources_to_api(state.resources, state.health)
     versions = [{"name": c.name, "version": c.version} for c in state.collectors if c.version]
     if versions:
         status["versions"] = versions
@@ -90,7 +102,8 @@ def from_status(
 
     `generation` is the CR's `metadata.generation` and the only one believed: a condition that
     carries a higher `observedGeneration` (written before FutureGeneration existed) is rewritten.
-    A configured collector absent from the status starts fresh; an unconfigured one is dropped.
+    A configured collector absent from the status starts fresh; an unconfigured one is dropped;
+    so with the resources of `status.resources[]` (their pending results included).
     Raises StoredStateError naming the field that cannot be read.
     """
     status = status or {}
@@ -106,18 +119,18 @@ def from_status(
             conditions.append(Condition.from_api(raw))
         except (KeyError, TypeError, ValueError) as error:
             raise StoredStateError(f"status.conditions[{index}]", str(error)) from error
-    fresh = initial_state(config, now, generation)
+    health = health_rules.resources_from_api(status.get("resources"), config.resources)
+    fresh = initial_state(config, now, generation, health=health)
     collectors = tuple(
         _collector_from_api(*stored[c.name], now) if c.name in stored else c
         for c in fresh.collectors
     )
-    return AddonState(
-        collectors,
-        generation,
-        tuple(conditions),
+    return replace(
+        fresh,
+        collectors=collectors,
+        conditions=tuple(conditions),
         history=_history_from_api(status.get("history"))[: config.history_limit],
         last_known_good=_last_known_good_from_api(status.get("lastKnownGood")),
-        related_objects=config.related_objects,
     )
 
 

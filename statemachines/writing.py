@@ -1,9 +1,10 @@
 """Writing conditions (section 6 of the rules): the conditions the CR carries for a state.
 
 The standard types in their fixed order, then `Ready`, then one per configured collector, then
-any condition of someone else's, untouched. Every one carries the CR's generation the state was
-computed for. The history and the last known good generation (sections 9 and 10) follow the
-conditions here, so they change in the same status write as the change they record.
+`ResourcesHealthy` when resources are configured (section 8), then any condition of someone
+else's, untouched. Every one carries the CR's generation the state was computed for. The
+history and the last known good generation (sections 9 and 10) follow the conditions here, so
+they change in the same status write as the change they record.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
+from statemachines import health
 from statemachines.aggregate import aggregate
 from statemachines.conditions import Condition, find_condition, transition_time
 from statemachines.config import Config
@@ -56,9 +58,21 @@ def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonS
         since = transition_time(find_condition(previous, type_), status, now)
         standard.append(Condition(type_, status, reason, result.message, since, state.generation))
     ready = ready_condition(state, standard, config, now)
-    ours = {*ConditionType, READY, *(c.condition_type for c in config.profile.collectors)}
+    resources = health.resources_healthy(
+        state.resources,
+        state.health,
+        previous=find_condition(previous, health.RESOURCES_HEALTHY),
+        now=now,
+        generation=state.generation,
+    )
+    ours = {
+        *ConditionType,
+        READY,
+        *(c.condition_type for c in config.profile.collectors),
+        health.RESOURCES_HEALTHY,
+    }
     foreign = tuple(c for c in previous if c.type not in ours)
-    conditions = (*standard, ready, *collectors, *foreign)
+    conditions = (*standard, ready, *collectors, *([resources] if resources else []), *foreign)
     if conditions == previous:
         return state
     return replace(

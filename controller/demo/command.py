@@ -26,6 +26,7 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+from controller.demo.objects import change_object
 from controller.demo.scenario_file import EPOCH, Scenario, read, start_generation
 from controller.demo.scenario_run import Player, Result, SteppedClock, System
 from controller.demo.view import View
@@ -74,9 +75,10 @@ def hub_server(clusters: Sequence[str]) -> Iterator[APIServer]:
 
 
 @contextmanager
-def spoke_server(scenario: Scenario) -> Iterator[APIServer]:
-    """A spoke API server with the addon CR at the scenario's starting generation."""
-    with APIServer([_crd()], namespaces=["default", SPOKE_NAMESPACE]) as spoke:
+def spoke_server(scenario: Scenario, crds: Sequence[Path] = ()) -> Iterator[APIServer]:
+    """A spoke API server with the addon CR at the scenario's starting generation; it also
+    serves `crds` (the kinds of watched objects, e.g. cert-manager's Certificate)."""
+    with APIServer([_crd(), *crds], namespaces=["default", SPOKE_NAMESPACE]) as spoke:
         spoke.put_object(GROUP, VERSION, PLURAL, _addon(SPOKE_NAMESPACE))
         if start_generation(scenario) != 1:
             _change_generation(spoke, start_generation(scenario))
@@ -141,12 +143,22 @@ def add_demo_parser(sub: Any) -> None:
         default=None,
         help="stop after this many real seconds (default: when the story is over)",
     )
+    demo.add_argument(
+        "--crd",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a CRD file the embedded spokes serve too, for the kinds of watched objects "
+        "(repeatable; e.g. tests/data/crds/certificates.cert-manager.io.yaml)",
+    )
     demo.set_defaults(handler=run_demo)
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    if args.clusters < 1:
-        print("--clusters must be at least 1", file=sys.stderr)
+    crds = [Path(p) for p in args.crd]
+    problem = _bad_flag(args.clusters, crds)
+    if problem:
+        print(problem, file=sys.stderr)
         return 2
     paths = [Path(args.scenario) if args.scenario else DEFAULT_SCENARIO] * args.clusters
     if not args.scenario and args.clusters > 1:
@@ -169,7 +181,7 @@ def run_demo(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGINT, _stopper(stop))
     try:
         played = [scenarios[p] for p in paths]
-        result = _demo(played, scale=scale, duration=args.duration, stop=stop)
+        result = _demo(played, scale=scale, duration=args.duration, stop=stop, crds=crds)
     except AddonStatusError as error:
         print(f"demo: {error}", file=sys.stderr)
         return 1
@@ -179,6 +191,13 @@ def run_demo(args: argparse.Namespace) -> int:
     for failure in result.failures:
         print(f"{where}{failure}", file=sys.stderr)
     return 0 if result.ok else 1
+
+
+def _bad_flag(clusters: int, crds: Sequence[Path]) -> str | None:
+    if clusters < 1:
+        return "--clusters must be at least 1"
+    missing = next((crd for crd in crds if not crd.is_file()), None)
+    return f"--crd {missing}: no such file" if missing else None
 
 
 def _stopper(stop: threading.Event) -> Callable[[int, FrameType | None], None]:
@@ -210,14 +229,18 @@ class Fleet:
 
 
 @contextmanager
-def running(scenario: Scenario, clock: SteppedClock) -> Iterator[Demo]:
+def running(
+    scenario: Scenario, clock: SteppedClock, *, crds: Sequence[Path] = ()
+) -> Iterator[Demo]:
     """The servers and the controller for `scenario`'s configuration, on `clock`."""
-    with running_fleet([(scenario, clock)]) as fleet:
+    with running_fleet([(scenario, clock)], crds=crds) as fleet:
         yield fleet.spokes[0]
 
 
 @contextmanager
-def running_fleet(members: Sequence[tuple[Scenario, SteppedClock]]) -> Iterator[Fleet]:
+def running_fleet(
+    members: Sequence[tuple[Scenario, SteppedClock]], *, crds: Sequence[Path] = ()
+) -> Iterator[Fleet]:
     """One hub, and for each (scenario, clock) a spoke API server and its own controller
     replicating into the hub copy in namespace `clusterI`, and the hub side (`addon-status
     hub`) mirroring every hub copy onto its cluster's `ManagedClusterAddOn`."""
@@ -232,7 +255,7 @@ def running_fleet(members: Sequence[tuple[Scenario, SteppedClock]]) -> Iterator[
         stack.enter_context(hub_side(kubeconfig))
         spokes = []
         for cluster, (scenario, clock) in zip(clusters, members, strict=True):
-            spoke = stack.enter_context(spoke_server(scenario))
+            spoke = stack.enter_context(spoke_server(scenario, crds))
             controller = stack.enter_context(
                 demo_controller(
                     spoke_url=spoke.url,
@@ -250,6 +273,7 @@ def running_fleet(members: Sequence[tuple[Scenario, SteppedClock]]) -> Iterator[
                 hub_status=partial(_status, hub, cluster),
                 hub_copy=controller.options.hub_copy,
                 change_generation=partial(_change_generation, spoke),
+                change_object=partial(change_object, spoke),
                 checked=partial(_with_bookkeeping, spoke),
             )
             spokes.append(Demo(cluster, spoke, hub, controller, system))
@@ -262,6 +286,7 @@ def _demo(
     scale: float | None,
     duration: float | None,
     stop: threading.Event,
+    crds: Sequence[Path] = (),
 ) -> Result:
     from controller.demo.fleet_line import FleetLine  # the client: only once the demo starts
 
@@ -272,7 +297,7 @@ def _demo(
         timer.daemon = True
         timer.start()
     fleet_wide = len(scenarios) > 1
-    with running_fleet(list(zip(scenarios, clocks, strict=True))) as fleet:
+    with running_fleet(list(zip(scenarios, clocks, strict=True)), crds=crds) as fleet:
         _banner(scenarios[0], fleet, scale=scale)
         views = [
             View(clock, EPOCH, sys.stdout, label=demo.cluster if fleet_wide else "")

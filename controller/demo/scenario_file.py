@@ -20,7 +20,20 @@ from statemachines.scenario import EPOCH, Scenario, Step, load
 from statemachines.settings import format_duration
 from statemachines.simulation import check
 
-__all__ = ["EPOCH", "Play", "Scenario", "plays", "read", "start_generation"]
+__all__ = ["EPOCH", "ObjectChange", "Play", "Scenario", "plays", "read", "start_generation"]
+
+
+@dataclass(frozen=True)
+class ObjectChange:
+    """A watched object to write to the spoke as the scenario gives it, or to delete (`value`
+    None); `resource` is the configured resource that watches it."""
+
+    resource: str
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    value: dict[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -34,6 +47,7 @@ class Play:
     report: Mapping[str, Any] | None  # collector, reason, message, observed_generation, version
     note: str
     _step: Step
+    object: ObjectChange | None = None  # written after the generation, before the report
 
     @property
     def where(self) -> str:
@@ -88,9 +102,32 @@ def start_generation(scenario: Scenario) -> int:
 
 def plays(scenario: Scenario) -> list[Play]:
     return [
-        Play(step.index, step.at, step.generation, _report_fields(step), step.note, step)
+        Play(
+            step.index,
+            step.at,
+            step.generation,
+            _report_fields(step),
+            step.note,
+            step,
+            _object_change(scenario, step),
+        )
         for step in scenario.steps
     ]
+
+
+def _object_change(scenario: Scenario, step: Step) -> ObjectChange | None:
+    if step.object is None:
+        return None
+    resource = next(r for r in scenario.config.resources if r.name == step.object.resource)
+    ref = resource.object
+    return ObjectChange(
+        resource.name,
+        ref.api_version,
+        ref.kind,
+        ref.namespace or "",
+        ref.name,
+        step.object.value,
+    )
 
 
 def _report_fields(step: Step) -> dict[str, Any] | None:

@@ -8,7 +8,9 @@ transition time. For each step, in the order of the rules (DESIGN.md, "Scenario"
 1. the timers due at or before its `at` fire first, each at its own due time: the player moves
    the clock to the worker's next wake-up and has the worker fire it, until none is left;
 2. the clock stands at `at`; the step's generation (if any) is written to the spoke CR, and the
-   player waits until the worker has seen it through its watch; then the step's report goes
+   player waits until the worker has seen it through its watch; then the step's object (if
+   any) is written to (or deleted from) the spoke, and the player waits until the worker has
+   seen that resourceVersion through the object's watch; then the step's report goes
    over HTTP, and the report API's answer is the step's verdict (an answer other than a refusal
    comes once the CR holds its effect);
 3. `expect` is checked against the spoke CR's status as the API server stores it, by the
@@ -29,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from controller.demo.scenario_file import EPOCH, Play, Scenario, plays
+from controller.demo.scenario_file import EPOCH, ObjectChange, Play, Scenario, plays
 from controller.demo.view import View, addon_summary, stamp
 from controller.hub.replicator import CopyMode, projection
 from controller.reports.client import ReportRejected, ReportUnavailable
@@ -71,6 +73,9 @@ class System:
     hub_status: Callable[[], Mapping[str, Any]]  # the hub copy's status as stored
     hub_copy: CopyMode
     change_generation: Callable[[int], None]  # the spoke CR's spec changed: its generation
+    # A watched object written or deleted on the spoke: the resourceVersion its watch delivers
+    # (None: nothing changed).
+    change_object: Callable[[ObjectChange], str | None] = lambda change: None
     # The status the expectations are checked against, from the spoke CR's: with what a profile
     # keeps beside the CR (acm: Ready, history, versions... in the bookkeeping ConfigMap).
     checked: Callable[[Mapping[str, Any]], Mapping[str, Any]] = lambda status: status
@@ -132,6 +137,8 @@ class Player:
                 break
             if play.generation is not None:
                 self._change_generation(play.generation)
+            if play.object is not None:
+                self._change_object(play.object)
             answer = self._send(play, result)
             self._settle()
             status = self._look()
@@ -174,6 +181,21 @@ class Player:
         while self._system.worker.state.generation < generation:
             if time.monotonic() >= deadline:
                 raise PlayError(f"the worker did not see generation {generation} in time")
+            time.sleep(0.005)
+        self._settle()
+        self._look()
+
+    def _change_object(self, change: ObjectChange) -> None:
+        """Write the object; go on once the worker has handled its watch event."""
+        version = self._system.change_object(change)
+        what = "deleted" if change.value is None else "written"
+        self._view.line("object", f"{change.kind} {change.name} {what} ({change.resource})")
+        if version is None:
+            return
+        deadline = time.monotonic() + self._patience
+        while int(self._system.worker.objects_seen.get(change.resource) or 0) < int(version):
+            if time.monotonic() >= deadline:
+                raise PlayError(f"the worker did not see {change.kind} {change.name} in time")
             time.sleep(0.005)
         self._settle()
         self._look()

@@ -1,6 +1,7 @@
-"""What the demo prints while a scenario plays: one line per report with its verdict, and one
-line for each change of the addon's status on the spoke CR and on the hub copy, stamped with the
-scenario time at which it happened."""
+"""What the demo prints while a scenario plays: one line per report with its verdict, one line
+for each change of the addon's status on the spoke CR and on the hub copy, and one for each
+change of the watched objects' counted health (`status.resources`), stamped with the scenario
+time at which it happened."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, TextIO
 
 from statemachines.vocabulary import ConditionType
 
-__all__ = ["View", "addon_summary", "collectors_summary", "stamp"]
+__all__ = ["View", "addon_summary", "collectors_summary", "resources_summary", "stamp"]
 
 
 def stamp(offset: timedelta) -> str:
@@ -35,6 +36,21 @@ def collectors_summary(status: Mapping[str, Any]) -> str:
         reason = "ReportsStale" if c.get("stale") else c.get("reason", "no reason")
         pending = f", {c['pendingReason']} pending" if c.get("pendingReason") else ""
         parts.append(f"{c['name']} {c['state']} ({reason}{pending})")
+    return "; ".join(parts)
+
+
+_HEALTH = {"True": "Healthy", "False": "Unhealthy", "Unknown": "Unknown"}
+
+
+def resources_summary(status: Mapping[str, Any]) -> str:
+    """`metrics-collector-deployment Healthy (Current, Failed pending)`, per watched object."""
+    parts = []
+    for entry in status.get("resources") or []:
+        [condition, *_] = entry.get("conditions") or [{}]
+        health = _HEALTH.get(condition.get("status", ""), "not observed")
+        pending = entry.get("pending")
+        held = f", {pending['reason']} pending" if pending else ""
+        parts.append(f"{entry['name']} {health} ({condition.get('reason', '')}{held})")
     return "; ".join(parts)
 
 
@@ -65,3 +81,7 @@ class View:
         if self.latest.get(where) != text:
             self.latest[where] = text
             self.line(where, text)
+        health = resources_summary(status) if where == "spoke" else ""
+        if health and self.latest.get("health") != health:
+            self.latest["health"] = health
+            self.line("health", health)

@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make
 
 from controller.ops.serving import BoundedPool, ServerThread
 from statemachines import Cause, Change, Config, Verdict, VerdictKind
+from statemachines.health import Health, HealthReason, Resource
 from statemachines.machines import COLLECTOR_ROWS, OPERATOR_ROWS, WINDOW_ELAPSED
 from statemachines.vocabulary import Actor, Rule, State
 
@@ -38,7 +39,7 @@ __all__ = [
 _PREFIX = "addon_status"
 # The label values the shell produces (the worker's item kinds and the timer, the watch loop's
 # restart causes, the Event recorder's outcomes) and the core's own rule and cause names.
-TRIGGERS = ("report", "watch", "tick", "leader", "timer")
+TRIGGERS = ("report", "watch", "object", "tick", "leader", "timer")
 WATCH_RESTART_CAUSES = ("ended", "error", "gone")
 EVENT_OUTCOMES = ("recorded", "aggregated", "failed", "dropped")
 REFUSAL_RULES = tuple(rule.value for rule in Rule)
@@ -70,6 +71,19 @@ class ControllerMetrics:
             f"{_PREFIX}_collector_transitions",
             "Moves of a collector's machine (state, reason or staleness), by cause",
             ["collector", "from", "to", "cause"],
+            registry=registry,
+        )
+        self.resource_health = Gauge(
+            f"{_PREFIX}_resource_health",
+            "1 for the counted health of each watched object (health rules), 0 for the others",
+            ["resource", "health"],
+            registry=registry,
+        )
+        self.resource_evaluations = Counter(
+            f"{_PREFIX}_resource_evaluations",
+            "Watched objects judged by their health rule, by the result's reason"
+            " (EvaluationError: a CEL expression failed on the object)",
+            ["resource", "reason"],
             registry=registry,
         )
         self.reports = Counter(
@@ -169,6 +183,9 @@ class ControllerMetrics:
         for collector in collectors:
             for before, after, cause in _moves():
                 self.transitions.labels(collector, before, after, cause)
+        for resource in config.resources:
+            for reason in _results(resource):
+                self.resource_evaluations.labels(resource.name, reason)
 
     def count_verdict(self, reason: str, verdict: Verdict) -> None:
         """One judged report; `reason` is the reason it reported."""
@@ -182,6 +199,14 @@ class ControllerMetrics:
             before, after = change.before.state.value, change.after.state.value
             self.transitions.labels(change.collector, before, after, change.cause.value).inc()
 
+    def show_resources(self, counted: Iterable[tuple[str, Health]]) -> None:
+        """Set the per-resource gauges from (resource, counted health) pairs."""
+        for resource, current in counted:
+            for health in Health:
+                self.resource_health.labels(resource, health.value).set(
+                    1 if health is current else 0
+                )
+
     def show_states(self, states: Iterable[tuple[str, State, bool]]) -> None:
         """Set the per-collector gauges from (collector, state, stale) triples."""
         for collector, current, stale in states:
@@ -190,6 +215,22 @@ class ControllerMetrics:
                     1 if state is current else 0
                 )
             self.collector_stale.labels(collector).set(1 if stale else 0)
+
+
+def _results(resource: Resource) -> list[str]:
+    """The reasons a resource's rule can give (section 8), `NotFound` for every one."""
+    rule = resource.health_rule
+    if rule.always_healthy is not None:
+        reasons: list[str] = [HealthReason.ALWAYS_HEALTHY]
+    elif rule.single_condition_type is not None:
+        reasons = [f"{rule.single_condition_type}Condition"]
+    elif rule.multi_match is not None:
+        reasons = [HealthReason.MATCHED_CONDITION, HealthReason.MATCHED_FIELD]
+        reasons.append(HealthReason.NO_MATCHES_FULFILLED)
+    else:
+        reasons = [HealthReason.IN_PROGRESS, HealthReason.FAILED, HealthReason.CURRENT]
+        reasons.append(HealthReason.EVALUATION_ERROR)
+    return [str(r) for r in (*reasons, HealthReason.NOT_FOUND)]
 
 
 def _reporters(config: Config, collectors: list[str]) -> Iterator[tuple[str, str]]:

@@ -2,7 +2,8 @@
 
 The `Reconciler` holds the machines (`AddonState`) and the worker's knowledge of the CR (read?
 present? leading? does the status lag?). It asks the core what a report, a watch event or the
-passing of time means (`apply`, `observe_generation`, `advance`), and makes the CR say it:
+passing of time means (`apply`, `observe_generation`, `observe_object`, `advance`), and makes
+the CR say it:
 metrics, Events, then one status write per change. It does no threading of its own: the worker
 calls it from its one thread, so nothing here needs a lock.
 
@@ -48,6 +49,7 @@ from statemachines import (
     apply,
     next_wakeup,
     observe_generation,
+    observe_object,
     start,
 )
 from statemachines.placement import bookkeeping, on_cr
@@ -97,6 +99,10 @@ class Reconciler:
         self._kept_stored: dict[str, Any] | None = None
         self._kept_owed = False
         self._sync_retry = Retry()  # reading the CR on becoming leader
+        # The watched objects as last delivered (None: absent) and their resourceVersions:
+        # replayed onto machines rebuilt from the CR, which may lag behind them.
+        self._objects: dict[str, dict[str, Any] | None] = {}
+        self.objects_seen: dict[str, str] = {}
         self._rejection: str | None = None  # a status write refused as invalid, not yet told
         self._rejections = 0  # how many were refused so far
 
@@ -161,6 +167,16 @@ class Reconciler:
         if foreign and self.role.elected and self.status.lags(obj, self._on_cr):
             self.status.dirty = True
             self._flush()
+
+    def observe_object(self, resource: str, obj: dict[str, Any] | None, version: str) -> None:
+        """A watched object changed, was deleted (None), or was listed (section 8)."""
+        self._objects[resource] = obj
+        outcome = observe_object(self.state, resource, obj, self._clock(), config=self.config)
+        self.objects_seen[resource] = version
+        counted = outcome.state.health[resource]
+        latest = counted.pending.reason if counted.pending else counted.reason  # this result's
+        self._metrics.resource_evaluations.labels(resource, latest).inc()
+        self.settle(outcome, cause="object")
 
     def lead(self, leader: bool) -> None:
         """Leader election's verdict (already on `role`), on the worker's thread."""
@@ -373,6 +389,8 @@ class Reconciler:
                 raise
             log.warning("the stored status cannot be read back; starting fresh: %s", error)
             state = start(self.config, self._clock(), generation=generation)
+        for resource, seen in self._objects.items():
+            state = observe_object(state, resource, seen, self._clock(), config=self.config).state
         self._state = state
         self._uid = meta.get("uid")
         self._owner = {"metadata": {"name": meta.get("name"), "uid": self._uid}}
@@ -384,3 +402,4 @@ class Reconciler:
 
     def _show(self) -> None:
         self._metrics.show_states((c.name, c.state, c.stale) for c in self.state.collectors)
+        self._metrics.show_resources((n, h.health) for n, h in self.state.health.items())

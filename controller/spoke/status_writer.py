@@ -4,8 +4,9 @@ over from a fresh read (a bounded number of times). `SpokeStatus` keeps the work
 it: whether the CR lags behind the machines, the newest CR the worker has seen, and when a
 failed write may be tried again.
 
-The controller owns the standard condition types, `Ready`, one condition type per collector of
-its profile, and the status fields of `statemachines.stored.OWNED_FIELDS`. Anything else on the
+The controller owns the standard condition types, `Ready`, `ResourcesHealthy`, one condition
+type per collector of its profile, and the status fields of `statemachines.stored.OWNED_FIELDS`
+(`resources` among them). Anything else on the
 status — a condition type of someone else's, a field of another controller — is kept as it is,
 in its place in the list: the CR the write starts from is the newest the worker has seen (its
 own last write, or a watch event that came after it), and the resourceVersion precondition
@@ -33,6 +34,7 @@ from controller.kube.api import (
 from controller.kube.update import Updated, update_status
 from controller.ops.backoff import Retry
 from controller.ops.metrics import ControllerMetrics
+from statemachines.health import RESOURCES_HEALTHY
 from statemachines.stored import OWNED_FIELDS
 from statemachines.vocabulary import READY, ConditionType, Profile
 
@@ -50,11 +52,13 @@ StatusHook = Callable[[dict[str, Any]], None]
 log = logging.getLogger(__name__)
 
 CONDITIONS = "conditions"
+RESOURCES = "resources"
 
 
 def owned_types(profile: Profile) -> frozenset[str]:
     """The condition types this controller writes; every other type belongs to someone else."""
-    return frozenset({*ConditionType, READY, *(c.condition_type for c in profile.collectors)})
+    collectors = (c.condition_type for c in profile.collectors)
+    return frozenset({*ConditionType, READY, *collectors, RESOURCES_HEALTHY})
 
 
 def merged_status(

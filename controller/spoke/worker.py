@@ -122,6 +122,15 @@ class _Observe:
 
 
 @dataclass(frozen=True, slots=True)
+class _ObjectChanged:
+    """A watched object (section 8) as listed or watched; None once it is gone."""
+
+    resource: str
+    object: dict[str, Any] | None
+    version: str
+
+
+@dataclass(frozen=True, slots=True)
 class _Tick:
     done: Future[None]
 
@@ -132,8 +141,14 @@ class _Lead:
 
 
 _STOP = object()
-_Item = _Judge | _Observe | _Tick | _Lead
-_TRIGGERS: dict[type, str] = {_Judge: "report", _Observe: "watch", _Tick: "tick", _Lead: "leader"}
+_Item = _Judge | _Observe | _ObjectChanged | _Tick | _Lead
+_TRIGGERS: dict[type, str] = {
+    _Judge: "report",
+    _Observe: "watch",
+    _ObjectChanged: "object",
+    _Tick: "tick",
+    _Lead: "leader",
+}
 
 
 class Worker:
@@ -241,6 +256,16 @@ class Worker:
         """A watch event on the CR (from the watch thread)."""
         self._put(_Observe(event))
 
+    def observe_object(self, resource: str, obj: dict[str, Any] | None, version: str) -> None:
+        """A watched object of `resource` (from its watch thread): judged like a report, the
+        status written only if it changed."""
+        self._put(_ObjectChanged(resource, obj, version))
+
+    @property
+    def objects_seen(self) -> dict[str, str]:
+        """Each watched object's resourceVersion as last handled (a copy)."""
+        return dict(self._reconciler.objects_seen)
+
     def tick(self) -> Future[None]:
         """Wake the worker: it fires the timers due by its clock and retries a pending write;
         the future completes once it has (and once everything queued before was handled)."""
@@ -315,7 +340,7 @@ class Worker:
                 if item is _STOP:
                     self._fail_waiting(WorkerStoppedError, "the worker stopped before the write")
                     return
-                assert isinstance(item, _Judge | _Observe | _Tick | _Lead)
+                assert isinstance(item, _Judge | _Observe | _ObjectChanged | _Tick | _Lead)
                 self._handle(item)
             except queue.Empty:
                 continue
@@ -341,6 +366,8 @@ class Worker:
                 self._judge(item)
             elif isinstance(item, _Observe):
                 self._reconciler.observe(item.event)
+            elif isinstance(item, _ObjectChanged):
+                self._reconciler.observe_object(item.resource, item.object, item.version)
             elif isinstance(item, _Lead):
                 self._reconciler.lead(item.leader)
             else:

@@ -84,6 +84,23 @@ class ObjectRef(_Model):
     name: NonEmpty
     namespace: str | None = None
 
+    @property
+    def group(self) -> str:
+        """The API group ("" for the core group)."""
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def plural(self) -> str:
+        """The resource, as apimachinery's `meta.UnsafeGuessKindToResource` names a kind (what
+        kubectl and the API server derive): lower case, then `-s` -> `-ses`, consonant + `-y`
+        -> `-ies`, else `+s` (`Deployment` -> `deployments`, `Ingress` -> `ingresses`)."""
+        lower = self.kind.lower()
+        if lower.endswith("s"):
+            return lower + "es"
+        if lower.endswith("y") and len(lower) > 1 and lower[-2] not in "aeiou":
+            return lower[:-1] + "ies"
+        return lower + "s"
+
     def to_api(self) -> dict[str, Any]:
         return {
             "apiVersion": self.api_version,

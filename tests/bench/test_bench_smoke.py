@@ -187,3 +187,9 @@ def test_front_door_measures_every_server_and_each_refuses_the_attacks() -> None
     for variant in ("stdlib", "uvicorn"):
         for attack in ("two Content-Lengths (46, 0)", "Content-Length 0xB2", "bare CR in a header"):
             assert figures[f"{variant} {attack}, answer"] == [400.0], (variant, attack)
+
+
+def test_object_changes_write_each_change_of_the_result_once_and_nothing_else() -> None:
+    figures = rows(run("object_changes.py", "--changes", "6", "--runs", "1"))
+    assert figures["spoke writes per change of the result (goal 1)"] == [1.0, 1.0]
+    assert figures["spoke writes per change keeping the result (goal 0)"] == [0.0, 0.0]

@@ -53,7 +53,61 @@ def test_there_is_a_scenario_for_each_required_story() -> None:
         "dead-collector-goes-stale",
         "disable-and-reenable",
         "not-supported",
+        "deployment-unavailable-shorter-and-longer-than-for",
+        "multimatch-both-sides-match",
+        "certificate-through-its-results",
+        "object-deleted",
     } <= names
+
+
+BROKEN_EXPRESSION = Path(__file__).parents[1] / "scenarios" / "invalid" / "broken-expression.yaml"
+
+
+def test_broken_expression_makes_the_file_invalid_naming_resource_and_expression(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["simulate", str(BROKEN_EXPRESSION)]) == 2
+    err = capsys.readouterr().err
+    assert "resources[0] (app-certificate).healthRule.cel.current" in err
+    assert "CEL 'isReady(status)' does not compile" in err
+
+
+HEALTH = """
+collectors: [metrics-collector]
+resources:
+  - name: config
+    object: {apiVersion: v1, kind: ConfigMap, name: config}
+    healthRule: {alwaysHealthy: {}}
+steps:
+  - at: 0s
+    %s
+"""
+
+
+@pytest.mark.parametrize(
+    ("step", "where"),
+    [
+        pytest.param(
+            "object: {resource: nope, deleted: true}",
+            "steps[0].object.resource: unknown resource; expected one of config",
+            id="object-of-an-unknown-resource",
+        ),
+        pytest.param(
+            "object: {resource: config, deleted: true, value: {}}",
+            "steps[0].object: needs exactly one of `value` and `deleted: true`",
+            id="object-with-value-and-deleted",
+        ),
+        pytest.param(
+            "expect: {resources: {nope: {status: Unknown}}}",
+            "steps[0].expect.resources.nope: unknown; expected one of config",
+            id="expect-on-an-unknown-resource",
+        ),
+    ],
+)
+def test_invalid_object_steps_exit_2_naming_where(run_cli: Simulate, step: str, where: str) -> None:
+    code, _, err = run_cli(HEALTH % step)
+    assert code == 2
+    assert where in err
 
 
 def test_failed_expectation_exits_1_and_says_which_and_why(run_cli: Simulate) -> None:
@@ -219,7 +273,7 @@ def test_json_format_is_machine_readable(run_cli: Simulate) -> None:
         ),
         pytest.param(
             "steps:\n - at: 0s\n   note: nothing",
-            "steps[0]: a step needs a `report`, a `generation`, an `expect` or more",
+            "steps[0]: a step needs a `report`, a `generation`, an `object`, an `expect` or more",
             id="empty-step",
         ),
     ],

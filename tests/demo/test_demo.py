@@ -11,9 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from controller.cli import main
 from controller.demo.command import DEFAULT_SCENARIO
+from tests.manifests.kustomize import MANIFESTS, build, find
 
 ROOT = Path(__file__).parents[2]
 
@@ -37,7 +39,10 @@ def test_default_story_plays_to_the_hub() -> None:
     assert "REFUSED by RequiresForwardFailure" in out
     # The window opens with the report at 5m, on the story's clock at any scale.
     assert "pending: the dampening window ends at 15m00s" in out
-    assert "12 checked steps: every expectation held." in out
+    assert "16 checked steps: every expectation held." in out
+    # The Deployment that lost its replicas at 28m counts at 30m, long before staleness (41m).
+    assert "[ 28m00s] health  metrics-collector-deployment Healthy (Current, Failed pending)" in out
+    assert "[ 30m00s] hub     Degraded (ResourceUnhealthy)" in out
     degraded = [line for line in out.splitlines() if "hub     Degraded (ForwardFailure)" in line]
     assert degraded, out
     summary = out.split("\n\n")[-1]
@@ -50,6 +55,13 @@ def test_default_story_plays_to_the_hub() -> None:
 
 def test_the_built_in_story_holds_as_a_scenario(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["simulate", str(DEFAULT_SCENARIO)]) == 0, capsys.readouterr().err
+
+
+def test_the_story_watches_what_the_shipped_configuration_watches() -> None:
+    shipped = build(MANIFESTS / "base").objects
+    text = find(shipped, "ConfigMap", "addon-status-config")["data"]["config.yaml"]
+    story = yaml.safe_load(DEFAULT_SCENARIO.read_text(encoding="utf-8"))
+    assert story["resources"] == yaml.safe_load(text)["resources"]
 
 
 def test_duration_ends_the_demo_cleanly() -> None:

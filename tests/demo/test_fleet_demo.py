@@ -88,7 +88,7 @@ def test_fleet_plays_every_story_to_the_end_and_checks_it() -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert "31 checked steps: every expectation held." in out
+    assert "39 checked steps: every expectation held." in out  # 16 + 7 + 16
     # The second cluster's own outage: the platform collector, Degraded at 18m of its timeline,
     # which started 10 s after the first's.
     assert any("] cluster2 hub     Degraded (ForwardFailure)" in line and "[ 18m10s]" in line

@@ -21,6 +21,8 @@ from controller.demo.view import View
 from kubesim.routing import RequestInfo
 
 SCENARIOS = [*sorted((Path(__file__).parents[1] / "scenarios").glob("*.yaml")), DEFAULT_SCENARIO]
+# The kinds of watched objects that scenarios use beyond the built-in ones.
+CERTIFICATE_CRD = Path(__file__).parents[1] / "data" / "crds" / "certificates.cert-manager.io.yaml"
 
 # The window opened at 5m ends at 15m; the last step has no report and expects the wrong type.
 WRONG_AT_THE_END = """
@@ -51,7 +53,7 @@ def test_every_scenario_holds_in_simulate_and_end_to_end(
 ) -> None:
     assert main(["simulate", str(path)]) == 0, capsys.readouterr()
     capsys.readouterr()
-    code, out, err = _demo(path, capsys)
+    code, out, err = _demo(path, capsys, "--crd", str(CERTIFICATE_CRD))
     assert (code, err) == (0, ""), out
     assert "every expectation held." in out
     assert "stopped before" not in out
@@ -131,3 +133,22 @@ def test_a_hub_copy_that_does_not_follow_fails_the_step(tmp_path: Path) -> None:
         "expected {'type': 'Available', 'status': 'False'"
     ), result.failures
     assert "reason': 'UpdateSuccessful'" in failure
+
+
+def test_a_crd_file_that_is_not_there_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "boot.yaml"
+    path.write_text("steps:\n  - at: 0s\n    report: {reason: UpdateSuccessful}\n")
+    code, _, err = _demo(path, capsys, "--crd", str(tmp_path / "missing.yaml"))
+    assert code == 2
+    assert err.strip() == f"--crd {tmp_path / 'missing.yaml'}: no such file"
+
+
+def test_an_object_of_a_kind_the_spoke_does_not_serve_fails_the_run_saying_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    certificate = Path(__file__).parents[1] / "scenarios" / "certificate-through-its-results.yaml"
+    code, _, err = _demo(certificate, capsys)
+    assert code == 1
+    assert "cert-manager.io/v1 Certificate is not served by the embedded spoke" in err

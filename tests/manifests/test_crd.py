@@ -24,7 +24,17 @@ from controller.kube import addons as kube
 from controller.kube import api as seam
 from controller.options import DEFAULT_NAME, DEFAULT_NAMESPACE
 from kubesim import APIServer
-from statemachines import Config, Reason, Report, advance, apply, next_wakeup, start, to_status
+from statemachines import (
+    Config,
+    Reason,
+    Report,
+    advance,
+    apply,
+    next_wakeup,
+    observe_object,
+    start,
+    to_status,
+)
 from statemachines.health.paths import FieldPath
 from statemachines.related import RelatedObject
 from statemachines.scenario import EPOCH, load
@@ -39,7 +49,8 @@ SCENARIOS: Final = sorted((ROOT / "tests" / "scenarios").glob("*.yaml"))
 
 
 def statuses_reached(path: Path) -> list[Obj]:
-    """The status after every change a scenario makes (timers and reports), as JSON."""
+    """The status after every change a scenario makes (timers, watched objects, reports), as
+    JSON."""
     scenario = load(path.read_text(encoding="utf-8"), source=path.name)
     config = scenario.config
     state = start(config, EPOCH)
@@ -48,6 +59,10 @@ def statuses_reached(path: Path) -> list[Obj]:
         now = EPOCH + step.at
         while (wakeup := next_wakeup(state, config)) is not None and wakeup <= now:
             state = advance(state, wakeup, config=config).state
+            reached.append(to_status(state))
+        if step.object is not None:
+            change = step.object
+            state = observe_object(state, change.resource, change.value, now, config=config).state
             reached.append(to_status(state))
         if step.report is not None:
             state = apply(state, step.report, now, config=config).state
@@ -144,8 +159,9 @@ def _status_schema() -> Obj:
 
 
 def test_every_field_of_the_status_schema_is_one_the_controller_writes() -> None:
-    lists = ("conditions", "collectors", "history", "versions", "relatedObjects")
+    lists = ("conditions", "collectors", "history", "versions", "relatedObjects", "resources")
     written: dict[str, set[str]] = {part: set() for part in ("status", *lists)}
+    nested: dict[str, set[str]] = {"object": set(), "conditions": set(), "pending": set()}
     statuses = [s for path in SCENARIOS for s in statuses_reached(path)]
     for status in [*statuses, *statuses_with_generations()]:
         written["status"] |= set(status)
@@ -153,11 +169,20 @@ def test_every_field_of_the_status_schema_is_one_the_controller_writes() -> None
             for item in status.get(part, []):
                 written[part] |= set(item)
         written.setdefault("lastKnownGood", set()).update(status.get("lastKnownGood", {}))
+        for entry in status.get("resources") or []:
+            nested["object"] |= set(entry["object"])
+            nested["pending"] |= set(entry.get("pending") or {})
+            for condition in entry["conditions"]:
+                nested["conditions"] |= set(condition)
     schema = _status_schema()["properties"]
     assert written["status"] == set(schema)
     for part in lists:
         assert written[part] == set(schema[part]["items"]["properties"]), part
     assert written["lastKnownGood"] == set(schema["lastKnownGood"]["properties"])
+    entry_schema = schema["resources"]["items"]["properties"]
+    assert nested["object"] == set(entry_schema["object"]["properties"])
+    assert nested["pending"] == set(entry_schema["pending"]["properties"])
+    assert nested["conditions"] == set(entry_schema["conditions"]["items"]["properties"])
 
 
 VALID: Final = statuses_with_generations()[-1]

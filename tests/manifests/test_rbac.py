@@ -261,6 +261,11 @@ def run_replica(tmp_path: Path, *, create_missing: bool = False, overlay: str = 
         (tmp_path / "reporters.yaml").write_text(
             _reporters(spoke_objects, deployment)[1], encoding="utf-8"
         )
+        # The shipped configuration, so that the health watches make their calls too.
+        (tmp_path / "config.yaml").write_text(
+            find(spoke_objects, "ConfigMap", "addon-status-config")["data"]["config.yaml"],
+            encoding="utf-8",
+        )
         (tmp_path / "hub.kubeconfig").write_text(
             kubeconfig_yaml(server=hub.url, token="hub"), encoding="utf-8"
         )
@@ -269,6 +274,7 @@ def run_replica(tmp_path: Path, *, create_missing: bool = False, overlay: str = 
             "probe_address": LOOPBACK,
             "report_address": "127.0.0.1:0",
             "authorization": tmp_path / "reporters.yaml",
+            "config_file": tmp_path / "config.yaml",
             "hub_kubeconfig": tmp_path / "hub.kubeconfig",
             "hub_create_missing": create_missing,
             # Plain HTTP here: the stand-in files hold no certificate, and the RBAC is the same
@@ -277,8 +283,14 @@ def run_replica(tmp_path: Path, *, create_missing: bool = False, overlay: str = 
             "tls_key_file": None,
         }
         _exercise(spoke, hub, options.model_copy(update=local), who)
+        # Discovery (/api, /apis: the dynamic client's) is every authenticated user's right
+        # (the system:discovery ClusterRole), not the controller's Roles'.
         return Calls(
-            spoke=[Request.audited(r) for r in spoke.audit if r.user == who.controller.username],
+            spoke=[
+                Request.audited(r)
+                for r in spoke.audit
+                if r.user == who.controller.username and not r.path
+            ],
             hub=[Request.audited(r) for r in hub.audit if r.user == who.hub.username],
             spoke_grants=grants_for(who.controller, spoke_objects),
             hub_grants=grants_for(who.hub, hub_objects),
@@ -310,6 +322,16 @@ def _exercise(spoke: APIServer, hub: APIServer, options: RunOptions, who: Identi
                     > 0
                 ),
                 "Events, and a repeat patched onto one",
+            )
+            eventually(
+                lambda: all(
+                    spoke.count_requests(
+                        verbs=(verb,), resource="deployments", user=who.controller.username
+                    )
+                    > 0
+                    for verb in ("list", "watch")
+                ),
+                "the health watches on the collectors' Deployments",
             )
         finally:
             replica.stop()

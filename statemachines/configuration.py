@@ -1,0 +1,153 @@
+"""The configuration file of `addon-status run --config FILE` (DESIGN.md, "Configuration file"):
+what does not fit a flag, mounted from a ConfigMap.
+
+    profile: seed                 # optional: must be the one `--profile` runs (seed, acm)
+    collectorSettings:            # optional, per collector: degradeAfter, recoverAfter, ...
+      uwl-metrics-collector: {degradeAfter: 5m}
+    resources: [...]              # section 8: watched objects and their health rules
+    relatedObjects:               # section 9: more objects to list in status.relatedObjects
+      - {group: apps, resource: deployments, name: metrics-collector}   # namespace: the addon's
+
+Validated when the controller starts: a mistake is one line naming the file, the path inside
+it and what is wrong (`config.yaml: resources[1] (cert).healthRule.cel.current: CEL ...`).
+Pure: the caller reads the file and passes its text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from statemachines.config import Config
+from statemachines.errors import ConfigError
+from statemachines.health import load_resources
+from statemachines.health.config import ObjectRef
+from statemachines.related import RelatedObject as Related
+from statemachines.settings import Settings
+from statemachines.vocabulary import SEED, Profile
+
+__all__ = [
+    "ConfigurationFile",
+    "RelatedObject",
+    "guess_plural",
+    "load_configuration",
+    "resource_objects",
+]
+
+
+class RelatedObject(BaseModel):
+    """An object listed in `status.relatedObjects`, as a ClusterOperator lists it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    group: str
+    resource: str = Field(min_length=1)
+    namespace: str | None = None
+    name: str = Field(min_length=1)
+
+
+class ConfigurationFile(BaseModel):
+    """The file's shape; `resources` are checked (and compiled) by `health.load_resources`."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    profile: str | None = None
+    collector_settings: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, alias="collectorSettings"
+    )
+    resources: list[Any] | None = None
+    related_objects: list[RelatedObject] = Field(default_factory=list, alias="relatedObjects")
+
+
+def load_configuration(
+    text: str,
+    *,
+    source: str,
+    namespace: str,
+    collectors: Sequence[str] | None = None,
+    settings: Settings | None = None,
+    profile: Profile = SEED,
+) -> tuple[Config, ConfigurationFile]:
+    """The core's configuration from the flags (`collectors`, `settings`, `profile`) and the
+    file's text; objects without a namespace get `namespace` (the addon's). A `profile` in the
+    file must name the one the flags chose: two sources may not disagree. Raises ConfigError
+    `<source>: <path>: <what is wrong>`."""
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "the file"
+        problem = getattr(error, "problem", None) or error
+        raise ConfigError(f"{source}: {where}: not valid YAML: {problem}") from error
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: a configuration file is a mapping, not {type(raw).__name__}")
+    try:
+        shape = ConfigurationFile.model_validate(raw)
+    except ValidationError as error:
+        raise ConfigError(f"{source}: {_first_problem(error)}") from error
+    if shape.profile is not None and shape.profile != profile.name:
+        raise ConfigError(
+            f"{source}: profile: {shape.profile!r}, but the controller runs the"
+            f" {profile.name!r} profile (--profile)"
+        )
+    try:
+        base = Config.create(
+            profile=profile,
+            collectors=collectors,
+            settings=settings,
+            collector_settings=shape.collector_settings,
+        )
+        names = [c.name for c in base.collectors]
+        resources = load_resources(shape.resources, namespace=namespace, collectors=names)
+        config = Config.create(
+            profile=profile,
+            collectors=collectors,
+            settings=settings,
+            collector_settings=shape.collector_settings,
+            resources=resources,
+            related_objects=[_related(o, namespace) for o in shape.related_objects],
+        )
+    except ConfigError as error:
+        raise ConfigError(f"{source}: {error}") from error
+    return config, shape
+
+
+def resource_objects(config: Config) -> list[dict[str, str]]:
+    """The objects health rules watch as `status.relatedObjects` lists them: `{group, resource,
+    namespace, name}`, `resource` the plural (section 9)."""
+    return [
+        {
+            "group": r.object.group,
+            "resource": r.object.plural,
+            "namespace": r.object.namespace or "",
+            "name": r.object.name,
+        }
+        for r in config.resources
+    ]
+
+
+def _related(given: RelatedObject, namespace: str) -> Related:
+    """A related object of the file; without `namespace`, in the addon's (`""` for a
+    cluster-scoped one)."""
+    where = namespace if given.namespace is None else given.namespace
+    return Related(given.group, given.resource, given.name, where)
+
+
+def guess_plural(kind: str) -> str:
+    """The plural the API server derives for `kind` (see `ObjectRef.plural`)."""
+    return ObjectRef(apiVersion="v1", kind=kind, name="-").plural
+
+
+def _first_problem(error: ValidationError) -> str:
+    """`relatedObjects[0].name: Field required`; an unknown key first."""
+    detail = min(error.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    where = ""
+    for part in detail["loc"]:
+        where += f"[{part}]" if isinstance(part, int) else (f".{part}" if where else str(part))
+    problem = {"extra_forbidden": "unknown key", "missing": "required"}.get(detail["type"])
+    return f"{where}: {problem or str(detail['msg']).removeprefix('Value error, ')}"
