@@ -123,7 +123,7 @@ def test_a_configuration_file_adds_resources_and_collector_settings(tmp_path: Pa
         "    object: {apiVersion: apps/v1, kind: Deployment, name: metrics-collector}\n"
         "    healthRule: {singleConditionType: Available}\n"
     )
-    config = options(["--config", str(path), "--degrade-after", "2m"]).config()
+    config = run_options(["--config", str(path), "--degrade-after", "2m"]).config()
     [resource] = config.resources
     assert resource.object.namespace == DEFAULT_NAMESPACE
     assert config.settings["uwl-metrics-collector"].degrade_after == timedelta(minutes=5)
@@ -134,10 +134,10 @@ def test_a_bad_configuration_file_stops_the_start_naming_file_and_path(tmp_path:
     path = tmp_path / "config.yaml"
     path.write_text("resources:\n  - name: Not A Label\n")
     with pytest.raises(OptionsError) as raised:
-        options(["--config", str(path)])
+        run_options(["--config", str(path)])
     assert str(raised.value).startswith(f"{path}: resources[0] (Not A Label).name: ")
     with pytest.raises(OptionsError, match=r"--config / ADDON_STATUS_CONFIG: .*missing.yaml"):
-        options([], {"ADDON_STATUS_CONFIG": str(tmp_path / "missing.yaml")})
+        run_options([], {"ADDON_STATUS_CONFIG": str(tmp_path / "missing.yaml")})
 
 
 def test_the_profile_is_chosen_by_flag_or_variable() -> None:
