@@ -15,7 +15,8 @@ from kubernetes import client, dynamic, watch
 from kubernetes.client.exceptions import ApiException
 
 from kubesim import APIServer
-from tests.kubesim.conftest import CRD, make_client, status_of
+from tests.kubesim.conftest import CRD, status_of
+from tests.support import api_client
 
 pytestmark = pytest.mark.integration
 NAMESPACE = "addons"
@@ -33,8 +34,8 @@ def served() -> Iterator[APIServer]:
 
 @pytest.fixture
 def api(served: APIServer) -> Iterator[client.ApiClient]:
-    with make_client(served) as api_client:
-        yield api_client
+    with api_client(served) as api:
+        yield api
 
 
 @pytest.fixture
