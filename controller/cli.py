@@ -103,13 +103,13 @@ def _diagrams(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from controller.app import run_command
+    from controller.spoke.app import run_command
 
     return run_command(args)
 
 
 def _add_run(sub: Any) -> None:
-    from controller.options import add_run_flags
+    from controller.spoke.options import add_run_flags
 
     run_parser = sub.add_parser(
         "run",
@@ -121,15 +121,19 @@ def _add_run(sub: Any) -> None:
 
 
 def _hub(args: argparse.Namespace) -> int:
-    from controller.hub_app import run_hub_command
+    from controller.hub.app import run_hub_command
 
     return run_hub_command(args)
 
 
 def _add_hub(sub: Any) -> None:
-    from controller.hub.flags import add_hub_flags
+    from controller.hub.options import add_hub_flags
 
-    hub = sub.add_parser("hub", help=COMMANDS["hub"])
+    hub = sub.add_parser(
+        "hub",
+        help=COMMANDS["hub"],
+        description="Flags win over their ADDON_STATUS_* variables, which win over defaults.",
+    )
     add_hub_flags(hub)
     hub.set_defaults(handler=_hub)
 
@@ -147,7 +151,7 @@ def _add_demo(sub: Any) -> None:
 
 
 def _add_fleet(sub: Any) -> None:
-    from controller.hub.fleet_command import add_fleet_parser
+    from controller.fleet.command import add_fleet_parser
 
     add_fleet_parser(sub)
 

@@ -189,6 +189,11 @@ class APIServer:
             successful=successful,
         )
 
+    @property
+    def open_watches(self) -> int:
+        """Watches being served now."""
+        return self._store.watch_count
+
     def drop_watches(self) -> int:
         """Cut every open watch connection abruptly, as a network failure would."""
         return self._store.end_watches("dropped")

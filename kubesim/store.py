@@ -185,6 +185,11 @@ class Store:
         with self.lock:
             self._watchers.discard(watcher)
 
+    @property
+    def watch_count(self) -> int:
+        with self.lock:
+            return len(self._watchers)
+
     def end_watches(self, how: str) -> int:
         with self.lock:
             watchers = list(self._watchers)

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from statemachines.errors import ConfigError
-from statemachines.health.config import Resource
+from statemachines.health.resources import Resource
 from statemachines.related import RelatedObject, merged
 from statemachines.settings import Settings
 from statemachines.vocabulary import SEED, CollectorSpec, Profile

@@ -14,6 +14,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 __all__ = ["Duration", "Settings", "format_duration", "parse_duration"]
 
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -25,6 +26,8 @@ def parse_duration(value: object) -> timedelta:
         raise ValueError(f"{value!r} is not a duration")
     if isinstance(value, int | float):
         seconds = float(value)
+    elif isinstance(value, str) and _NUMBER.fullmatch(value):
+        seconds = float(value)  # a bare number is seconds
     elif isinstance(value, str) and value and _PART.sub("", value) == "":
         seconds = sum(float(n) * _UNIT[u] for n, u in _PART.findall(value))
     else:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from kubernetes import client
 
-from controller.options import RunOptions, add_run_flags
+from controller.spoke.options import RunOptions, add_run_flags
 from kubesim import APIServer
 
 __all__ = ["IN_CLUSTER", "WAIT", "api_client", "eventually", "run_options"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from controller.options import (
+from controller.spoke.options import (
     DEFAULT_NAME,
     DEFAULT_NAMESPACE,
     OptionsError,

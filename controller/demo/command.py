@@ -30,18 +30,18 @@ from controller.demo.objects import change_object
 from controller.demo.scenario_file import EPOCH, Scenario, read, start_generation
 from controller.demo.scenario_run import Player, Result, SteppedClock, System
 from controller.demo.view import View
-from controller.kube.addons import GROUP, PLURAL, VERSION
 from controller.kube.kubeconfig import kubeconfig_yaml
-from controller.options import DEFAULT_NAME, DEFAULT_NAMESPACE
 from controller.reports.client import ReportClient
+from controller.spoke.addon import GROUP, PLURAL, VERSION
 from controller.spoke.bookkeeping import KEY, config_map_name
+from controller.spoke.options import DEFAULT_NAME, DEFAULT_NAMESPACE
 from kubesim import APIServer
 from statemachines.errors import AddonStatusError, ScenarioError
 from statemachines.settings import format_duration
 from statemachines.stored import OWNED_FIELDS
 
 if TYPE_CHECKING:  # the controller is imported when the demo starts: `--help` stays light
-    from controller.app import Replica
+    from controller.spoke.app import Replica
 
 __all__ = ["Demo", "add_demo_parser", "run_demo", "running"]
 
@@ -244,8 +244,8 @@ def running_fleet(
     """One hub, and for each (scenario, clock) a spoke API server and its own controller
     replicating into the hub copy in namespace `clusterI`, and the hub side (`addon-status
     hub`) mirroring every hub copy onto its cluster's `ManagedClusterAddOn`."""
-    from controller.app import demo_controller
-    from controller.hub_app import hub_side
+    from controller.hub.app import hub_side
+    from controller.spoke.app import demo_controller
 
     clusters = cluster_names(len(members))
     with ExitStack() as stack:

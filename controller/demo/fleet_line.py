@@ -11,9 +11,9 @@ from pathlib import Path
 from types import TracebackType
 
 from controller.demo.view import View
-from controller.hub.fleet import rows_of, summarise, summary_line
+from controller.fleet.copies import list_hub_copies
+from controller.fleet.view import rows_of, summarise, summary_line
 from controller.kube.api import KubeError
-from controller.kube.hub_copies import list_hub_copies
 from controller.kube.kubeconfig import KubeconfigSource
 from controller.kube.official import OfficialKube
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from controller.demo.scenario_file import ObjectChange
 from kubesim import APIServer
-from statemachines.configuration import guess_plural
+from statemachines.config_file import guess_plural
 from statemachines.errors import AddonStatusError
 
 __all__ = ["change_object"]

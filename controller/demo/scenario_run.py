@@ -33,8 +33,8 @@ from typing import Any
 
 from controller.demo.scenario_file import EPOCH, ObjectChange, Play, Scenario, plays
 from controller.demo.view import View, addon_summary, stamp
-from controller.hub.replicator import CopyMode, projection
 from controller.reports.client import ReportRejected, ReportUnavailable
+from controller.spoke.replication import CopyMode, projection
 from controller.spoke.worker import Worker
 from statemachines import next_wakeup
 from statemachines.conditions import parse_time

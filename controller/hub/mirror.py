@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from controller.kube.api import Resource
+from controller.kube.api import ApiResource
 
 __all__ = [
     "CLUSTER_STATES",
@@ -36,7 +36,7 @@ __all__ = [
     "standard_conditions",
 ]
 
-MANAGED_CLUSTER_ADDON: Final = Resource(
+MANAGED_CLUSTER_ADDON: Final = ApiResource(
     "addon.open-cluster-management.io", "v1alpha1", "managedclusteraddons", "ManagedClusterAddOn"
 )
 STANDARD_TYPES: Final = ("Available", "Progressing", "Degraded", "Disabled", "NotSupported")

@@ -1,17 +1,17 @@
 """The hub side: mirrors each cluster's hub copy of the addon onto its `ManagedClusterAddOn`
-(STATUS_SEMANTICS.md section 12; the rule itself is `controller.hub.mirror.mirror`).
+(section 12 of the rules; the rule itself is `controller.hub.mirror.mirror`).
 
 Two threads. The watch lists and watches the hub copies (`ObservabilityAddon` named
-`copy_name`) in every namespace at once, as client-go's reflector does (resume from the last
-resourceVersion, list again after 410 Gone or a failed request, backoff with jitter), and keeps
-the standard conditions of each in memory; a copy whose standard conditions changed queues its
-namespace. The worker takes queued namespaces one at a time and mirrors through the one
-status-update loop (`controller.kube.update.update_status`): a fresh read of the
-`ManagedClusterAddOn`, the pure mirror, a PUT on its status subresource with the read
-resourceVersion only when something differs, a fresh read on 409.
+`copy_name`) in every namespace at once (the one list-then-watch loop,
+`controller.kube.reflector`), and keeps the standard conditions of each in memory; a copy
+whose standard conditions changed queues its namespace. The worker takes queued namespaces
+one at a time and mirrors through the one status-update loop
+(`controller.kube.update.update_status`): a fresh read of the `ManagedClusterAddOn`, the pure
+mirror, a PUT on its status subresource with the read resourceVersion only when something
+differs, a fresh read on 409.
 
 A namespace whose mirror failed (no `ManagedClusterAddOn` yet, the hub unreachable, ...) is
-queued again after a full-jitter backoff of its own (`controller.ops.backoff`), so one cluster
+queued again after a full-jitter backoff of its own (`controller.kube.backoff`), so one cluster
 without its `ManagedClusterAddOn` never delays the others. Every `resync_interval` every known
 namespace is queued, which repairs a `ManagedClusterAddOn` someone else changed (and refreshes
 the namespaces the label selector picks). Only the leader writes (`Role.may_write()`, asked
@@ -29,64 +29,29 @@ from collections import Counter as Tally
 from collections.abc import Mapping
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
-
-from controller.hub.mirror import CLUSTER_STATES, MANAGED_CLUSTER_ADDON, cluster_state, mirror
+from controller.hub.metrics import MirrorMetrics
+from controller.hub.mirror import MANAGED_CLUSTER_ADDON, cluster_state, mirror
 from controller.hub.mirror import standard_conditions as standard
 from controller.kube.api import (
     ADDON,
     ALL_NAMESPACES,
+    NAMESPACE,
     ConflictError,
     ErrorKind,
-    GoneError,
     Kube,
     KubeError,
-    Resource,
-    WatchStream,
-    resource_version,
+    WatchEvent,
 )
+from controller.kube.backoff import Backoff, Retry
+from controller.kube.reflector import Reflector, Selection, WatchMetrics
 from controller.kube.update import update_status
-from controller.ops.backoff import Backoff, Retry
 from controller.ops.role import Role
 
-__all__ = ["NAMESPACE", "HubSide", "MirrorMetrics"]
+__all__ = ["HubSide"]
 
 log = logging.getLogger(__name__)
 
-NAMESPACE = Resource("", "v1", "namespaces", "Namespace")
 _MAX_WAIT = 1.0
-
-
-class MirrorMetrics:
-    """Writes of `ManagedClusterAddOn` status, failed calls by kind, clusters by state; every
-    label value is there from the start at zero, so the first of each shows in `increase()`."""
-
-    def __init__(self, registry: CollectorRegistry) -> None:
-        self.writes = Counter(
-            "addon_status_hub_mirror_writes_total",
-            "Writes of the standard conditions of a hub copy to its ManagedClusterAddOn.",
-            registry=registry,
-        )
-        self.errors = Counter(
-            "addon_status_hub_mirror_errors_total",
-            "Failed hub calls of the hub side, by kind (not_found: no ManagedClusterAddOn).",
-            ["kind"],
-            registry=registry,
-        )
-        for kind in ErrorKind:
-            self.errors.labels(kind=kind.value)
-        self.clusters = Gauge(
-            "addon_status_hub_mirror_clusters",
-            "Clusters whose hub copy is watched, by the standard type that is True on it.",
-            ["state"],
-            registry=registry,
-        )
-        for state in CLUSTER_STATES:
-            self.clusters.labels(state=state)
-
-    def count(self, states: Mapping[str, int]) -> None:
-        for state in CLUSTER_STATES:
-            self.clusters.labels(state=state).set(states.get(state, 0))
 
 
 class _NotLeader(Exception):  # noqa: N818 - a signal, not an error
@@ -109,6 +74,7 @@ class HubSide:
         resync_interval: float = 300.0,
         backoff: Backoff | None = None,
         watch_seconds: int = 300,
+        watch_metrics: WatchMetrics | None = None,
         conflict_retries: int = 5,
     ) -> None:
         self._kube, self._metrics = kube, metrics
@@ -117,11 +83,21 @@ class HubSide:
         self._selector = namespace_selector
         self._resync = resync_interval
         self._backoff = backoff or Backoff(initial=0.5, maximum=60.0)
-        self._watch_seconds, self._attempts = watch_seconds, max(conflict_retries, 1)
+        self._attempts = max(conflict_retries, 1)
         self._wake = threading.Condition()
         self._stopping = threading.Event()
-        self._threads: list[threading.Thread] = []
-        self._stream: WatchStream | None = None
+        self._worker: threading.Thread | None = None
+        self.reflector = Reflector(
+            kube,
+            Selection(ADDON, ALL_NAMESPACES, name=copy_name),
+            name="hub-copies",
+            on_listed=self._listed,
+            on_event=self._changed,
+            on_failed=lambda error: self._metrics.errors.labels(kind=error.kind.value).inc(),
+            metrics=watch_metrics,
+            backoff=self._backoff,
+            watch_seconds=watch_seconds,
+        )
         # Guarded by `_wake`:
         self._copies: dict[str, list[dict[str, Any]]] = {}  # namespace -> standard conditions
         self._states: dict[str, str] = {}  # namespace -> cluster_state of its copy
@@ -129,7 +105,7 @@ class HubSide:
         self._due: dict[str, float] = {}
         self._heap: list[tuple[float, str]] = []
         self._next_resync = 0.0
-        self._listed = False
+        self._listed_once = False
         self._busy = False
         # Only the worker touches these:
         self._retries: dict[str, Retry] = {}
@@ -139,25 +115,21 @@ class HubSide:
 
     def start(self) -> None:
         self._stopping.clear()
-        self._threads = [
-            threading.Thread(target=self._watch_run, name="hub-copies-watch", daemon=True),
-            threading.Thread(target=self._work_run, name="hub-mirror", daemon=True),
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._worker = threading.Thread(target=self._work_run, name="hub-mirror", daemon=True)
+        self._worker.start()
+        self.reflector.start()
 
-    def stop(self, timeout: float = 5.0) -> bool:
-        """Stop both threads; False if one is still inside a hub call after `timeout`."""
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop both threads, waiting up to `timeout` for a hub call in progress to end."""
         self._stopping.set()
         with self._wake:
-            stream = self._stream
             self._wake.notify_all()
-        if stream is not None:
-            stream.close()
         deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(deadline - time.monotonic(), 0.0))
-        return not any(thread.is_alive() for thread in self._threads)
+        self.reflector.stop(timeout)
+        if self._worker is not None:
+            self._worker.join(max(deadline - time.monotonic(), 0.0))
+        if self._worker is not None and self._worker.is_alive():
+            log.warning("the hub side is still inside a hub call; it ends with it")
 
     def resync(self) -> None:
         """Queue every namespace now (leadership gained; a test)."""
@@ -169,13 +141,14 @@ class HubSide:
 
     @property
     def alive(self) -> bool:
-        return bool(self._threads) and all(thread.is_alive() for thread in self._threads)
+        worker = self._worker
+        return worker is not None and worker.is_alive() and self.reflector.alive
 
     @property
     def synced(self) -> bool:
         """The hub copies were listed at least once."""
         with self._wake:
-            return self._listed
+            return self._listed_once
 
     def wait_idle(self, timeout: float) -> bool:
         """Block until listed and nothing is due or in progress (a backoff still pending counts
@@ -184,7 +157,7 @@ class HubSide:
         def idle() -> bool:
             now = time.monotonic()
             return (
-                self._listed
+                self._listed_once
                 and not self._busy
                 and self._next_resync > now
                 and all(due > now for due in self._due.values())
@@ -193,82 +166,25 @@ class HubSide:
         with self._wake:
             return self._wake.wait_for(idle, timeout)
 
-    # --- the watch ------------------------------------------------------------------------------
+    # --- the watch's hooks ----------------------------------------------------------------------
 
-    def _watch_run(self) -> None:
-        version: str | None = None
-        failures = 0
-        while not self._stopping.is_set():
-            try:
-                if version is None:
-                    version = self._list()
-                version = self._follow(version)
-                failures = 0
-                continue
-            except GoneError:
-                version = None
-                continue
-            except KubeError as error:
-                if self._stopping.is_set():
-                    return
-                self._metrics.errors.labels(kind=error.kind.value).inc()
-                log.log(
-                    logging.WARNING if failures == 0 else logging.DEBUG,
-                    "cannot watch the hub copies: %s; listing them again with backoff",
-                    error.detail,
-                )
-            except Exception:  # a bug must not end the only watch
-                log.exception("the watch on the hub copies failed; listing them again")
-            version = None
-            failures += 1
-            self._stopping.wait(self._backoff.delay(failures))
-
-    def _list(self) -> str:
-        by_name = f"metadata.name={self.copy_name}"
-        listed = self._kube.list(ADDON, ALL_NAMESPACES, field_selector=by_name)
-        copies = {
-            str(item["metadata"]["namespace"]): _standard(item)
-            for item in listed.get("items") or []
-        }
+    def _listed(self, items: list[dict[str, Any]], version: str) -> None:
+        copies = {str(item["metadata"]["namespace"]): _standard(item) for item in items}
         with self._wake:
             for namespace, conditions in copies.items():
                 if self._copies.get(namespace) != conditions:
                     self._enqueue(namespace)
             self._copies = copies
             self._states = {ns: cluster_state(c) for ns, c in copies.items()}
-            self._listed = True
+            self._listed_once = True
             self._count()
             self._wake.notify_all()
-        return resource_version(listed)
 
-    def _follow(self, version: str) -> str:
-        stream = self._kube.watch(
-            ADDON,
-            ALL_NAMESPACES,
-            resource_version=version,
-            timeout_seconds=self._watch_seconds,
-            field_selector=f"metadata.name={self.copy_name}",
-        )
-        with self._wake:
-            if self._stopping.is_set():
-                return version
-            self._stream = stream
-        try:
-            for event in stream:
-                version = resource_version(event.object) or version
-                if event.type in ("ADDED", "MODIFIED", "DELETED"):
-                    self._changed(event.type, event.object)
-                if self._stopping.is_set():
-                    break
-        finally:
-            with self._wake:
-                self._stream = None
-        return version
-
-    def _changed(self, kind: str, obj: Mapping[str, Any]) -> None:
+    def _changed(self, event: WatchEvent) -> None:
+        obj = event.object
         namespace = str((obj.get("metadata") or {}).get("namespace") or "")
         with self._wake:
-            if kind == "DELETED":
+            if event.type == "DELETED":
                 self._copies.pop(namespace, None)  # the ManagedClusterAddOn keeps the last word
                 self._states.pop(namespace, None)
             else:
@@ -303,7 +219,7 @@ class HubSide:
         with self._wake:
             while not self._stopping.is_set():
                 now = time.monotonic()
-                if self._role.may_write() and self._listed:
+                if self._role.may_write() and self._listed_once:
                     if self._next_resync <= now:
                         self._next_resync = now + self._resync
                         if self._selector:

@@ -2,9 +2,9 @@
 errors.
 
 Every part of the controller reaches an API server through `Kube`: the addon CR on the spoke
-and its Events (`controller.kube.addons`), its copy on the hub (`controller.hub.replicator`),
-the Lease of leader election (`controller.ops.leader`) and TokenReview
-(`controller.reports.auth`).
+and its Events, its copy on the hub, the objects health rules watch (any kind the server serves,
+found by discovery), the hub side's `ManagedClusterAddOn`s, the Lease of leader election and
+TokenReview. The one list-then-watch loop over it is `controller.kube.reflector`.
 `controller.kube.official.OfficialKube` implements it on the official client (production and
 integration tests against a real HTTP server); `controller.kube.fake.FakeKube` in memory (unit
 tests), as httpx tests inject a `MockTransport`.
@@ -29,17 +29,20 @@ from statemachines.errors import AddonStatusError
 __all__ = [
     "ADDON",
     "ALL_NAMESPACES",
+    "CONFIG_MAP",
     "EVENT",
     "LEASE",
+    "NAMESPACE",
+    "ApiResource",
     "ConflictError",
     "ErrorKind",
     "ForbiddenError",
     "GoneError",
     "InvalidError",
+    "KindNotServedError",
     "Kube",
     "KubeError",
     "NotFoundError",
-    "Resource",
     "UnauthorizedError",
     "UnavailableError",
     "WatchEvent",
@@ -50,23 +53,25 @@ __all__ = [
 
 
 @dataclass(frozen=True, slots=True)
-class Resource:
-    """A namespaced resource's coordinates; `group` is "" for the core API."""
+class ApiResource:
+    """A resource's coordinates as discovery names them (`APIResource`); `group` is "" for the
+    core API."""
 
     group: str
     version: str
     plural: str
     kind: str
+    namespaced: bool = True
 
     @property
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     def path(self, namespace: str, name: str = "", subresource: str = "") -> str:
-        """The URL path; `namespace` ALL_NAMESPACES (a list or a watch only) spans them all (and
-        is the path of a cluster-scoped resource, such as Namespace)."""
+        """The URL path; `namespace` ALL_NAMESPACES (a list or a watch only) spans them all; a
+        cluster-scoped resource has no namespace in its path."""
         root = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
-        scope = f"/namespaces/{namespace}" if namespace else ""
+        scope = f"/namespaces/{namespace}" if namespace and self.namespaced else ""
         path = f"{root}{scope}/{self.plural}"
         if name:
             path += f"/{name}"
@@ -75,13 +80,15 @@ class Resource:
         return path
 
 
-ADDON = Resource(
+ADDON = ApiResource(
     "observability.open-cluster-management.io", "v1beta1", "observabilityaddons",
     "ObservabilityAddon",
 )
-LEASE = Resource("coordination.k8s.io", "v1", "leases", "Lease")
+LEASE = ApiResource("coordination.k8s.io", "v1", "leases", "Lease")
 ALL_NAMESPACES = ""  # as client-go's metav1.NamespaceAll: a list or a watch across namespaces
-EVENT = Resource("", "v1", "events", "Event")
+EVENT = ApiResource("", "v1", "events", "Event")
+CONFIG_MAP = ApiResource("", "v1", "configmaps", "ConfigMap")
+NAMESPACE = ApiResource("", "v1", "namespaces", "Namespace", namespaced=False)
 
 
 class ErrorKind(enum.StrEnum):
@@ -166,6 +173,10 @@ class UnavailableError(KubeError):
     """No answer, throttled (429) or a server error (5xx): try again later."""
 
 
+class KindNotServedError(NotFoundError):
+    """Discovery finds no resource of this apiVersion and kind (a CRD not installed yet)."""
+
+
 _CLASSES: dict[int, type[KubeError]] = {
     400: InvalidError,
     401: UnauthorizedError,
@@ -215,11 +226,16 @@ class Kube(Protocol):
     raises a `KubeError`. A write's `metadata.resourceVersion`, when set, is its precondition
     (409 when the object moved on)."""
 
-    def get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any]: ...
+    def discover(self, api_version: str, kind: str) -> ApiResource:
+        """The resource that serves `kind` in `api_version`, as discovery lists it. Raises
+        KindNotServedError when the server serves no such kind (yet)."""
+        ...
+
+    def get(self, resource: ApiResource, namespace: str, name: str) -> dict[str, Any]: ...
 
     def list(
         self,
-        resource: Resource,
+        resource: ApiResource,
         namespace: str,
         *,
         field_selector: str = "",
@@ -231,7 +247,7 @@ class Kube(Protocol):
 
     def watch(
         self,
-        resource: Resource,
+        resource: ApiResource,
         namespace: str,
         *,
         resource_version: str,
@@ -240,21 +256,21 @@ class Kube(Protocol):
     ) -> WatchStream: ...
 
     def create(
-        self, resource: Resource, namespace: str, body: Mapping[str, Any]
+        self, resource: ApiResource, namespace: str, body: Mapping[str, Any]
     ) -> dict[str, Any]: ...
 
     def replace(
-        self, resource: Resource, namespace: str, name: str, body: Mapping[str, Any]
+        self, resource: ApiResource, namespace: str, name: str, body: Mapping[str, Any]
     ) -> dict[str, Any]: ...
 
     def replace_status(
-        self, resource: Resource, namespace: str, name: str, body: Mapping[str, Any]
+        self, resource: ApiResource, namespace: str, name: str, body: Mapping[str, Any]
     ) -> dict[str, Any]:
         """PUT on the status subresource: the server keeps the spec as stored."""
         ...
 
     def patch(
-        self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]
+        self, resource: ApiResource, namespace: str, name: str, patch: Mapping[str, Any]
     ) -> dict[str, Any]:
         """A strategic merge patch (what client-go's Event recorder sends for a repeat)."""
         ...

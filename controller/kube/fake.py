@@ -24,10 +24,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from controller.kube.api import (
+    ADDON,
+    CONFIG_MAP,
+    EVENT,
+    LEASE,
+    NAMESPACE,
+    ApiResource,
     ConflictError,
     GoneError,
+    KindNotServedError,
     NotFoundError,
-    Resource,
     UnavailableError,
     WatchEvent,
     error_for,
@@ -35,16 +41,24 @@ from controller.kube.api import (
 
 __all__ = ["Call", "FakeKube"]
 
-Key = tuple[Resource, str, str]
+Key = tuple[ApiResource, str, str]
 Op = Literal[
-    "get", "list", "watch", "create", "replace", "replace_status", "patch", "review_token"
+    "discover", "get", "list", "watch", "create", "replace", "replace_status", "patch",
+    "review_token",
 ]
+# What a fresh fake serves (`serve` adds more): the kinds the controller itself touches, and
+# two that health rules commonly watch.
+_SERVED = (
+    ADDON, LEASE, EVENT, CONFIG_MAP, NAMESPACE,
+    ApiResource("apps", "v1", "deployments", "Deployment"),
+    ApiResource("", "v1", "secrets", "Secret"),
+)
 
 
 @dataclass(frozen=True, slots=True)
 class Call:
     op: Op
-    resource: Resource | None
+    resource: ApiResource | None
     name: str
     at: float
 
@@ -52,7 +66,7 @@ class Call:
 @dataclass
 class _Stream:
     kube: FakeKube
-    resource: Resource
+    resource: ApiResource
     namespace: str
     name: str
     after: int
@@ -92,17 +106,26 @@ class FakeKube:
         self._history: builtins.list[tuple[int, Key, WatchEvent]] = []
         self._horizon = 0  # versions at or below this one are compacted away
         self._streams: builtins.list[_Stream] = []
+        self._served = {(r.api_version, r.kind): r for r in _SERVED}
 
     # ---- Kube --------------------------------------------------------------------------------
 
-    def get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any]:
+    def discover(self, api_version: str, kind: str) -> ApiResource:
+        self._enter("discover", None, kind)
+        with self._changed:
+            served = self._served.get((api_version, kind))
+        if served is None:
+            raise KindNotServedError(f"{api_version} {kind} is not served", status=404)
+        return served
+
+    def get(self, resource: ApiResource, namespace: str, name: str) -> dict[str, Any]:
         self._enter("get", resource, name)
         with self._changed:
             return copy.deepcopy(self._stored((resource, namespace, name)))
 
     def list(
         self,
-        resource: Resource,
+        resource: ApiResource,
         namespace: str,
         *,
         field_selector: str = "",
@@ -126,7 +149,7 @@ class FakeKube:
 
     def watch(
         self,
-        resource: Resource,
+        resource: ApiResource,
         namespace: str,
         *,
         resource_version: str,
@@ -142,7 +165,7 @@ class FakeKube:
         return stream
 
     def create(
-        self, resource: Resource, namespace: str, body: Mapping[str, Any]
+        self, resource: ApiResource, namespace: str, body: Mapping[str, Any]
     ) -> dict[str, Any]:
         name = str(body["metadata"]["name"])
         self._enter("create", resource, name)
@@ -158,7 +181,7 @@ class FakeKube:
             return self._bump(key, "ADDED")
 
     def replace(
-        self, resource: Resource, namespace: str, name: str, body: Mapping[str, Any]
+        self, resource: ApiResource, namespace: str, name: str, body: Mapping[str, Any]
     ) -> dict[str, Any]:
         self._enter("replace", resource, name)
         with self._changed:
@@ -178,7 +201,7 @@ class FakeKube:
             return self._bump(key, "MODIFIED")
 
     def replace_status(
-        self, resource: Resource, namespace: str, name: str, body: Mapping[str, Any]
+        self, resource: ApiResource, namespace: str, name: str, body: Mapping[str, Any]
     ) -> dict[str, Any]:
         self._enter("replace_status", resource, name)
         with self._changed:
@@ -190,7 +213,7 @@ class FakeKube:
             return self._bump(key, "MODIFIED")
 
     def patch(
-        self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]
+        self, resource: ApiResource, namespace: str, name: str, patch: Mapping[str, Any]
     ) -> dict[str, Any]:
         """A merge of `patch`'s top-level fields (all a strategic merge patch of scalars does)."""
         self._enter("patch", resource, name)
@@ -219,7 +242,12 @@ class FakeKube:
         with self._changed:
             self.faults.setdefault(op, []).extend([error] * times)
 
-    def put(self, resource: Resource, obj: Mapping[str, Any]) -> dict[str, Any]:
+    def serve(self, resource: ApiResource) -> None:
+        """Serve another kind from now on (a CRD installed)."""
+        with self._changed:
+            self._served[(resource.api_version, resource.kind)] = resource
+
+    def put(self, resource: ApiResource, obj: Mapping[str, Any]) -> dict[str, Any]:
         """Store `obj` as given (status included): an object someone else created."""
         meta = obj["metadata"]
         key = (resource, str(meta["namespace"]), str(meta["name"]))
@@ -230,7 +258,7 @@ class FakeKube:
             return self._bump(key, "ADDED")
 
     def edit(
-        self, resource: Resource, namespace: str, name: str,
+        self, resource: ApiResource, namespace: str, name: str,
         mutate: Callable[[dict[str, Any]], object],
     ) -> dict[str, Any]:
         """Another writer changes the object in place, without a precondition; the generation
@@ -244,7 +272,7 @@ class FakeKube:
                 obj["metadata"]["generation"] = int(obj["metadata"].get("generation") or 1) + 1
             return self._bump(key, "MODIFIED")
 
-    def delete(self, resource: Resource, namespace: str, name: str) -> None:
+    def delete(self, resource: ApiResource, namespace: str, name: str) -> None:
         key = (resource, namespace, name)
         with self._changed:
             gone = self._objects.pop(key)
@@ -253,7 +281,7 @@ class FakeKube:
             self._history.append((self._version, key, WatchEvent("DELETED", copy.deepcopy(gone))))
             self._changed.notify_all()
 
-    def stored(self, resource: Resource, namespace: str, name: str) -> dict[str, Any] | None:
+    def stored(self, resource: ApiResource, namespace: str, name: str) -> dict[str, Any] | None:
         with self._changed:
             obj = self._objects.get((resource, namespace, name))
             return copy.deepcopy(obj) if obj is not None else None
@@ -292,7 +320,7 @@ class FakeKube:
 
     # ---- inside -------------------------------------------------------------------------------
 
-    def _enter(self, op: Op, resource: Resource | None, name: str) -> None:
+    def _enter(self, op: Op, resource: ApiResource | None, name: str) -> None:
         with self._changed:
             self.calls.append(Call(op, resource, name, time.monotonic()))
         if not self.gate.wait(10):

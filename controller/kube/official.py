@@ -20,11 +20,13 @@ from typing import Any, Final
 
 from kubernetes.client import ApiClient
 from kubernetes.client.exceptions import ApiException
-from urllib3.exceptions import HTTPError, MaxRetryError
+from urllib3.exceptions import HTTPError, MaxRetryError, ProtocolError
 
 from controller.kube.api import (
+    ApiResource,
+    KindNotServedError,
     KubeError,
-    Resource,
+    NotFoundError,
     WatchEvent,
     error_for,
 )
@@ -59,14 +61,36 @@ class OfficialKube:
     def __init__(self, api_client: ApiClient, *, request_timeout: RequestTimeout = 10.0) -> None:
         self._api = api_client
         self._timeout = request_timeout
+        self._discovered: dict[tuple[str, str], ApiResource] = {}
 
-    def get(self, resource: Resource, namespace: str, name: str) -> dict[str, Any]:
+    def discover(self, api_version: str, kind: str) -> ApiResource:
+        """From the group version's resource list (`/apis/<group>/<version>`, `/api/v1`); a
+        kind found is remembered, one not found is asked again next time (its CRD may come)."""
+        known = self._discovered.get((api_version, kind))
+        if known is not None:
+            return known
+        group, _, version = api_version.rpartition("/")
+        path = f"/apis/{api_version}" if group else f"/api/{api_version}"
+        not_served = f"{api_version} {kind} is not served"
+        try:
+            listed = self._call("GET", path, what=f"discover {api_version}")
+        except NotFoundError as error:  # the whole group version is unknown
+            raise KindNotServedError(not_served, status=404) from error
+        for entry in listed.get("resources") or []:
+            name = entry.get("name") if isinstance(entry, dict) else None
+            if entry.get("kind") == kind and isinstance(name, str) and "/" not in name:
+                found = ApiResource(group, version, name, kind, bool(entry.get("namespaced")))
+                self._discovered[(api_version, kind)] = found
+                return found
+        raise KindNotServedError(not_served, status=404)
+
+    def get(self, resource: ApiResource, namespace: str, name: str) -> dict[str, Any]:
         what = f"get {resource.kind} {namespace}/{name}"
         return self._call("GET", resource.path(namespace, name), what=what)
 
     def list(
         self,
-        resource: Resource,
+        resource: ApiResource,
         namespace: str,
         *,
         field_selector: str = "",
@@ -80,7 +104,7 @@ class OfficialKube:
 
     def watch(
         self,
-        resource: Resource,
+        resource: ApiResource,
         namespace: str,
         *,
         resource_version: str,
@@ -103,26 +127,26 @@ class OfficialKube:
         return _Watch(lambda: self._open(resource.path(namespace), query, timeout, what), what)
 
     def create(
-        self, resource: Resource, namespace: str, body: Mapping[str, Any]
+        self, resource: ApiResource, namespace: str, body: Mapping[str, Any]
     ) -> dict[str, Any]:
         what = f"create {resource.kind} in {namespace}"
         return self._call("POST", resource.path(namespace), body=body, what=what)
 
     def replace(
-        self, resource: Resource, namespace: str, name: str, body: Mapping[str, Any]
+        self, resource: ApiResource, namespace: str, name: str, body: Mapping[str, Any]
     ) -> dict[str, Any]:
         what = f"replace {resource.kind} {namespace}/{name}"
         return self._call("PUT", resource.path(namespace, name), body=body, what=what)
 
     def replace_status(
-        self, resource: Resource, namespace: str, name: str, body: Mapping[str, Any]
+        self, resource: ApiResource, namespace: str, name: str, body: Mapping[str, Any]
     ) -> dict[str, Any]:
         what = f"replace status of {resource.kind} {namespace}/{name}"
         path = resource.path(namespace, name, "status")
         return self._call("PUT", path, body=body, what=what)
 
     def patch(
-        self, resource: Resource, namespace: str, name: str, patch: Mapping[str, Any]
+        self, resource: ApiResource, namespace: str, name: str, patch: Mapping[str, Any]
     ) -> dict[str, Any]:
         what = f"patch {resource.kind} {namespace}/{name}"
         return self._call(
@@ -255,6 +279,9 @@ class _Watch:
 
 
 def _lines(response: Any, what: str) -> Iterator[bytes]:
+    """The stream's lines. A connection cut mid-stream ends the watch as the server's own end
+    would (client-go's decoder takes an unexpected EOF so): the caller resumes from the last
+    resourceVersion, and a server that is really gone fails that request."""
     buffer = bytearray()
     try:
         for chunk in response.stream(amt=None, decode_content=False):
@@ -263,6 +290,8 @@ def _lines(response: Any, what: str) -> Iterator[bytes]:
                 line, buffer = bytes(buffer[:end]), buffer[end + 1 :]
                 if line.strip():
                     yield line
+    except ProtocolError:
+        return
     except (HTTPError, OSError) as error:
         raise _translated(error, what) from error
     if buffer.strip():

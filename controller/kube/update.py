@@ -3,7 +3,7 @@ mutator, skip the write when nothing changes, write with the read resourceVersio
 Conflict start over from a fresh read, a bounded number of times.
 
 Used for the spoke's addon CR (`controller.spoke.status_writer`) and its hub copy
-(`controller.hub.replicator`); anything else whose status this controller owns a part of uses
+(`controller.spoke.replication`); anything else whose status this controller owns a part of uses
 it too. The caller's `first` is an object it believes current (a watch event just delivered
 it, or its own last write): the first attempt starts from it and saves a read; a 409 says it was
 not current, and every retry reads afresh.

@@ -1,264 +1,55 @@
-"""The controller's Prometheus metrics, and the server that exposes them on their own port.
-
-An operator of a fleet asks three things of a spoke: what state each collector is in, how often
-it moves (flapping shows as a high transition rate), and whether the controller keeps up (queue
-depth, reconcile duration, write conflicts). Every metric is registered on the registry passed
-in, so that tests and two controllers in one process never share counters.
-
-Every labelled counter is exported from the start with the label values it can take, at zero:
-a series that appears only when it first counts is invisible to `increase()` and `rate()` for
-that first count, and an alert on "no sample" cannot tell a healthy controller from a broken
-scrape. The values come from the same tables the core runs (the machine rows, the vocabulary,
-the configured collectors).
-"""
+"""The Prometheus metrics every process shares, and the server that exposes them on their own
+port: how each list-then-watch loop is doing (`WatchMetrics`, told by
+`controller.kube.reflector`). The spoke's own metrics are `controller.spoke.metrics`, the hub
+side's `controller.hub.metrics`."""
 
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterable, Iterator
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+from prometheus_client import CollectorRegistry, Counter, Gauge, make_wsgi_app
 
+from controller.kube.reflector import RESTART_CAUSES
 from controller.ops.serving import BoundedPool, ServerThread
-from statemachines import Cause, Change, Config, Verdict, VerdictKind
-from statemachines.health import Health, HealthReason, Resource
-from statemachines.machines import COLLECTOR_ROWS, OPERATOR_ROWS, WINDOW_ELAPSED
-from statemachines.vocabulary import Actor, Rule, State
 
-__all__ = [
-    "EVENT_OUTCOMES",
-    "REFUSAL_RULES",
-    "TRIGGERS",
-    "WATCH_RESTART_CAUSES",
-    "ControllerMetrics",
-    "MetricsServer",
-]
-
-_PREFIX = "addon_status"
-# The label values the shell produces (the worker's item kinds and the timer, the watch loop's
-# restart causes, the Event recorder's outcomes) and the core's own rule and cause names.
-TRIGGERS = ("report", "watch", "object", "tick", "leader", "timer")
-WATCH_RESTART_CAUSES = ("ended", "error", "gone")
-EVENT_OUTCOMES = ("recorded", "aggregated", "failed", "dropped")
-REFUSAL_RULES = tuple(rule.value for rule in Rule)
-_EVERY_COLLECTOR = "all"  # the collector label of an operator's report about every collector
-_DURATIONS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+__all__ = ["MetricsServer", "WatchMetrics"]
 
 
-class ControllerMetrics:
-    """The instruments, named once; the worker and the watch call the small methods below.
+class WatchMetrics:
+    """`addon_status_watch_connected{watch}` and `addon_status_watch_restarts_total{watch,
+    cause}`, for the reflectors of one process; each watch's series exist from `watch(name)`
+    on, every cause at zero."""
 
-    With `config`, the per-collector counters start at zero for every collector it configures.
-    """
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._connected = Gauge(
+            "addon_status_watch_connected",
+            "1 while the list-and-watch works; 0 from a failed request until a list succeeds "
+            "again",
+            ["watch"],
+            registry=registry,
+        )
+        self._restarts = Counter(
+            "addon_status_watch_restarts",
+            "Restarts of a list-and-watch, by cause (ended: the server closed it; gone: its "
+            "history expired; error: a failed request)",
+            ["watch", "cause"],
+            registry=registry,
+        )
 
-    def __init__(self, registry: CollectorRegistry, config: Config | None = None) -> None:
-        self.registry = registry
-        self.collector_state = Gauge(
-            f"{_PREFIX}_collector_state",
-            "1 for the state each collector's machine is in, 0 for the others",
-            ["collector", "state"],
-            registry=registry,
-        )
-        self.collector_stale = Gauge(
-            f"{_PREFIX}_collector_stale",
-            "1 while nothing was reported about the collector for staleAfter",
-            ["collector"],
-            registry=registry,
-        )
-        self.transitions = Counter(
-            f"{_PREFIX}_collector_transitions",
-            "Moves of a collector's machine (state, reason or staleness), by cause",
-            ["collector", "from", "to", "cause"],
-            registry=registry,
-        )
-        self.resource_health = Gauge(
-            f"{_PREFIX}_resource_health",
-            "1 for the counted health of each watched object (health rules), 0 for the others",
-            ["resource", "health"],
-            registry=registry,
-        )
-        self.resource_evaluations = Counter(
-            f"{_PREFIX}_resource_evaluations",
-            "Watched objects judged by their health rule, by the result's reason"
-            " (EvaluationError: a CEL expression failed on the object)",
-            ["resource", "reason"],
-            registry=registry,
-        )
-        self.reports = Counter(
-            f"{_PREFIX}_reports",
-            "Reports judged by the worker, by verdict",
-            ["collector", "verdict"],
-            registry=registry,
-        )
-        self.refused = Counter(
-            f"{_PREFIX}_reports_refused",
-            "Reports the machines refused, by the reported reason and the refusing rule",
-            ["collector", "reason", "rule"],
-            registry=registry,
-        )
-        self.reconciles = Counter(
-            f"{_PREFIX}_reconciles",
-            "Items the worker handled, by what triggered them",
-            ["trigger"],
-            registry=registry,
-        )
-        self.reconcile_duration = Histogram(
-            f"{_PREFIX}_reconcile_duration_seconds",
-            "Time the worker spent on one item, the status write included",
-            ["trigger"],
-            buckets=_DURATIONS,
-            registry=registry,
-        )
-        self.status_writes = Counter(
-            f"{_PREFIX}_status_writes",
-            "Successful writes of the addon CR's status subresource",
-            registry=registry,
-        )
-        self.status_conflicts = Counter(
-            f"{_PREFIX}_status_write_conflicts",
-            "409 Conflict answers to a status write (each was retried on a fresh read)",
-            registry=registry,
-        )
-        self.status_rejections = Counter(
-            f"{_PREFIX}_status_writes_rejected",
-            "Status writes the API server rejected as invalid (400, 422); each was rolled back "
-            "to the stored status and its report answered 422",
-            registry=registry,
-        )
-        self.status_failures = Counter(
-            f"{_PREFIX}_status_write_failures",
-            "Status writes that failed for another reason and wait for a retry",
-            registry=registry,
-        )
-        self.queue_depth = Gauge(
-            f"{_PREFIX}_queue_depth",
-            "Items waiting for the reconcile worker",
-            registry=registry,
-        )
-        self.watch_restarts = Counter(
-            f"{_PREFIX}_watch_restarts",
-            "Restarts of the watch on the addon CR, by cause (ended, error, gone)",
-            ["cause"],
-            registry=registry,
-        )
-        self.watch_connected = Gauge(
-            f"{_PREFIX}_watch_connected",
-            "1 while the list-and-watch on the addon CR works; 0 from a failed request until a "
-            "read succeeds again",
-            registry=registry,
-        )
-        self.events = Counter(
-            f"{_PREFIX}_kube_events",
-            "Kubernetes Events about the addon CR, by outcome (recorded: a new Event; "
-            "aggregated: the count of an existing one raised; failed; dropped)",
-            ["outcome"],
-            registry=registry,
-        )
-        self.leader = Gauge(
-            f"{_PREFIX}_leader",
-            "1 while this replica writes the status and accepts reports",
-            registry=registry,
-        )
-        self._start_at_zero(config)
+    def watch(self, name: str) -> WatchMetrics:
+        """Start the series of the watch `name` at zero; returns self, for a reflector."""
+        self._connected.labels(name)
+        for cause in RESTART_CAUSES:
+            self._restarts.labels(name, cause)
+        return self
 
-    def _start_at_zero(self, config: Config | None) -> None:
-        for trigger in TRIGGERS:
-            self.reconciles.labels(trigger)
-            self.reconcile_duration.labels(trigger)
-        for cause in WATCH_RESTART_CAUSES:
-            self.watch_restarts.labels(cause)
-        for outcome in EVENT_OUTCOMES:
-            self.events.labels(outcome)
-        if config is None:
-            return
-        collectors = [c.name for c in config.collectors]
-        for collector in [*collectors, _EVERY_COLLECTOR]:
-            for kind in VerdictKind:
-                self.reports.labels(collector, kind.value)
-        for collector, reason in _reporters(config, collectors):
-            for rule in REFUSAL_RULES:
-                self.refused.labels(collector, reason, rule)
-        for collector in collectors:
-            for before, after, cause in _moves():
-                self.transitions.labels(collector, before, after, cause)
-        for resource in config.resources:
-            for reason in _results(resource):
-                self.resource_evaluations.labels(resource.name, reason)
+    def connected(self, watch: str, up: bool) -> None:
+        self._connected.labels(watch).set(1 if up else 0)
 
-    def count_verdict(self, reason: str, verdict: Verdict) -> None:
-        """One judged report; `reason` is the reason it reported."""
-        collector = verdict.collector or "all"  # the operator's report about every collector
-        self.reports.labels(collector, verdict.kind.value).inc()
-        if verdict.kind is VerdictKind.REFUSED:
-            self.refused.labels(collector, reason, verdict.rule or "unknown").inc()
-
-    def count_moves(self, changes: Iterable[Change]) -> None:
-        for change in changes:
-            before, after = change.before.state.value, change.after.state.value
-            self.transitions.labels(change.collector, before, after, change.cause.value).inc()
-
-    def show_resources(self, counted: Iterable[tuple[str, Health]]) -> None:
-        """Set the per-resource gauges from (resource, counted health) pairs."""
-        for resource, current in counted:
-            for health in Health:
-                self.resource_health.labels(resource, health.value).set(
-                    1 if health is current else 0
-                )
-
-    def show_states(self, states: Iterable[tuple[str, State, bool]]) -> None:
-        """Set the per-collector gauges from (collector, state, stale) triples."""
-        for collector, current, stale in states:
-            for state in State:
-                self.collector_state.labels(collector, state.value).set(
-                    1 if state is current else 0
-                )
-            self.collector_stale.labels(collector).set(1 if stale else 0)
-
-
-def _results(resource: Resource) -> list[str]:
-    """The reasons a resource's rule can give (section 8), `NotFound` for every one."""
-    rule = resource.health_rule
-    if rule.always_healthy is not None:
-        reasons: list[str] = [HealthReason.ALWAYS_HEALTHY]
-    elif rule.single_condition_type is not None:
-        reasons = [f"{rule.single_condition_type}Condition"]
-    elif rule.multi_match is not None:
-        reasons = [HealthReason.MATCHED_CONDITION, HealthReason.MATCHED_FIELD]
-        reasons.append(HealthReason.NO_MATCHES_FULFILLED)
-    else:
-        reasons = [HealthReason.IN_PROGRESS, HealthReason.FAILED, HealthReason.CURRENT]
-        reasons.append(HealthReason.EVALUATION_ERROR)
-    return [str(r) for r in (*reasons, HealthReason.NOT_FOUND)]
-
-
-def _reporters(config: Config, collectors: list[str]) -> Iterator[tuple[str, str]]:
-    """(collector label, reason) of every report that can be judged: a collector's reasons
-    about itself, the endpoint operator's about one collector or about every one."""
-    for spec in config.profile.reasons:
-        if spec.reported_by is None:
-            continue
-        reason = config.profile.name_of(spec.reason)  # as the profile writes it
-        for collector in collectors:
-            yield collector, reason
-        if spec.reported_by is Actor.ENDPOINT_OPERATOR:
-            yield _EVERY_COLLECTOR, reason
-
-
-def _moves() -> set[tuple[str, str, str]]:
-    """(from, to, cause) of every move a collector's machine can make: a row taken on a report,
-    a row a dampening window guards taken when the window runs out, staleness (which keeps the
-    state) wherever reports are expected."""
-    moves = set()
-    for row in OPERATOR_ROWS + COLLECTOR_ROWS:
-        moves.add((row.source.value, row.dest.value, Cause.REPORT.value))
-        if WINDOW_ELAPSED in row.guards:
-            moves.add((row.source.value, row.dest.value, Cause.DAMPENING_WINDOW.value))
-    for state in State:
-        if state not in (State.DISABLED, State.NOT_SUPPORTED):
-            moves.add((state.value, state.value, Cause.STALENESS.value))
-    return moves
+    def restarted(self, watch: str, cause: str) -> None:
+        self._restarts.labels(watch, cause).inc()
 
 
 class _Server(BoundedPool, WSGIServer):

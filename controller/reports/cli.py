@@ -16,7 +16,9 @@ import ssl
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+from controller.flags import Flag
 
 if TYPE_CHECKING:  # imported where used, so that `addon-status report` loads only the client
     from prometheus_client import CollectorRegistry
@@ -27,7 +29,13 @@ if TYPE_CHECKING:  # imported where used, so that `addon-status report` loads on
     from controller.reports.server import ReportServer, ReportSink, ServingCertificate
     from statemachines.config import Config
 
-__all__ = ["add_report_api_flags", "add_report_parser", "build_report_server", "run_report"]
+__all__ = [
+    "REPORT_API_FLAGS",
+    "ReportApiSettings",
+    "add_report_parser",
+    "build_report_server",
+    "run_report",
+]
 
 URL_ENV = "ADDON_STATUS_URL"
 CA_FILE_ENV = "ADDON_STATUS_CA_FILE"
@@ -147,62 +155,44 @@ def _generation(text: str) -> int:
     return value
 
 
-def add_report_api_flags(parser: argparse.ArgumentParser) -> None:
-    """The report server's flags of `run`; `build_report_server` turns them into a server."""
-    group = parser.add_argument_group("report API")
-    group.add_argument(
-        "--report-address",
-        default=":8090",
-        metavar="ADDR",
-        help="host:port of POST /v1/reports (default :8090)",
-    )
-    group.add_argument(
-        "--authorization",
-        type=Path,
-        metavar="FILE",
-        help="YAML grants: operator: [subjects], collectors: {name: [subjects]}",
-    )
-    group.add_argument(
-        "--operator-identity",
-        action="append",
-        default=[],
-        metavar="SUBJECT",
-        help="may speak as the endpoint operator (repeatable)",
-    )
-    group.add_argument(
-        "--collector-identity",
-        action="append",
-        default=[],
-        metavar="NAME=SUBJECT",
-        help="may report for collector NAME (repeatable)",
-    )
-    group.add_argument(
-        "--token-table",
-        type=Path,
-        metavar="FILE",
-        help="static tokens (token,user per line) instead of TokenReview; demos",
-    )
-    group.add_argument(
-        "--tls-cert-file",
-        type=Path,
-        metavar="PATH",
-        help="PEM certificate (chain) to serve HTTPS with; reloaded when it changes",
-    )
-    group.add_argument(
-        "--tls-key-file",
-        type=Path,
-        metavar="PATH",
-        help="PEM private key of --tls-cert-file",
-    )
-    group.add_argument(
-        "--insecure",
-        action="store_true",
-        help="no authentication at all; refuses to listen beyond loopback",
-    )
+_API = "report API"
+REPORT_API_FLAGS = (
+    Flag("report_address", "--report-address", "host:port of POST /v1/reports (:8090)", "ADDR",
+         group=_API),
+    Flag("authorization", "--authorization",
+         "YAML grants: operator: [subjects], collectors: {name: [subjects]}", "FILE", group=_API),
+    Flag("operator_identity", "--operator-identity",
+         "may speak as the endpoint operator (repeatable)", "SUBJECT", "list", _API),
+    Flag("collector_identity", "--collector-identity",
+         "may report for collector NAME (repeatable)", "NAME=SUBJECT", "list", _API),
+    Flag("token_table", "--token-table",
+         "static tokens (token,user per line) instead of TokenReview; demos", "FILE", group=_API),
+    Flag("tls_cert_file", "--tls-cert-file",
+         "PEM certificate (chain) to serve HTTPS with; reloaded when it changes", "PATH",
+         group=_API),
+    Flag("tls_key_file", "--tls-key-file", "PEM private key of --tls-cert-file", "PATH",
+         group=_API),
+    Flag("insecure", "--insecure", "no authentication at all; refuses to listen beyond loopback",
+         kind="switch", group=_API),
+)  # fmt: skip
+"""The report server's flags (of `run`); `build_report_server` turns them into a server."""
+
+
+class ReportApiSettings(Protocol):
+    """What `REPORT_API_FLAGS` set (`controller.spoke.options.RunOptions` has it all)."""
+
+    report_address: str
+    authorization: Path | None
+    operator_identity: tuple[str, ...]
+    collector_identity: tuple[str, ...]
+    token_table: Path | None
+    tls_cert_file: Path | None
+    tls_key_file: Path | None
+    insecure: bool
 
 
 def build_report_server(
-    args: argparse.Namespace,
+    args: ReportApiSettings,
     *,
     sink: ReportSink,
     config: Config,
@@ -246,7 +236,7 @@ def build_report_server(
     )
 
 
-def _serving_certificate(args: argparse.Namespace) -> ServingCertificate | None:
+def _serving_certificate(args: ReportApiSettings) -> ServingCertificate | None:
     """HTTPS with both TLS flags, plain HTTP with neither; loaded now, so a bad file stops `run`."""
     from controller.reports.server import ServingCertificate, ServingCertificateError
     from statemachines.errors import ConfigError
@@ -267,7 +257,7 @@ def _serving_certificate(args: argparse.Namespace) -> ServingCertificate | None:
         raise ConfigError(f"{flag}: {error.problem}") from error
 
 
-def _authorizer(args: argparse.Namespace, config: Config) -> Authorizer:
+def _authorizer(args: ReportApiSettings, config: Config) -> Authorizer:
     from controller.reports.auth import Authorizer
     from statemachines.errors import ConfigError
 

@@ -23,7 +23,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
-from typing import Any, BinaryIO, ClassVar, Protocol, cast
+from typing import Any, BinaryIO, ClassVar, cast
 from urllib.parse import urlsplit
 
 from controller.reports.auth import (
@@ -39,8 +39,13 @@ from controller.reports.framing import HeaderLines, framing_problem
 from controller.reports.metrics import ReportMetrics
 from controller.reports.openapi import ERROR_REASONS, REPORTS_PATH, SPEC_PATH, openapi_document
 from controller.reports.payload import load_json
+from controller.reports.sink import (
+    ReportSink,
+    SinkNotLeaderError,
+    SinkRejectedError,
+    SinkUnavailableError,
+)
 from controller.reports.tls import ServingCertificate, ServingCertificateError
-from controller.spoke.worker import NotLeader, StatusRejectedError, WorkerError
 from statemachines.config import Config
 from statemachines.errors import ConfigError, ReportError
 from statemachines.reports import Report, Verdict, parse_report
@@ -54,13 +59,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-class ReportSink(Protocol):
-    def submit(self, report: Report, *, timeout: float) -> Verdict:
-        """The verdict on `report`. Raises NotLeader (another replica leads), TimeoutError (no
-        verdict within `timeout` seconds), or another WorkerError (stopped, queue full)."""
-        ...
 
 
 _OUTCOME_OF_STATUS = {401: "unauthorized", 403: "forbidden", 500: "error", 503: "unavailable"}
@@ -262,16 +260,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _judge(self, report: Report) -> Verdict:
         try:
             return self.service.sink.submit(report, timeout=self.service.submit_timeout)
-        except StatusRejectedError as error:
+        except SinkRejectedError as error:
             raise _RefusalError(422, str(error)) from error
-        except NotLeader as error:
+        except SinkNotLeaderError as error:
             message = str(error) or "not the leader"
             raise _RefusalError(503, message, reason="NotLeader", headers=_ELSEWHERE) from error
-        except TimeoutError as error:
-            message = f"no verdict within {self.service.submit_timeout:g}s; retry"
-            raise _RefusalError(503, message, reason="Timeout", headers=_RETRY) from error
-        except WorkerError as error:
-            raise _RefusalError(503, str(error), headers=_RETRY) from error
+        except SinkUnavailableError as error:
+            reason = "Timeout" if error.timeout else None
+            raise _RefusalError(503, str(error), reason=reason, headers=_RETRY) from error
         except Exception as error:
             log.exception("the report sink failed")
             raise _RefusalError(500, "the controller failed to judge the report") from error

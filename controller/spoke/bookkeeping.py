@@ -24,15 +24,14 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from controller.kube.addons import KIND, AddonRef
-from controller.kube.api import ADDON, ConflictError, Kube, NotFoundError, Resource
+from controller.kube.api import ADDON, CONFIG_MAP, ConflictError, Kube, NotFoundError
+from controller.spoke.addon import KIND, AddonRef
 from statemachines.errors import StoredStateError
 
 __all__ = ["CONFIG_MAP", "KEY", "Bookkeeping", "ConfigMapBookkeeping", "config_map_name"]
 
 log = logging.getLogger(__name__)
 
-CONFIG_MAP = Resource("", "v1", "configmaps", "ConfigMap")
 KEY = "status.json"
 _ATTEMPTS = 3
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Generic, TypeVar
 
-from controller.kube.addons import EventRecord
+from controller.spoke.addon import EventRecord
 
 __all__ = ["COMBINED_PREFIX", "Correlation", "EventCorrelator"]
 

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Literal
 
-from controller.kube.addons import AddonStore, EventRecord
 from controller.kube.api import KubeError
+from controller.spoke.addon import AddonStore, EventRecord
 from controller.spoke.event_series import EventCorrelator
 from statemachines import AddonState, Cause, Change, Outcome
 from statemachines.conditions import Condition

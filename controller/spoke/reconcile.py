@@ -28,16 +28,16 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
-from controller.kube.addons import AddonStore, EventRecord
 from controller.kube.api import InvalidError, KubeError, NotFoundError, WatchEvent
-from controller.ops.backoff import Retry
-from controller.ops.metrics import ControllerMetrics
+from controller.kube.backoff import Retry
+from controller.ops.clocks import MachineClock
 from controller.ops.role import Role
+from controller.spoke.addon import AddonStore, EventRecord
 from controller.spoke.bookkeeping import Bookkeeping, ConfigMapBookkeeping
 from controller.spoke.events import records_for
+from controller.spoke.metrics import ControllerMetrics
 from controller.spoke.status_writer import SpokeStatus, owned_types
 from statemachines import (
     AddonState,
@@ -54,11 +54,10 @@ from statemachines import (
 )
 from statemachines.placement import bookkeeping, on_cr
 
-__all__ = ["Clock", "Reconciler"]
+__all__ = ["Reconciler"]
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
 _LEASE_POLL = 0.05  # seconds between looks at a lapsing Lease while a write waits for it
 
 
@@ -71,7 +70,7 @@ class Reconciler:
         config: Config,
         *,
         metrics: ControllerMetrics,
-        clock: Clock,
+        clock: MachineClock,
         record_events: Callable[[list[EventRecord]], None],
         role: Role,
         write_attempts: int = 5,

@@ -22,7 +22,6 @@ from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from controller.kube.addons import AddonStore
 from controller.kube.api import (
     ConflictError,
     InvalidError,
@@ -31,9 +30,10 @@ from controller.kube.api import (
     WatchEvent,
     resource_version,
 )
+from controller.kube.backoff import Retry
 from controller.kube.update import Updated, update_status
-from controller.ops.backoff import Retry
-from controller.ops.metrics import ControllerMetrics
+from controller.spoke.addon import AddonStore
+from controller.spoke.metrics import ControllerMetrics
 from statemachines.health import RESOURCES_HEALTHY
 from statemachines.stored import OWNED_FIELDS
 from statemachines.vocabulary import READY, ConditionType, Profile

@@ -38,21 +38,19 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-from controller.kube.addons import AddonStore, EventRecord
 from controller.kube.api import KubeError, WatchEvent
-from controller.ops.metrics import ControllerMetrics
+from controller.ops.clocks import MachineClock, utc_now
 from controller.ops.role import Role
-from controller.spoke.reconcile import Clock, Reconciler
+from controller.spoke.addon import AddonStore, EventRecord
+from controller.spoke.metrics import ControllerMetrics
+from controller.spoke.reconcile import Reconciler
 from controller.spoke.status_writer import StatusHook
 from statemachines import AddonState, Config, Report, Verdict, VerdictKind
 from statemachines.errors import AddonStatusError
 
 __all__ = [
-    "Clock",
-    "NotLeader",
     "NotLeaderError",
     "QueueFullError",
     "StatusRejectedError",
@@ -60,14 +58,9 @@ __all__ = [
     "Worker",
     "WorkerError",
     "WorkerStoppedError",
-    "utc_now",
 ]
 
 log = logging.getLogger(__name__)
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class WorkerError(AddonStatusError):
@@ -76,9 +69,6 @@ class WorkerError(AddonStatusError):
 
 class NotLeaderError(WorkerError):
     """This replica does not lead: it neither writes the status nor judges reports."""
-
-
-NotLeader = NotLeaderError  # the name the report API and the issue use
 
 
 class WorkerStoppedError(WorkerError):
@@ -160,7 +150,7 @@ class Worker:
         config: Config,
         *,
         metrics: ControllerMetrics,
-        clock: Clock = utc_now,
+        clock: MachineClock = utc_now,
         record_events: Callable[[list[EventRecord]], None] | None = None,
         role: Role | None = None,
         capacity: int = 1024,
@@ -193,7 +183,6 @@ class Worker:
         self._running = False
         self._unready_after = unready_after
         self._unwritten_since: float | None = None  # monotonic; set by the worker's thread
-        metrics.leader.set_function(lambda: 1 if self.role.may_write() else 0)
         metrics.queue_depth.set_function(self._queue.qsize)
 
     # ---- the caller's side (any thread) -------------------------------------------------

@@ -22,7 +22,6 @@ The API, for the core's entry points and the shell:
 `counted` is always a mapping from resource name to `CountedHealth`, plain frozen data.
 """
 
-from statemachines.health.config import Resource, load_resources
 from statemachines.health.counted import (
     CountedHealth,
     Pending,
@@ -33,6 +32,7 @@ from statemachines.health.counted import (
     start,
 )
 from statemachines.health.overlay import addon_message, collector_health, overlay
+from statemachines.health.resources import Resource, load_resources
 from statemachines.health.rules import Result, evaluate
 from statemachines.health.status import resources_from_api, resources_healthy, resources_to_api
 from statemachines.health.vocabulary import RESOURCES_HEALTHY, Health, HealthReason

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
-from statemachines.health.config import Resource
+from statemachines.health.resources import Resource
 from statemachines.health.rules import Result, evaluate, not_found
 from statemachines.health.vocabulary import Health
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from statemachines.health.config import Resource
 from statemachines.health.counted import CountedHealth
+from statemachines.health.resources import Resource
 from statemachines.health.status import not_healthy
 from statemachines.health.vocabulary import Health
 from statemachines.vocabulary import Profile, Reason

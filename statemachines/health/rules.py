@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from statemachines.conditions import cut_message
-from statemachines.health.config import (
+from statemachines.health.expressions import EvaluationFailed, Variables
+from statemachines.health.resources import (
     CelRule,
     ConditionMatcher,
     FieldMatcher,
@@ -21,7 +22,6 @@ from statemachines.health.config import (
     Operator,
     Resource,
 )
-from statemachines.health.expressions import EvaluationFailed, Variables
 from statemachines.health.vocabulary import Health, HealthReason
 
 __all__ = ["Result", "cel", "evaluate", "multi_match", "not_found", "single_condition_type"]

@@ -15,8 +15,8 @@ from typing import Any
 
 from statemachines.conditions import Condition, format_time, parse_time, transition_time
 from statemachines.errors import StoredStateError
-from statemachines.health.config import Resource
 from statemachines.health.counted import CountedHealth, Pending
+from statemachines.health.resources import Resource
 from statemachines.health.vocabulary import (
     HEALTHY,
     HEALTHY_CONDITION_RULE,

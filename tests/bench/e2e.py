@@ -1,12 +1,12 @@
 """End to end: a report over HTTP, through the core, to the spoke status and on to the hub copy.
 
-Every part on the path is the real one, assembled by `controller.app.Replica` as `addon-status
+Every part on the path is the real one, assembled by `controller.spoke.app.Replica` as `addon-status
 run --insecure --hub-kubeconfig FILE --cluster-name cluster1` assembles it: `ReportClient`
 posts each report to the report API (loopback, no authentication) in front of the reconcile
 worker; the worker judges it with the core and writes the spoke status on an embedded API
 server with the `kubernetes` client; the `HubReplicator` behind `worker.on_status_written`
 copies the status (its conditions, the default `--hub-copy`) to the addon CR's copy on a second
-embedded API server, the hub. A watch on the hub copy (the project's own `AddonWatch`) times
+embedded API server, the hub. A watch on the hub copy (the project's own list-then-watch loop) times
 when each change shows there. Only the clock is fake (see below).
 
 Prints, for each of `--runs` runs on fresh servers and their median: reports judged and
@@ -49,14 +49,14 @@ sys.path.insert(0, str(ROOT))
 from kubernetes import client  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
 
-from controller.app import Replica  # noqa: E402
-from controller.kube.addons import GROUP, PLURAL, VERSION, AddonRef, AddonStore  # noqa: E402
 from controller.kube.api import WatchEvent  # noqa: E402
 from controller.kube.kubeconfig import kubeconfig_yaml  # noqa: E402
 from controller.kube.official import OfficialKube  # noqa: E402
-from controller.options import Address, RunOptions  # noqa: E402
 from controller.reports.client import ReportClient  # noqa: E402
-from controller.spoke.watch import AddonWatch  # noqa: E402
+from controller.spoke.addon import GROUP, PLURAL, VERSION, AddonRef  # noqa: E402
+from controller.spoke.app import Replica  # noqa: E402
+from controller.spoke.options import Address, RunOptions  # noqa: E402
+from controller.spoke.watches import addon_watch  # noqa: E402
 from controller.spoke.worker import Worker  # noqa: E402
 from kubesim import DEFAULT_NAMESPACES, APIServer  # noqa: E402
 from statemachines import Report, VerdictKind, apply, start, to_status  # noqa: E402
@@ -109,7 +109,7 @@ class Writes:
 
 class HubView:
     """What a reader of the hub sees: every change of the hub copy's conditions, timed on
-    arrival through the project's own list-and-watch (`AddonWatch`) with the real client."""
+    arrival through the project's own list-then-watch loop with the real client."""
 
     def __init__(self) -> None:
         self.times: list[float] = []
@@ -208,7 +208,7 @@ def running_stack(clock: FakeClock) -> Iterator[Stack]:
             stale_after=timedelta(hours=6),
         )
         hub_view = HubView()
-        hub_watch = AddonWatch(AddonStore(OfficialKube(hub_api), AddonRef(CLUSTER, NAME)), hub_view)
+        hub_watch = addon_watch(OfficialKube(hub_api), AddonRef(CLUSTER, NAME), hub_view)
         replica = Replica(options, api_client=api, clock=clock, registry=CollectorRegistry())
         hub_watch.start()
         replica.start()
@@ -419,7 +419,8 @@ def show(count: int, runs: list[Run]) -> None:
     print(f"end to end over HTTP: {count} reports per run, {len(runs)} run(s), fresh servers each")
     print("  real: ReportClient -> report API -> worker -> core -> spoke status (kubernetes")
     print("  client, embedded API server) -> HubReplicator -> hub copy (second embedded API")
-    print("  server), assembled by controller.app.Replica (--insecure, loopback); the hub copy")
+    print("  server), assembled by controller.spoke.app.Replica (--insecure, loopback); the hub")
+    print("  copy")
     print("  timed by a watch on it; fake: the clock (10 ms per report)")
     header = "".join(f"{f'run {n}':>10}" for n in range(1, len(runs) + 1))
     print(f"  {'figure':<52}{'median':>10}{header}")

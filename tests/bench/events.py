@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT))
 
 from kubernetes import client  # noqa: E402
 
-from controller.kube.addons import AddonRef, AddonStore  # noqa: E402
 from controller.kube.official import OfficialKube  # noqa: E402
+from controller.spoke.addon import AddonRef, AddonStore  # noqa: E402
 from controller.spoke.events import EventRecorder, records_for  # noqa: E402
 from kubesim import APIServer  # noqa: E402
 from statemachines import Config, apply, start  # noqa: E402

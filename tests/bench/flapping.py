@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from random import Random
 from typing import Any
 
-from controller.hub.replicator import CopyMode, hub_status_for, in_sync
+from controller.spoke.replication import CopyMode, hub_status_for, in_sync
 from statemachines import AddonState, Config, Report, advance, apply, start, to_status
 from statemachines.vocabulary import Reason
 from tests.spoke.fakes import T0

@@ -16,7 +16,7 @@ that holds every spoke's hub copy, on an accelerated clock (`--speed` simulated 
 real second). Simulated: the collectors (reports go straight into the core: no report API),
 the spoke API servers (a changed status is published at once, as if the spoke write had
 succeeded) and the clock. `--simulate-only` runs no server and no thread: the replicator's
-own decisions (`controller.hub.replicator.in_sync`, `hub_status_for`) on an in-memory hub copy
+own decisions (`controller.spoke.replication.in_sync`, `hub_status_for`) on an in-memory hub copy
 per spoke count
 the writes, one per hub-visible change (no coalescing: an upper bound), as fast as it can.
 
@@ -46,11 +46,11 @@ sys.path.insert(0, str(ROOT))
 
 from prometheus_client import CollectorRegistry  # noqa: E402
 
-from controller.hub.metrics import ReplicationMetrics  # noqa: E402
-from controller.hub.replicator import CopyMode, HubReplicator  # noqa: E402
-from controller.kube.addons import GROUP, KIND, PLURAL, VERSION  # noqa: E402
 from controller.kube.kubeconfig import KubeconfigSource, kubeconfig_yaml  # noqa: E402
 from controller.ops.leader import SystemClock  # noqa: E402
+from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION  # noqa: E402
+from controller.spoke.metrics import ReplicationMetrics  # noqa: E402
+from controller.spoke.replication import CopyMode, HubReplicator  # noqa: E402
 from kubesim import DEFAULT_NAMESPACES, APIServer  # noqa: E402
 from statemachines import Config, Settings, to_status  # noqa: E402
 from tests.bench.flapping import (  # noqa: E402
@@ -246,7 +246,7 @@ change is published at once), the clock (accelerated; replicator backoff and res
 on real time)"""
 SIMULATED = """\
 real: the core of every spoke (statemachines.apply/advance) and the replicator's decisions
-(controller.hub.replicator.in_sync/hub_status_for) on an in-memory hub copy per spoke
+(controller.spoke.replication.in_sync/hub_status_for) on an in-memory hub copy per spoke
 simulated: the collectors, the spoke API servers, the clock, and the hub: no server, no
 thread; a write is counted for every hub-visible change (an upper bound: no coalescing)"""
 SETTINGS = (("10m", "degradeAfter 10m"), ("0s", "degradeAfter 0"))

@@ -1,7 +1,7 @@
 """The fleet view over a large hub: N hub copies (one per cluster namespace) in an embedded API
-server, listed by `addon-status fleet`'s own read (`controller.kube.hub_copies.list_hub_copies`
+server, listed by `addon-status fleet`'s own read (`controller.fleet.copies.list_hub_copies`
 through the seam's `OfficialKube` on the `kubernetes` client: ONE list call across all
-namespaces over HTTP) and summarised by its pure logic (`controller.hub.fleet`: rows, summary,
+namespaces over HTTP) and summarised by its pure logic (`controller.fleet.view`: rows, summary,
 table and JSON). Goal: under 2 s for 5,000.
 
 The hub runs in a process of its own, as a real hub does: in one process the server's thread
@@ -33,10 +33,10 @@ sys.path.insert(0, str(ROOT))
 
 from kubernetes import client  # noqa: E402
 
-from controller.hub.fleet import Filters, as_json, as_table, rows_of, summarise  # noqa: E402
-from controller.kube.addons import GROUP, KIND, PLURAL, VERSION  # noqa: E402
-from controller.kube.hub_copies import list_hub_copies  # noqa: E402
+from controller.fleet.copies import list_hub_copies  # noqa: E402
+from controller.fleet.view import Filters, as_json, as_table, rows_of, summarise  # noqa: E402
 from controller.kube.official import OfficialKube  # noqa: E402
+from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION  # noqa: E402
 from kubesim import APIServer  # noqa: E402
 
 CRD = ROOT / "manifests" / "base" / "crd.yaml"

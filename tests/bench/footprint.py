@@ -32,9 +32,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
 from controller.kube.kubeconfig import kubeconfig_yaml
-from controller.options import DEFAULT_NAME, DEFAULT_NAMESPACE
+from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION
+from controller.spoke.options import DEFAULT_NAME, DEFAULT_NAMESPACE
 from kubesim import APIServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,7 +97,7 @@ IMPORT_LAYERS = [
     ("statemachines, transitions", "import statemachines.core, transitions"),
     ("urllib3, prometheus_client", "import urllib3, prometheus_client"),
     ("kubernetes (the package)", "import kubernetes"),
-    ("controller.app (the rest of run's modules)", "import controller.app"),
+    ("controller.spoke.app (the rest of run's modules)", "import controller.spoke.app"),
 ]
 LAYERED = """
 def rss():

@@ -28,8 +28,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from statemachines.health.config import load_resources  # noqa: E402
 from statemachines.health.counted import observe  # noqa: E402
+from statemachines.health.resources import load_resources  # noqa: E402
 from statemachines.health.rules import evaluate  # noqa: E402
 from tests.core.health import (  # noqa: E402
     CERTIFICATE_RULE,

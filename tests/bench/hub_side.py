@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
 from controller.hub.mirror import managed_cluster_addon
-from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
+from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION
 from tests.hub.hubside import ADDON, COPY, Hub, hub_server, replica, seed
 from tests.support import eventually
 

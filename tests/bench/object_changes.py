@@ -1,7 +1,7 @@
 """End to end: a watched object's change, through the health watch and the core, to the spoke
 status written.
 
-The real parts, assembled by `controller.app.Replica` as `addon-status run --config FILE`
+The real parts, assembled by `controller.spoke.app.Replica` as `addon-status run --config FILE`
 assembles them: a Deployment on an embedded API server, changed with the `kubernetes` client
 (its status subresource, as the Deployment controller writes it); the health watch (the
 dynamic client, by name) hands each event to the reconcile worker; the core judges it
@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT))
 
 from kubernetes import client  # noqa: E402
 
-from controller.app import Replica  # noqa: E402
-from controller.kube.addons import GROUP, PLURAL, VERSION  # noqa: E402
-from controller.options import Address, RunOptions  # noqa: E402
+from controller.spoke.addon import GROUP, PLURAL, VERSION  # noqa: E402
+from controller.spoke.app import Replica  # noqa: E402
+from controller.spoke.options import Address, RunOptions  # noqa: E402
 from kubesim import APIServer  # noqa: E402
 from statemachines import Config  # noqa: E402
 from statemachines.health import load_resources  # noqa: E402

@@ -1,9 +1,9 @@
 """API calls per visible change in each profile: the seed's (everything on the CR's status) and
 acm's (the conditions on a CR served by the upstream CRD, the bookkeeping in the ConfigMap).
 
-One replica of `controller.app.Replica` (no hub, no leader election) on an embedded API server;
-a reporter plays the same story in both profiles, and the server's audit log counts, per kind
-of step, the status PUTs on the CR and the writes (create/update) of the ConfigMap:
+One replica of `controller.spoke.app.Replica` (no hub, no leader election) on an embedded API
+server; a reporter plays the same story in both profiles, and the server's audit log counts, per
+kind of step, the status PUTs on the CR and the writes (create/update) of the ConfigMap:
 
     .venv/bin/python tests/bench/profiles.py [--rounds 20]
 
@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from controller import ReportClient  # noqa: E402
-from controller.app import Replica  # noqa: E402
-from controller.options import Address, RunOptions  # noqa: E402
+from controller.spoke.app import Replica  # noqa: E402
+from controller.spoke.options import Address, RunOptions  # noqa: E402
 from kubesim import APIServer  # noqa: E402
 from tests.spoke.fakes import FakeClock  # noqa: E402
 from tests.system.conftest import SPOKE_NAMESPACE, SPOKE_TOKENS, api_client, create_addon  # noqa: E402

@@ -31,7 +31,7 @@ def _logging_restored() -> Iterator[None]:
 def test_the_hub_flags_load_no_kubernetes_client() -> None:
     code = (
         "import argparse, sys\n"
-        "from controller.hub.flags import add_hub_flags\n"
+        "from controller.hub.options import add_hub_flags\n"
         "add_hub_flags(argparse.ArgumentParser())\n"
         "print('kubernetes' in sys.modules)\n"
     )
@@ -67,7 +67,7 @@ def test_durations_out_of_order_exit_2_naming_the_flags(
 ) -> None:
     code = main(["hub", "--leader-elect", "--lease-duration", "5", "--renew-deadline", "10"])
     assert code == 2
-    assert "--lease-duration > --renew-deadline" in capsys.readouterr().err
+    assert "need lease duration > renew deadline > retry period" in capsys.readouterr().err
 
 
 def test_an_address_that_is_not_host_port_exits_2_naming_the_flag(

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from statemachines.health.config import Resource, load_resources
+from statemachines.health.resources import Resource, load_resources
 
 __all__ = [
     "CERTIFICATE_RULE",

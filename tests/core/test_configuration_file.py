@@ -1,4 +1,4 @@
-"""The configuration file of `run --config` (statemachines.configuration): it loads resources,
+"""The configuration file of `run --config` (statemachines.config_file): it loads resources,
 per-collector settings and relatedObjects; a mistake is one line naming the file, the path in
 it and what is wrong; the objects it watches are listed as relatedObjects name them."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from statemachines.configuration import guess_plural, load_configuration, resource_objects
+from statemachines.config_file import guess_plural, load_configuration, resource_objects
 from statemachines.errors import ConfigError
 
 GOOD = """

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from statemachines.errors import ConfigError
-from statemachines.health.config import load_resources
+from statemachines.health.resources import load_resources
 from tests.core.health import CERTIFICATE_RULE, COLLECTORS, KAPP_RULE
 
 AT = "resources[0] (cert)"

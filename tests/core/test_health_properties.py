@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from statemachines.aggregate import collector_reason
-from statemachines.health.config import Resource
 from statemachines.health.counted import CountedHealth, advance, count, next_wakeup
 from statemachines.health.overlay import addon_message, overlay
+from statemachines.health.resources import Resource
 from statemachines.health.rules import Result
 from statemachines.health.status import resources_healthy
 from statemachines.health.vocabulary import Health

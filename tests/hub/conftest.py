@@ -14,11 +14,11 @@ import pytest
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
-from controller.hub.metrics import ReplicationMetrics
-from controller.hub.replicator import HubReplicator
-from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
 from controller.kube.kubeconfig import KubeconfigSource, kubeconfig_yaml
 from controller.ops.leader import SystemClock
+from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION
+from controller.spoke.metrics import ReplicationMetrics
+from controller.spoke.replication import HubReplicator
 from kubesim import APIServer, UserInfo
 from tests import support
 from tests.kube.mount import SecretMount

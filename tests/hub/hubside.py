@@ -12,11 +12,12 @@ from typing import Any, Final
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
+from controller.hub.app import HubReplica
 from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
 from controller.hub.mirror import managed_cluster_addon
-from controller.hub_app import HubReplica, HubSettings
-from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
-from controller.ops.backoff import Backoff
+from controller.hub.options import HubOptions
+from controller.kube.backoff import Backoff
+from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION
 from kubesim import APIServer, UserInfo
 from tests.support import api_client
 
@@ -144,11 +145,11 @@ def replica(
     **settings: Any,
 ) -> Iterator[HubReplica]:
     """A started hub-side replica as `token`, fast backoff, no servers."""
-    chosen = HubSettings(metrics_address=None, probe_address=None, request_timeout=5.0,
-                         **settings)
+    chosen = HubOptions(request_timeout=5.0, **settings)
     with api(hub.server, token) as client_, HubReplica(
         chosen,
         client_,
+        serve=False,
         registry=registry,
         identity=token,
         backoff=Backoff(initial=0.02, maximum=0.2),

@@ -1,4 +1,4 @@
-"""The fleet view's pure logic (controller.hub.fleet) on plain dicts: a row per hub copy (the
+"""The fleet view's pure logic (controller.fleet.view) on plain dicts: a row per hub copy (the
 True standard type of either profile, its reason, transition time and message, Ready and the
 installed version when copied), the filters, the summary, the age column and the JSON shape."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from controller.hub.fleet import (
+from controller.fleet.view import (
     SCHEMA,
     UNKNOWN,
     Filters,

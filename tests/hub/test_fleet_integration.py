@@ -19,11 +19,11 @@ import pytest
 from kubernetes import client
 
 from controller.cli import main
-from controller.hub.fleet import Filters, render
-from controller.hub.fleet_command import watch_fleet
-from controller.kube.addons import GROUP, PLURAL, VERSION
+from controller.fleet.command import watch_fleet
+from controller.fleet.view import Filters, render
 from controller.kube.kubeconfig import KubeconfigSource, kubeconfig_yaml
 from controller.kube.official import OfficialKube
+from controller.spoke.addon import GROUP, PLURAL, VERSION
 from kubesim import APIServer
 from tests.hub.conftest import ADMIN, CRD, TOKENS, addon, api_client
 from tests.support import eventually

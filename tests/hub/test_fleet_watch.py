@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 from itertools import count
 from typing import Any
 
-from controller.hub.fleet import Filters, render
-from controller.hub.fleet_command import watch_fleet
+from controller.fleet.command import watch_fleet
+from controller.fleet.view import Filters, render
 from controller.kube.api import ADDON, UnavailableError
 from controller.kube.fake import FakeKube
 from tests.support import eventually

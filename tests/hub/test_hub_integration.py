@@ -17,9 +17,9 @@ import pytest
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
-from controller.hub.replicator import HubReplicator
-from controller.kube.addons import GROUP, PLURAL, VERSION
 from controller.kube.kubeconfig import kubeconfig_yaml
+from controller.spoke.addon import GROUP, PLURAL, VERSION
+from controller.spoke.replication import HubReplicator
 from kubesim import APIServer, RequestInfo, UserInfo
 from tests.hub.conftest import (
     ADMIN,

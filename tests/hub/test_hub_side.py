@@ -12,8 +12,8 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry
 
+from controller.hub.app import hub_side
 from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
-from controller.hub_app import hub_side
 from controller.kube.kubeconfig import kubeconfig_yaml
 from kubesim import APIServer, RequestInfo
 from tests.hub.hubside import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from controller.hub.metrics import ReplicationMetrics
 from controller.kube.api import ErrorKind
+from controller.spoke.metrics import ReplicationMetrics
 
 
 def test_every_error_kind_is_exported_at_zero_from_the_start() -> None:

@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.hub.metrics import ReplicationMetrics
-from controller.hub.replicator import HubReplicator
 from controller.kube.api import ErrorKind
 from controller.ops.leader import SystemClock
+from controller.spoke.metrics import ReplicationMetrics
+from controller.spoke.replication import HubReplicator
 from tests.hub.fakes import NAME, NAMESPACE, FakeHub, FakeSource
 from tests.support import eventually
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from controller.hub.replicator import (
+from controller.spoke.replication import (
     RETRY_AFTER_CEILING,
     Echo,
     backoff_delay,

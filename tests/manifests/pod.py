@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from controller.options import RunOptions, add_run_flags
+from controller.spoke.options import RunOptions, add_run_flags
 from tests.manifests.kustomize import find
 
 __all__ = ["POD_NAME", "flag_value", "options_of", "pod_environment", "run_parser"]

@@ -20,9 +20,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from controller.kube import addons as kube
 from controller.kube import api as seam
-from controller.options import DEFAULT_NAME, DEFAULT_NAMESPACE
+from controller.spoke import addon as kube
+from controller.spoke.options import DEFAULT_NAME, DEFAULT_NAMESPACE
 from kubesim import APIServer
 from statemachines import (
     Config,

@@ -15,8 +15,8 @@ from typing import Any, Final
 
 import pytest
 
-from controller.kube.addons import AddonRef
-from controller.options import DEFAULT_LEASE, Address, RunOptions
+from controller.spoke.addon import AddonRef
+from controller.spoke.options import DEFAULT_LEASE, Address, RunOptions
 from tests.manifests.kustomize import ROOT, find
 from tests.manifests.pod import flag_value, options_of, pod_environment, run_parser
 

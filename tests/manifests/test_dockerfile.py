@@ -19,7 +19,7 @@ from typing import Any, Final
 import dockerfile
 import pytest
 
-from controller.options import Address, RunOptions
+from controller.spoke.options import Address, RunOptions
 from tests.manifests.kustomize import MANIFESTS, ROOT, build, find
 
 PROJECT: Final = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
-from statemachines.configuration import load_configuration, resource_objects
+from statemachines.config_file import load_configuration, resource_objects
 from tests.manifests.kustomize import MANIFESTS, build, find
 from tests.manifests.pod import flag_value
 from tests.manifests.rbac import ServiceAccount, grants_for

@@ -7,19 +7,19 @@ by the rules bound to that account, and every privilege those rules grant must h
 from __future__ import annotations
 
 import argparse
-import dataclasses
+from datetime import timedelta
 from typing import Any, Final
 
 import pytest
 
-from controller.hub.flags import add_hub_flags
-from controller.hub_app import HubReplica, HubSettings
-from controller.ops.backoff import Backoff
+from controller.hub.app import HubReplica
+from controller.hub.options import HubOptions, add_hub_flags
+from controller.kube.backoff import Backoff
 from kubesim import APIServer, UserInfo
 from tests.hub.hubside import COPY_CRD, MCA_CRD, Hub, api, seed, standard
 from tests.manifests.kustomize import MANIFESTS, build, find
 from tests.manifests.rbac import Grant, Request, ServiceAccount, grants_for, unauthorized, unused
-from tests.support import eventually
+from tests.support import IN_CLUSTER, eventually
 
 pytestmark = pytest.mark.integration
 
@@ -27,21 +27,20 @@ OVERLAY: Final = MANIFESTS / "hub-controller"
 Obj = dict[str, Any]
 
 
-def _settings(deployment: Obj) -> HubSettings:
+def _settings(deployment: Obj) -> HubOptions:
     """What the Deployment's args say (POD_NAMESPACE, from the downward API, is its own)."""
     [container] = deployment["spec"]["template"]["spec"]["containers"]
     parser = argparse.ArgumentParser()
     add_hub_flags(parser)
     args = parser.parse_args(container["args"][1:])
     assert container["args"][0] == "hub"
-    return dataclasses.replace(
-        HubSettings.from_args(args),
-        lease_namespace=deployment["metadata"]["namespace"],
-        metrics_address=None,
-        probe_address=None,
-        lease_duration=3.0,
-        renew_deadline=2.0,
-        retry_period=0.1,
+    return HubOptions.from_args(args, IN_CLUSTER).model_copy(
+        update={
+            "lease_namespace": deployment["metadata"]["namespace"],
+            "lease_duration": timedelta(seconds=3),
+            "renew_deadline": timedelta(seconds=2),
+            "retry_period": timedelta(seconds=0.1),
+        }
     )
 
 
@@ -49,7 +48,7 @@ def _run(selector: str, objects: list[Obj]) -> tuple[list[Request], list[Grant]]
     deployment = find(objects, "Deployment", "addon-status-hub-controller")
     pod = deployment["spec"]["template"]["spec"]
     account = ServiceAccount(deployment["metadata"]["namespace"], pod["serviceAccountName"])
-    settings = dataclasses.replace(_settings(deployment), namespace_selector=selector)
+    settings = _settings(deployment).model_copy(update={"namespace_selector": selector})
     tokens = {
         "admin": UserInfo("admin", groups=("system:masters",)),
         "hub-side": UserInfo(account.username, groups=tuple(account.groups)),
@@ -62,9 +61,9 @@ def _run(selector: str, objects: list[Obj]) -> tuple[list[Request], list[Grant]]
                 hub.cluster(cluster, labels={"fleet": "prod"})
                 hub.set_copy(cluster, seed())
             with api(server, "hub-side") as first_api, api(server, "hub-side") as second_api:
-                first = HubReplica(settings, first_api, identity="a",
+                first = HubReplica(settings, first_api, identity="a", serve=False,
                                    backoff=Backoff(0.02, 0.2), watch_seconds=30)
-                second = HubReplica(settings, second_api, identity="b",
+                second = HubReplica(settings, second_api, identity="b", serve=False,
                                     backoff=Backoff(0.02, 0.2), watch_seconds=30)
                 first.start()
                 second.start()

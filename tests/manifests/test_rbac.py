@@ -1,5 +1,5 @@
 """The RBAC of manifests/ against what the code actually calls. A replica of the controller,
-built by `controller.app.Replica` from the options the Deployment gives it (leader election
+built by `controller.spoke.app.Replica` from the options the Deployment gives it (leader election
 on, the hub kubeconfig, the reporters' grants from the ConfigMap), runs against an embedded
 spoke API server and an embedded hub API server while the endpoint operator and the collectors
 report through the report API with their own tokens. Each server's audit log then holds every
@@ -19,12 +19,12 @@ import pytest
 import yaml
 from kubernetes import client
 
-from controller.app import Replica
-from controller.kube.addons import GROUP, KIND, PLURAL, VERSION, AddonRef
 from controller.kube.kubeconfig import kubeconfig_yaml
-from controller.options import Address, RunOptions
 from controller.reports.auth import Authorizer
 from controller.reports.client import ReportClient
+from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION, AddonRef
+from controller.spoke.app import Replica
+from controller.spoke.options import Address, RunOptions
 from kubesim import APIServer, UserInfo
 from statemachines.vocabulary import SEED
 from tests.kubesim.test_upstream_crd import UPSTREAM_CRD

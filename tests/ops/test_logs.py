@@ -55,7 +55,7 @@ def test_one_object_per_line_with_the_fields(output: io.StringIO) -> None:
 )
 def test_secrets_are_redacted(output: io.StringIO, message: str, extra: dict[str, Any]) -> None:
     args = ("server",) if "%s" in message else ()
-    logging.getLogger("controller.kube.addons").warning(message, *args, extra=extra)
+    logging.getLogger("controller.spoke.addon").warning(message, *args, extra=extra)
     text = output.getvalue()
     assert TOKEN not in text
     assert REDACTED in text

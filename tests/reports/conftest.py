@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry
 
 from controller.reports.auth import Authenticator, Authorizer, StaticTokenAuthenticator
 from controller.reports.server import ReportMetrics, ReportServer
-from controller.spoke.worker import NotLeader
+from controller.reports.sink import SinkNotLeaderError, SinkUnavailableError
 from statemachines.config import Config
 from statemachines.core import apply, start
 from statemachines.reports import Report, Verdict
@@ -83,9 +83,9 @@ class CoreSink:
         with self._lock:
             self.attempts += 1
         if not self.leader:
-            raise NotLeader("this replica does not hold the Lease")
+            raise SinkNotLeaderError("this replica does not hold the Lease")
         if not self.free.wait(timeout):
-            raise TimeoutError(f"no verdict within {timeout}s")
+            raise SinkUnavailableError(f"no verdict within {timeout}s", timeout=True)
         with self._lock:
             outcome = apply(self.state, report, self.clock.now(), config=self.config)
             self.state = outcome.state

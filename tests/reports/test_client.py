@@ -15,7 +15,7 @@ import pytest
 
 from controller.reports.client import ReportClient, ReportRejected, ReportUnavailable
 from controller.reports.server import ReportServer
-from controller.spoke.worker import NotLeader
+from controller.reports.sink import SinkNotLeaderError
 from statemachines.reports import Report, Verdict
 from tests.reports.conftest import TOKENS, CoreSink, ServerFactory, free_port
 
@@ -30,7 +30,7 @@ class FailoverSink(CoreSink):
     def submit(self, report: Report, *, timeout: float) -> Verdict:
         if self.attempts < self.lost:
             self.attempts += 1
-            raise NotLeader("the Lease is held by the other replica")
+            raise SinkNotLeaderError("the Lease is held by the other replica")
         return super().submit(report, timeout=timeout)
 
 

@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.reports.cli import add_report_api_flags, add_report_parser, build_report_server
+from controller.reports.cli import add_report_parser, build_report_server
 from controller.reports.server import ReportServer
+from controller.spoke.options import RunOptions
 from statemachines.config import Config
-from statemachines.errors import ConfigError
+from statemachines.errors import AddonStatusError, ConfigError
 from tests.reports.conftest import GRANTS, MC_SA, TOKENS, CoreSink, call, free_port
+from tests.support import run_options
 
 MC = "metrics-collector"
 
@@ -175,10 +177,9 @@ def test_the_url_is_required_without_the_environment(
     assert "--url" in capsys.readouterr().err
 
 
-def run_flags(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="addon-status run")
-    add_report_api_flags(parser)
-    return parser.parse_args(list(argv))
+def run_flags(*argv: str) -> RunOptions:
+    """The report API's settings as `run` takes them from `argv`."""
+    return run_options(list(argv))
 
 
 def no_cluster() -> object:
@@ -240,7 +241,7 @@ def test_run_flags_with_a_token_table_and_grants_file(
 def test_run_flags_that_do_not_fit_name_the_flag(
     sink: CoreSink, config: Config, argv: list[str], flag: str
 ) -> None:
-    with pytest.raises(ConfigError, match=re.escape(flag)):
+    with pytest.raises(AddonStatusError, match=re.escape(flag)):
         build(sink, config, *argv)
 
 

@@ -21,10 +21,10 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from prometheus_client import CollectorRegistry
 
-from controller.options import RunOptions, add_run_flags
-from controller.reports.cli import add_report_api_flags, add_report_parser, build_report_server
+from controller.reports.cli import add_report_parser, build_report_server
 from controller.reports.client import ReportClient, ReportUnavailable
 from controller.reports.server import ReportServer, ServingCertificate
+from controller.spoke.options import RunOptions, add_run_flags
 from statemachines.config import Config
 from statemachines.errors import ConfigError
 from tests.reports.conftest import (
@@ -36,6 +36,7 @@ from tests.reports.conftest import (
     ServerFactory,
     call,
 )
+from tests.support import run_options
 
 _KEY_PEM = serialization.PrivateFormat.TraditionalOpenSSL
 
@@ -203,15 +204,12 @@ def test_a_broken_replacement_keeps_the_last_good_certificate(
 
 
 def build(tmp_path: Path, *argv: str) -> ReportServer:
-    parser = argparse.ArgumentParser(exit_on_error=False)
-    add_report_api_flags(parser)
     grants = tmp_path / "grants.yaml"
     grants.write_text(GRANTS)
     table = tmp_path / "tokens.csv"
     table.write_text(f"{TOKENS['operator']},{OPERATOR_SA}\n")
-    args = parser.parse_args(["--report-address", "127.0.0.1:0", *argv])
-    if not args.insecure:
-        args.authorization, args.token_table = grants, table
+    access = [] if "--insecure" in argv else [f"--authorization={grants}", f"--token-table={table}"]
+    args = run_options(["--report-address", "127.0.0.1:0", *access, *argv])
     config = Config.create()
     return build_report_server(
         args,
@@ -237,7 +235,7 @@ def test_the_environment_sets_the_tls_files_of_run(
     add_run_flags(parser)
     environ = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", "ADDON_STATUS_TLS_CERT_FILE": str(cert)}
     environ["ADDON_STATUS_TLS_KEY_FILE"] = str(key)
-    args = RunOptions.from_args(parser.parse_args([]), environ).report_args()
+    args = RunOptions.from_args(parser.parse_args([]), environ)
     assert (args.tls_cert_file, args.tls_key_file) == (cert, key)
 
 

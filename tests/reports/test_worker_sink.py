@@ -1,6 +1,6 @@
-"""The report server in front of the real reconcile worker (on the in-memory store): the worker
-fits the ReportSink seam, its verdicts reach the caller, and its failures (a lost Lease, a stopped
-worker) become 503s with Retry-After."""
+"""The report server in front of the real reconcile worker (on the in-memory store): the worker,
+through `WorkerSink`, fits the ReportSink seam, its verdicts reach the caller, and its failures
+(a lost Lease, a stopped worker) become 503s with Retry-After."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.ops.metrics import ControllerMetrics
 from controller.reports.client import ReportClient
 from controller.reports.server import ReportServer
+from controller.spoke.app import WorkerSink
+from controller.spoke.metrics import ControllerMetrics
 from controller.spoke.worker import Worker
 from statemachines.config import Config
 from tests.reports.conftest import TOKENS, ServerFactory, call
@@ -37,7 +38,7 @@ def worker(store: FakeAddonStore, config: Config) -> Iterator[Worker]:
 
 @pytest.fixture
 def served(make_server: ServerFactory, worker: Worker) -> ReportServer:
-    return make_server(sink=worker)
+    return make_server(sink=WorkerSink(worker))
 
 
 def test_the_worker_judges_reports_sent_over_http(

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.ops.metrics import ControllerMetrics
 from controller.ops.role import Role
+from controller.spoke.metrics import ControllerMetrics
 from controller.spoke.worker import Worker
 from statemachines import Config, Settings
 from tests.spoke.fakes import FakeAddonStore, FakeClock

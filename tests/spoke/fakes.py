@@ -9,9 +9,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from controller.kube.addons import AddonRef, AddonStore, EventRecord
 from controller.kube.api import ADDON, EVENT
 from controller.kube.fake import FakeKube
+from controller.spoke.addon import AddonRef, AddonStore, EventRecord
 
 __all__ = ["NAME", "NAMESPACE", "T0", "FakeAddonStore", "FakeClock", "addon_object"]
 

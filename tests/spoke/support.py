@@ -6,10 +6,10 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from controller.kube.addons import AddonStore
-from controller.kube.official import ApiClient, OfficialKube
-from controller.options import RunOptions
-from controller.spoke.controller import SpokeController
+from controller.kube.api import Kube
+from controller.kube.official import ApiClient
+from controller.spoke.app import Replica
+from controller.spoke.options import RunOptions
 from controller.spoke.worker import Worker
 from statemachines import Config, Report, VerdictKind
 from statemachines.vocabulary import Reason
@@ -26,7 +26,7 @@ __all__ = [
     "ready",
     "report",
     "settle",
-    "spoke_controller",
+    "spoke_replica",
     "submit_in_background",
     "true_type",
 ]
@@ -71,26 +71,17 @@ def ready(worker: Worker) -> bool:
     return worker.alive and worker.present and worker.leading
 
 
-def spoke_controller(
+def spoke_replica(
     options: RunOptions,
     *,
-    store: AddonStore | None = None,
+    kube: Kube | None = None,
     api_client: ApiClient | None = None,
     config: Config | None = None,
     **kwargs: Any,
-) -> SpokeController:
-    """A `SpokeController` as `controller.app` builds one from `options`: on `store`, else on
-    the real store over `api_client`."""
-    if store is None:
-        assert api_client is not None
-        kube = OfficialKube(api_client, request_timeout=options.request_timeout)
-        store = AddonStore(kube, options.ref)
-    return SpokeController(
-        store,
-        config or options.config(),
-        metrics_address=options.metrics_address,
-        probe_address=options.probe_address,
-        **kwargs,
+) -> Replica:
+    """A `Replica` of `options` on `kube` (the in-memory one), else over `api_client`."""
+    return Replica(
+        options, kube=kube, api_client=api_client, config=config or options.config(), **kwargs
     )
 
 

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from controller.kube.addons import AddonRef
 from controller.kube.fake import FakeKube
+from controller.spoke.addon import AddonRef
 from controller.spoke.bookkeeping import CONFIG_MAP, KEY, ConfigMapBookkeeping
 from statemachines.errors import StoredStateError
 

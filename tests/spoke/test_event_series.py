@@ -10,8 +10,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from controller.kube.addons import EventRecord
 from controller.kube.api import KubeError
+from controller.spoke.addon import EventRecord
 from controller.spoke.event_series import COMBINED_PREFIX, Correlation, EventCorrelator
 from controller.spoke.events import COLLECTOR_CHANGED, EventRecorder
 from tests.spoke.fakes import T0, FakeAddonStore

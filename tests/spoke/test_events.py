@@ -7,8 +7,8 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
-from controller.kube.addons import EventRecord
 from controller.kube.api import KubeError
+from controller.spoke.addon import EventRecord
 from controller.spoke.events import ADDON_CHANGED, COLLECTOR_CHANGED, EventRecorder, records_for
 from statemachines import Config, Report, Settings, apply, start
 from statemachines.core import advance

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.kube.addons import EventRecord
 from controller.kube.api import NotFoundError, WatchEvent
-from controller.ops.metrics import ControllerMetrics
+from controller.spoke.addon import EventRecord
+from controller.spoke.metrics import ControllerMetrics
 from controller.spoke.worker import (
     SubmitTimeoutError,
     Worker,

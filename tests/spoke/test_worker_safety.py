@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.kube.addons import EventRecord
 from controller.kube.api import KubeError, error_for
-from controller.ops.metrics import ControllerMetrics
+from controller.spoke.addon import EventRecord
 from controller.spoke.bookkeeping import CONFIG_MAP, KEY, config_map_name
+from controller.spoke.metrics import ControllerMetrics
 from controller.spoke.worker import StatusRejectedError, Worker, WorkerError
 from statemachines import Config, Report, Verdict, VerdictKind
 from statemachines.vocabulary import ACM, Reason, State

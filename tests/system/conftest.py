@@ -1,6 +1,6 @@
 """The whole system on one machine: two embedded API servers — the spoke (the addon CR, the
 leader Lease) and the hub (the addon CR's copy in namespace `cluster1`) — reached by the real
-`kubernetes` client over HTTP, and whole controller replicas (`controller.app.Replica`) built
+`kubernetes` client over HTTP, and whole controller replicas (`controller.spoke.app.Replica`) built
 in process on free loopback ports, with reports sent over HTTP by `ReportClient`.
 
 Every replica authenticates with a token of its own, so the servers' audit logs tell who wrote
@@ -23,10 +23,10 @@ import pytest
 from kubernetes import client
 
 from controller import ReportClient
-from controller.app import Replica
-from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
 from controller.kube.kubeconfig import kubeconfig_yaml
-from controller.options import Address, RunOptions
+from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION
+from controller.spoke.app import Replica
+from controller.spoke.options import Address, RunOptions
 from kubesim import APIServer, UserInfo
 from tests import support
 from tests.spoke.fakes import FakeClock

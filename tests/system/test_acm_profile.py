@@ -18,8 +18,8 @@ import pytest
 from kubernetes import client
 
 from controller import ReportClient
-from controller.kube.addons import GROUP, KIND, PLURAL, VERSION
 from controller.reports.client import ReportRejected
+from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION
 from controller.spoke.bookkeeping import KEY
 from kubesim import APIServer, RequestInfo
 from statemachines.placement import UPSTREAM_CONDITION_FIELDS

@@ -19,8 +19,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from controller import ReportClient
-from controller.app import Replica
-from controller.kube.addons import PLURAL
+from controller.spoke.addon import PLURAL
+from controller.spoke.app import Replica
 from kubesim import APIServer
 from tests.spoke.fakes import T0, FakeClock
 from tests.support import eventually

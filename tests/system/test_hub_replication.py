@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client
 
 from controller import ReportClient
-from controller.kube.addons import GROUP, PLURAL, VERSION
+from controller.spoke.addon import GROUP, PLURAL, VERSION
 from kubesim import APIServer, RequestInfo, UserInfo
 from tests.support import eventually
 from tests.system.conftest import (

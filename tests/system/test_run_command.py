@@ -144,4 +144,4 @@ def test_run_answers_reports_replicates_and_exits_0_on_sigterm(
     stderr = logs.rest()
     assert lease_holder(spoke_server) is None  # released on the way out
     assert SPOKE_TOKEN not in stderr and HUB_TOKEN not in stderr
-    assert json.loads(stderr.splitlines()[-1])["message"] == "spoke controller stopped"
+    assert json.loads(stderr.splitlines()[-1])["message"] == "addon-status run stopped"

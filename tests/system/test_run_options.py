@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from controller.app import replica_identity
-from controller.kube.addons import AddonRef
-from controller.options import (
+from controller.process import replica_identity
+from controller.spoke.addon import AddonRef
+from controller.spoke.options import (
     DEFAULT_LEASE,
     DEFAULT_NAMESPACE,
     OptionsError,
@@ -33,7 +33,7 @@ def test_defaults_run_one_replica_without_a_hub() -> None:
         timedelta(minutes=5),
         False,
     )
-    report = o.report_args()
+    report = o
     assert (report.report_address, report.insecure, report.operator_identity) == (
         ":8090",
         False,
@@ -63,7 +63,7 @@ def test_the_report_apis_flags_read_their_variables_too() -> None:
         "ADDON_STATUS_OPERATOR_IDENTITY": "system:serviceaccount:x:operator",
         "ADDON_STATUS_COLLECTOR_IDENTITY": "metrics-collector=a, uwl-metrics-collector=b",
     }
-    report = run_options(["--operator-identity", "from-flag"], env).report_args()
+    report = run_options(["--operator-identity", "from-flag"], env)
     assert report.report_address == "127.0.0.1:9443"
     assert report.operator_identity == ("from-flag",)
     assert report.collector_identity == ("metrics-collector=a", "uwl-metrics-collector=b")

@@ -15,12 +15,14 @@ from kubernetes import client
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.kube.addons import GROUP, PLURAL, VERSION, AddonStore
-from controller.options import Address, RunOptions
-from controller.spoke.controller import SpokeController
+from controller.flags import Address
+from controller.kube.api import Kube
+from controller.spoke.addon import GROUP, PLURAL, VERSION
+from controller.spoke.app import Replica
+from controller.spoke.options import RunOptions
 from kubesim import APIServer
 from tests.spoke.fakes import NAME, NAMESPACE, FakeClock
-from tests.spoke.support import spoke_controller
+from tests.spoke.support import spoke_replica
 from tests.support import api_client
 
 CRD = Path(__file__).resolve().parents[3] / "manifests" / "base" / "crd.yaml"
@@ -31,9 +33,11 @@ OPTIONS = RunOptions(
     probe_address=LOOPBACK,
     request_timeout=5.0,
     stale_after=timedelta(hours=6),
+    report_address="127.0.0.1:0",
+    insecure=True,
 )
 
-SpokeFactory = Callable[..., SpokeController]
+SpokeFactory = Callable[..., Replica]
 
 
 @pytest.fixture
@@ -128,12 +132,14 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def spoke(api: client.ApiClient, addon: Addon, clock: FakeClock) -> Iterator[SpokeFactory]:
-    """Build and start a controller on the test's CR; every one is stopped at the end."""
-    started: list[SpokeController] = []
+    """Build and start a replica on the test's CR (on `kube` if given, else over the real
+    client); every one is stopped at the end."""
+    started: list[Replica] = []
 
-    def make(*, store: AddonStore | None = None, **kwargs: Any) -> SpokeController:
+    def make(*, kube: Kube | None = None, **kwargs: Any) -> Replica:
         kwargs.setdefault("registry", CollectorRegistry())
-        controller = spoke_controller(OPTIONS, api_client=api, store=store, clock=clock, **kwargs)
+        client_ = None if kube is not None else api
+        controller = spoke_replica(OPTIONS, api_client=client_, kube=kube, clock=clock, **kwargs)
         controller.start()
         started.append(controller)
         return controller

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from controller.ops.backoff import Backoff
+from controller.kube.backoff import Backoff
 from controller.ops.logs import configure_logging
 from kubesim import APIServer
 from tests.spoke.integration.conftest import Addon, SpokeFactory, scrape
@@ -54,26 +54,26 @@ def test_an_api_server_outage_is_logged_once_lost_once_restored_and_counted(
     def sample(name: str, **labels: str) -> float:
         return scrape(port)[(name, tuple(sorted(labels.items())))]
 
-    assert sample(RESTARTS, cause="error") == 0  # exported before it ever counted
-    assert sample(CONNECTED) == 1
+    assert sample(RESTARTS, watch="addon", cause="error") == 0  # exported before it ever counted
+    assert sample(CONNECTED, watch="addon") == 1
     log.truncate(0)
     log.seek(0)
 
     server.stop()
-    eventually(lambda: sample(CONNECTED) == 0, "the watch to be lost")
-    eventually(lambda: sample(RESTARTS, cause="error") >= 5, "five failed tries")
+    eventually(lambda: sample(CONNECTED, watch="addon") == 0, "the watch to be lost")
+    eventually(lambda: sample(RESTARTS, watch="addon", cause="error") >= 5, "five failed tries")
     server.start()
-    eventually(lambda: sample(CONNECTED) == 1, "the watch to be restored")
+    eventually(lambda: sample(CONNECTED, watch="addon") == 1, "the watch to be restored")
 
     told = lines(log)
     assert [(line["level"], line["logger"]) for line in told] == [
-        ("warning", "controller.spoke.watch"),
-        ("info", "controller.spoke.watch"),
+        ("warning", "controller.kube.reflector"),
+        ("info", "controller.kube.reflector"),
     ], told
     lost, restored = told
-    assert lost["message"].startswith("lost the watch on the addon CR")
+    assert lost["message"].startswith("lost the watch on ObservabilityAddon")
     assert "Connection refused" in lost["error"]
     assert restored["message"].endswith("is restored")
     assert restored["failedAttempts"] >= 5
-    assert restored["failedAttempts"] == sample(RESTARTS, cause="error")
+    assert restored["failedAttempts"] == sample(RESTARTS, watch="addon", cause="error")
     assert restored["lostSeconds"] > 0

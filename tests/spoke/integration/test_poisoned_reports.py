@@ -16,14 +16,12 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from prometheus_client import CollectorRegistry
 
-from controller.kube.addons import AddonRef, AddonStore
 from controller.kube.api import InvalidError
 from controller.kube.official import OfficialKube
-from controller.reports.auth import Authorizer, InsecureAuthenticator
-from controller.reports.server import ReportMetrics, ReportServer
-from controller.spoke.controller import SpokeController
+from controller.reports.server import ReportServer
+from controller.spoke.addon import AddonRef, AddonStore
+from controller.spoke.app import Replica
 from controller.spoke.worker import Worker
 from kubesim import APIServer, RequestInfo
 from statemachines import Report, VerdictKind
@@ -44,19 +42,7 @@ def _status_write(info: RequestInfo) -> bool:
     )
 
 
-def _served(worker: Worker) -> ReportServer:
-    return ReportServer(
-        worker,
-        authenticator=InsecureAuthenticator(),
-        authorizer=Authorizer.from_flags(operator=["insecure"], collectors=[]),
-        config=worker.config,
-        host="127.0.0.1",
-        port=0,
-        metrics=ReportMetrics(CollectorRegistry()),
-    )
-
-
-def _post(controller: SpokeController, body: dict[str, Any]) -> Answer:
+def _post(controller: Replica, body: dict[str, Any]) -> Answer:
     server = controller.report_server
     assert isinstance(server, ReportServer)
     return call(server.url, body=json.dumps(body).encode())
@@ -75,7 +61,7 @@ def _eventually(check: Callable[[], bool], what: str) -> None:
         time.sleep(0.02)
 
 
-def _readyz(controller: SpokeController) -> tuple[int, str]:
+def _readyz(controller: Replica) -> tuple[int, str]:
     url = f"http://127.0.0.1:{controller.probes.port}/readyz?verbose"
     try:
         with urllib.request.urlopen(url, timeout=WAIT) as answer:
@@ -88,7 +74,7 @@ def _readyz(controller: SpokeController) -> tuple[int, str]:
 def test_a_status_write_rejected_as_invalid_is_rolled_back_and_the_worker_goes_on(
     server: APIServer, addon: Addon, spoke: SpokeFactory, code: int
 ) -> None:
-    controller = spoke(report_server=_served)
+    controller = spoke()
     worker = controller.worker
     _boot(worker)
     stored = addon.status
@@ -174,7 +160,7 @@ def test_readyz_fails_while_status_writes_fail_and_recovers(
 def test_a_report_from_the_future_is_refused_and_the_real_generation_keeps_working(
     addon: Addon, spoke: SpokeFactory
 ) -> None:
-    controller = spoke(report_server=_served)
+    controller = spoke()
     future = {"reason": "UpdateSuccessful", "observedGeneration": 2**53 + 1}
     answer = _post(controller, future)
     assert (answer.status, answer.body["verdict"], answer.body["rule"]) == (
@@ -187,7 +173,7 @@ def test_a_report_from_the_future_is_refused_and_the_real_generation_keeps_worki
     assert {c.get("observedGeneration") for c in addon.status["conditions"]} == {1}
 
     controller.stop()
-    restarted = spoke(report_server=_served)
+    restarted = spoke()
     assert _post(restarted, future).body["rule"] == "FutureGeneration"
     forwarding = {"collector": MC, "reason": "ForwardSuccessful", "observedGeneration": 1}
     assert _post(restarted, forwarding).body["verdict"] == "accepted"

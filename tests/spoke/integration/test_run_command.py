@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from controller.app import run_command
-from controller.kube.addons import PLURAL
-from controller.options import add_run_flags
+from controller.spoke.addon import PLURAL
+from controller.spoke.app import run_command
+from controller.spoke.options import add_run_flags
 from kubesim import APIServer, UserInfo
 from tests.spoke.fakes import NAMESPACE
 from tests.spoke.integration.conftest import CRD, Addon
@@ -31,8 +31,8 @@ TOKEN = "s3cr3t-spoke-token-do-not-log"
 ROOT = Path(__file__).resolve().parents[3]
 MAIN = (
     "import argparse, sys\n"
-    "from controller.options import add_run_flags\n"
-    "from controller.app import run_command\n"
+    "from controller.spoke.options import add_run_flags\n"
+    "from controller.spoke.app import run_command\n"
     "parser = argparse.ArgumentParser()\n"
     "add_run_flags(parser)\n"
     "sys.exit(run_command(parser.parse_args(sys.argv[1:])))\n"
@@ -95,7 +95,7 @@ def test_runs_until_sigterm_and_logs_json_without_the_token(
     assert TOKEN not in stderr
     records = [json.loads(line) for line in stderr.splitlines()]
     assert {"time", "level", "logger", "message"} <= set(records[0])
-    assert records[-1]["message"] == "spoke controller stopped"
+    assert records[-1]["message"] == "addon-status run stopped"
 
 
 def test_a_missing_cr_is_one_line_and_exit_1(kubeconfig: Path) -> None:
@@ -103,7 +103,7 @@ def test_a_missing_cr_is_one_line_and_exit_1(kubeconfig: Path) -> None:
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 1
     assert stderr.strip().splitlines()[-1] == (
-        f"addon-status run: the addon CR {NAMESPACE}/observability-addon does not exist "
+        f"addon-status run: cannot start: the addon CR {NAMESPACE}/observability-addon does not exist "
         "(kind ObservabilityAddon; set --addon-name / --addon-namespace)"
     )
     assert "Traceback" not in stderr

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from controller.kube.addons import GROUP, PLURAL, VERSION, AddonRef, AddonStore
-from controller.kube.api import NotFoundError
+from controller.flags import OptionsError
+from controller.kube.api import ApiResource
 from controller.kube.official import OfficialKube
+from controller.spoke.addon import GROUP, PLURAL, VERSION
 from controller.spoke.status_writer import owned_types
 from controller.spoke.worker import Worker
 from kubesim import APIServer, RequestInfo
@@ -33,7 +34,7 @@ from tests.spoke.support import (
     condition,
     report,
     settle,
-    spoke_controller,
+    spoke_replica,
     true_type,
 )
 from tests.support import eventually
@@ -174,19 +175,21 @@ def test_a_restart_in_the_middle_of_an_update_keeps_versions_history_and_last_kn
     assert after["lastKnownGood"] == before["lastKnownGood"]
 
 
-class RacedStore(AddonStore):
-    """The real store, except that once, between the writer's read and its PUT, someone
+class RacedKube(OfficialKube):
+    """The real client, except that once, between the writer's read and its PUT, someone
     else writes the CR."""
 
     def __init__(self, api: client.ApiClient, race: Callable[[], None]) -> None:
-        super().__init__(OfficialKube(api, request_timeout=5.0), AddonRef(NAMESPACE, NAME))
+        super().__init__(api, request_timeout=5.0)
         self._race: Callable[[], None] | None = race
 
-    def replace_status(self, obj: dict[str, Any]) -> dict[str, Any]:
+    def replace_status(
+        self, resource: ApiResource, namespace: str, name: str, body: Mapping[str, Any]
+    ) -> dict[str, Any]:
         race, self._race = self._race, None
         if race is not None:
             race()
-        return super().replace_status(obj)
+        return super().replace_status(resource, namespace, name, body)
 
 
 def test_a_writer_racing_between_read_and_write_loses_nothing(
@@ -196,7 +199,7 @@ def test_a_writer_racing_between_read_and_write_loses_nothing(
         addon.add_foreign_condition("ExternalCheck")
         addon.change_spec(retention="7d")
 
-    controller = spoke(store=RacedStore(api, race))
+    controller = spoke(kube=RacedKube(api, race))
     settle(controller.worker)  # the initial write met the race: 409, fresh read, write again
     eventually(lambda: generations(addon) == {2}, "the conditions to follow generation 2")
     worker = controller.worker
@@ -246,7 +249,7 @@ def test_a_dropped_watch_and_410_gone_do_not_lose_the_spec_generation(
     server.drop_watches()
     eventually(lambda: generations(addon) == {generation + 1}, "generation after 410 Gone")
     gone = controller.registry.get_sample_value(
-        "addon_status_watch_restarts_total", {"cause": "gone"}
+        "addon_status_watch_restarts_total", {"watch": "addon", "cause": "gone"}
     )
     assert gone == 1
 
@@ -367,7 +370,7 @@ def test_start_without_the_cr_fails_and_leaves_nothing(
     api: client.ApiClient, addon: Addon, clock: FakeClock
 ) -> None:
     addon.objects.delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, NAME)
-    controller = spoke_controller(OPTIONS, api_client=api, clock=clock)
-    with pytest.raises(NotFoundError):
+    controller = spoke_replica(OPTIONS, api_client=api, clock=clock)
+    with pytest.raises(OptionsError, match="does not exist"):
         controller.start()
     assert not controller.worker.alive and not controller.watch.alive

@@ -1,5 +1,6 @@
 """Health watches end to end (section 8 in the shell): a `Replica` configured with resources,
-the real client's dynamic client over HTTP against the embedded API server. An object change
+the real client over HTTP against the embedded API server, each object's kind found by
+discovery. An object change
 reaches the CR's status through the watch and the worker; a change that does not change the
 result writes nothing; a deleted object is NotFound; a watch whose history was compacted lists
 again (410 Gone); a kind the server does not serve stays Unknown/NotFound without a crash."""
@@ -15,17 +16,16 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from controller.app import Replica
-from controller.health.watch import ObjectWatches
-from controller.kube.addons import GROUP, PLURAL, VERSION
-from controller.options import Address, RunOptions
+from controller.spoke.addon import GROUP, PLURAL, VERSION
+from controller.spoke.app import Replica
+from controller.spoke.options import Address, RunOptions
 from kubesim import APIServer
 from statemachines import Config
 from statemachines.health import load_resources
 
 pytestmark = pytest.mark.integration
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CRD = ROOT / "manifests" / "base" / "crd.yaml"
 NAMESPACE, NAME = "addons", "observability-addon"
 LOOPBACK = Address(host="127.0.0.1", port=0)
@@ -223,5 +223,5 @@ def test_a_kind_the_server_does_not_serve_stays_unknown_without_a_crash(
     eventually(lambda: _health(server, "certificate") == ("Unknown", "NotFound"), "NotFound")
     replica.worker.tick().result(timeout=WAIT)
     assert replica.worker.alive
-    [watches] = [s for s in replica.spoke.services if isinstance(s, ObjectWatches)]
-    assert watches.alive
+    assert [w.name for w in replica.object_watches] == ["object-collector", "object-certificate"]
+    assert all(w.alive for w in replica.object_watches)

@@ -1,6 +1,6 @@
-"""The assembled spoke controller on the in-memory store: it starts, follows the CR through
-its own watch, serves metrics and probes on their own ports, and stops every thread it
-started; a missing CR stops the start and leaves nothing running."""
+"""The assembled spoke replica (`controller.spoke.app.Replica`) on the in-memory `Kube`: it
+starts, follows the CR through its own watch, serves metrics and probes on their own ports,
+and stops every thread it started; a missing CR stops the start and leaves nothing running."""
 
 from __future__ import annotations
 
@@ -13,22 +13,23 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.kube.api import NotFoundError
-from controller.options import Address, RunOptions
-from controller.spoke.controller import SpokeController
-from controller.spoke.worker import Worker
+from controller.flags import Address, OptionsError
+from controller.spoke.app import Replica
+from controller.spoke.options import RunOptions
 from statemachines.vocabulary import Reason
 from tests.spoke.fakes import FakeAddonStore, FakeClock
-from tests.spoke.support import MC, WAIT, report, settle, spoke_controller
+from tests.spoke.support import MC, WAIT, report, settle, spoke_replica
 
 LOOPBACK = Address(host="127.0.0.1", port=0)
-OPTIONS = RunOptions(metrics_address=LOOPBACK, probe_address=LOOPBACK)
+OPTIONS = RunOptions(
+    metrics_address=LOOPBACK, probe_address=LOOPBACK, report_address="127.0.0.1:0", insecure=True
+)
 
 
 @pytest.fixture
-def controller(store: FakeAddonStore, clock: FakeClock) -> Iterator[SpokeController]:
+def controller(store: FakeAddonStore, clock: FakeClock) -> Iterator[Replica]:
     before = set(threading.enumerate())
-    spoke = spoke_controller(OPTIONS, store=store, clock=clock)
+    spoke = spoke_replica(OPTIONS, kube=store.fake, clock=clock)
     spoke.start()
     yield spoke
     spoke.stop()
@@ -47,7 +48,7 @@ def fetch(port: int, path: str) -> tuple[int, str]:
 
 
 def test_reports_reach_the_cr_and_the_metrics(
-    controller: SpokeController, store: FakeAddonStore
+    controller: Replica, store: FakeAddonStore
 ) -> None:
     worker = controller.worker
     worker.submit(report(Reason.UPDATE_SUCCESSFUL, None), timeout=WAIT)
@@ -68,7 +69,7 @@ def test_reports_reach_the_cr_and_the_metrics(
 
 
 def test_the_watch_brings_spec_changes_to_the_worker(
-    controller: SpokeController, store: FakeAddonStore
+    controller: Replica, store: FakeAddonStore
 ) -> None:
     settle(controller.worker)
     store.change_spec({"interval": 30})
@@ -78,7 +79,7 @@ def test_the_watch_brings_spec_changes_to_the_worker(
         time.sleep(0.01)
 
 
-def test_probes_answer_on_their_own_port(controller: SpokeController) -> None:
+def test_probes_answer_on_their_own_port(controller: Replica) -> None:
     port = controller.probes.port
     assert port != controller.metrics_server.port
     assert fetch(port, "/healthz") == (200, "ok")
@@ -90,33 +91,7 @@ def test_probes_answer_on_their_own_port(controller: SpokeController) -> None:
 
 def test_a_missing_cr_stops_the_start_and_leaves_nothing_running(clock: FakeClock) -> None:
     before = set(threading.enumerate())
-    spoke = spoke_controller(OPTIONS, store=FakeAddonStore(obj=None), clock=clock)
-    with pytest.raises(NotFoundError):
+    spoke = spoke_replica(OPTIONS, kube=FakeAddonStore(obj=None).fake, clock=clock)
+    with pytest.raises(OptionsError, match=r"the addon CR .* does not exist"):
         spoke.start()
     assert set(threading.enumerate()) - before == set()
-
-
-def test_services_run_beside_the_worker_and_stop_before_it(
-    store: FakeAddonStore, clock: FakeClock
-) -> None:
-    seen: list[str] = []
-
-    class Elector:
-        def __init__(self, worker: Worker) -> None:
-            self.worker = worker
-
-        def start(self) -> None:
-            seen.append(f"start, worker alive: {self.worker.alive}")
-            self.worker.set_leader(False)
-
-        def stop(self) -> None:
-            seen.append(f"stop, worker alive: {self.worker.alive}")
-
-    spoke = spoke_controller(OPTIONS, store=store, clock=clock, services=[Elector])
-    spoke.start()
-    try:
-        settle(spoke.worker)
-        assert not spoke.worker.leading
-    finally:
-        spoke.stop()
-    assert seen == ["start, worker alive: True", "stop, worker alive: True"]

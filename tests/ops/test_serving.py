@@ -12,8 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.ops.metrics import ControllerMetrics, MetricsServer
+from controller.ops.metrics import MetricsServer
 from controller.ops.probes import ProbeServer
+from controller.spoke.metrics import ControllerMetrics
 
 
 @pytest.fixture

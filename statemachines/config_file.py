@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from statemachines.config import Config
 from statemachines.errors import ConfigError
 from statemachines.health import load_resources
-from statemachines.health.config import ObjectRef
+from statemachines.health.resources import ObjectRef
 from statemachines.related import RelatedObject as Related
 from statemachines.settings import Settings
 from statemachines.vocabulary import SEED, Profile

@@ -1,8 +1,9 @@
 """`addon-status fleet`: one row per cluster from the hub copies, once or live (`--watch`).
 
-`--watch` lists once and then watches from the list's resourceVersion (list-then-watch, as a
-reflector does) rather than listing periodically: on a hub with 5,000 clusters a list is the
-whole fleet each time, a watch only what changed; 410 Gone or a broken watch lists again. On a
+`--watch` lists once and then watches from the list's resourceVersion (the one list-then-watch
+loop, `controller.kube.reflector`) rather than listing periodically: on a hub with 5,000
+clusters a list is the whole fleet each time, a watch only what changed; 410 Gone or a broken
+watch lists again. On a
 terminal the screen is redrawn in place every `--interval` seconds (the ages move); elsewhere
 (a pipe, a file) a frame is printed only when a hub copy changed, JSON as one line per frame.
 
@@ -23,9 +24,7 @@ from pathlib import Path
 from shutil import get_terminal_size
 from typing import TYPE_CHECKING, Any, TextIO
 
-from controller.hub.fleet import UNKNOWN, Filters, render
-from controller.ops.backoff import Backoff
-from statemachines.errors import AddonStatusError
+from controller.fleet.view import UNKNOWN, Filters, render
 from statemachines.vocabulary import ConditionType
 
 if TYPE_CHECKING:
@@ -72,8 +71,8 @@ def add_fleet_parser(sub: Any) -> None:
 
 
 def run_fleet(args: argparse.Namespace) -> int:
+    from controller.fleet.copies import list_hub_copies
     from controller.kube.api import KubeError
-    from controller.kube.hub_copies import list_hub_copies
     from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource
     from controller.kube.official import OfficialKube
 
@@ -141,13 +140,39 @@ def watch_fleet(
     `interval` seconds in place, elsewhere once per change. Read failures are retried with
     backoff and the last good view stays; on a terminal the failure shows under the view,
     elsewhere it goes once to `err` (so that `out` stays one frame after another)."""
+    from controller.kube.api import ADDON
+    from controller.kube.backoff import Backoff
+    from controller.kube.reflector import Reflector, Selection
+
     stop, err = stop or threading.Event(), err or sys.stderr
     updates: queue.Queue[tuple[str, Any]] = queue.Queue()
-    reader = threading.Thread(
-        target=_follow, args=(kube, updates, stop, watch_seconds), daemon=True,
-        name="fleet-watch",
-    )  # fmt: skip
+    reader = Reflector(
+        kube,
+        Selection(ADDON),
+        name="fleet",
+        on_listed=lambda items, version: updates.put(("list", items)),
+        on_event=lambda event: updates.put((event.type, event.object)),
+        on_failed=lambda error: updates.put(("error", f"hub unreachable, retrying: {error}")),
+        backoff=Backoff(initial=0.5, maximum=30.0),
+        watch_seconds=watch_seconds,
+    )
     reader.start()
+    try:
+        _draw(updates, show, out=out, err=err, interval=interval, stop=stop, now=now)
+    finally:
+        reader.stop(timeout=1.0)
+
+
+def _draw(
+    updates: queue.Queue[tuple[str, Any]],
+    show: Callable[[Iterable[Mapping[str, Any]], datetime], str],
+    *,
+    out: TextIO,
+    err: TextIO,
+    interval: float,
+    stop: threading.Event,
+    now: Callable[[], datetime],
+) -> None:
     copies: dict[tuple[str, str], Mapping[str, Any]] = {}
     drawn: dict[tuple[str, str], Mapping[str, Any]] | None = None  # the copies last drawn
     problem, tty = "", out.isatty()
@@ -203,42 +228,3 @@ def _drain(
 def _key(copy: Mapping[str, Any]) -> tuple[str, str]:
     meta = copy.get("metadata") or {}
     return str(meta.get("namespace", "")), str(meta.get("name", ""))
-
-
-def _follow(
-    kube: Kube,
-    updates: queue.Queue[tuple[str, Any]],
-    stop: threading.Event,
-    watch_seconds: int,
-) -> None:
-    """List, then watch from the list's resourceVersion; resume a watch that ended, list
-    again after 410 Gone or a failure (after a backoff), until `stop`."""
-    from controller.kube.api import resource_version
-    from controller.kube.hub_copies import list_hub_copies, watch_hub_copies
-
-    backoff, version = Backoff(initial=0.5, maximum=30.0), ""
-    failures = broken = 0  # lists that failed in a row; watches that broke in a row
-    while not stop.is_set():
-        try:
-            if not version:
-                listing = list_hub_copies(kube)
-                updates.put(("list", listing.items))
-                version, failures = listing.resource_version, 0
-        except AddonStatusError as error:
-            failures += 1
-            updates.put(("error", f"hub unreachable, retrying: {error}"))
-            stop.wait(backoff.delay(failures))
-            continue
-        try:
-            for event in watch_hub_copies(kube, version, timeout_seconds=watch_seconds):
-                updates.put((event.type, event.object))
-                version = resource_version(event.object) or version
-                broken = 0
-                if stop.is_set():
-                    return
-        except AddonStatusError:
-            # 410 Gone or a broken connection: catch up with a fresh list, whose failure is
-            # what says the hub is really gone; a watch that keeps breaking waits in between.
-            version, broken = "", broken + 1
-            if broken > 1:
-                stop.wait(backoff.delay(broken - 1))

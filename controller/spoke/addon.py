@@ -1,29 +1,18 @@
-"""The addon CR through the `Kube` seam: read it, replace its status, watch it, record Events
-on it.
+"""The addon CR through the `Kube` seam: read it, replace its status, record Events on it.
 
-`AddonStore` binds the seam to one CR's coordinates and keeps what the spoke needs from a list
-(the object and the collection's resourceVersion a watch starts from). The loop that keeps a
-watch going is `controller.spoke.watch.AddonWatch`; the one that writes the status,
+`AddonStore` binds the seam to one CR's coordinates. Its watch is `controller.spoke.watches`
+(on the one list-then-watch loop); the loop that writes its status,
 `controller.kube.update.update_status`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import count
 from typing import Any, Literal
 
-from controller.kube.api import (
-    ADDON,
-    EVENT,
-    Kube,
-    KubeError,
-    WatchEvent,
-    WatchStream,
-    resource_version,
-)
+from controller.kube.api import ADDON, EVENT, Kube
 
 __all__ = [
     "GROUP",
@@ -82,41 +71,10 @@ class AddonStore:
         """The CR as stored now."""
         return self.kube.get(ADDON, self.ref.namespace, self.ref.name)
 
-    def list(self) -> tuple[dict[str, Any] | None, str]:
-        """The CR (None if it does not exist) and the resourceVersion of the whole collection,
-        the one a watch starts from: an object's own resourceVersion may be older than the
-        server's compacted history, a list's never is."""
-        collection = self.kube.list(ADDON, self.ref.namespace, field_selector=self._selector)
-        items = [i for i in collection.get("items") or [] if _name_of(i) == self.ref.name]
-        version = resource_version(collection)
-        if not items:
-            return None, version
-        obj = items[0]
-        if not isinstance(obj, dict):
-            raise KubeError(f"list {KIND} {self.ref}: an item that is not an object")
-        # List items may leave out what the collection says; a PUT body must carry them.
-        obj.setdefault("apiVersion", ADDON.api_version)
-        obj.setdefault("kind", KIND)
-        return obj, version
-
     def replace_status(self, obj: dict[str, Any]) -> dict[str, Any]:
         """PUT `obj` on the status subresource; its `metadata.resourceVersion` is the
         precondition. Returns the stored CR."""
         return self.kube.replace_status(ADDON, self.ref.namespace, self.ref.name, obj)
-
-    def watch(self, resource_version: str, *, timeout_seconds: int) -> WatchStream:
-        """Changes to the CR after `resource_version`, bookmarks included; the stream raises
-        GoneError (410) when that version is no longer in the server's history."""
-        return _OnlyThisCR(
-            self.kube.watch(
-                ADDON,
-                self.ref.namespace,
-                resource_version=resource_version,
-                timeout_seconds=timeout_seconds,
-                field_selector=self._selector,
-            ),
-            self.ref.name,
-        )
 
     def record_event(self, record: EventRecord) -> str:
         """Create a core v1 Event whose involvedObject is the CR, named `record.name` (else a
@@ -159,26 +117,6 @@ class AddonStore:
                  "message": record.message}
         self.kube.patch(EVENT, self.ref.namespace, record.name, patch)
 
-    @property
-    def _selector(self) -> str:
-        return f"metadata.name={self.ref.name}"
-
-
-class _OnlyThisCR:
-    """A watch stream without other objects' events (a server may ignore the selector)."""
-
-    def __init__(self, stream: WatchStream, name: str) -> None:
-        self._stream = stream
-        self._name = name
-
-    def __iter__(self) -> Iterator[WatchEvent]:
-        for event in self._stream:
-            if event.type == "BOOKMARK" or _name_of(event.object) == self._name:
-                yield event
-
-    def close(self) -> None:
-        self._stream.close()
-
 
 def _seconds(at: datetime) -> datetime:
     """An Event's timestamps are whole seconds (metav1.Time), in UTC."""
@@ -187,7 +125,3 @@ def _seconds(at: datetime) -> datetime:
 
 def _stamp(at: datetime) -> str:
     return _seconds(at).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _name_of(obj: object) -> object:
-    return (obj.get("metadata") or {}).get("name") if isinstance(obj, dict) else None

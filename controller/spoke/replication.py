@@ -23,7 +23,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from controller.hub.metrics import ReplicationMetrics
 from controller.kube.api import (
     ADDON,
     ConflictError,
@@ -32,16 +31,16 @@ from controller.kube.api import (
     KubeError,
     NotFoundError,
 )
+from controller.kube.backoff import RETRY_AFTER_CEILING, backoff_delay
 from controller.kube.official import OfficialKube
 from controller.kube.update import update_status
-from controller.ops.backoff import RETRY_AFTER_CEILING, backoff_delay
-from controller.ops.clocks import MonotonicClock as Clock
+from controller.ops.clocks import MonotonicClock
+from controller.spoke.metrics import ReplicationMetrics
 from statemachines.hub_copy import CopyMode, for_hub
 
 __all__ = [
     "RETRY_AFTER_CEILING",
     "ClientSource",
-    "Clock",
     "CopyMode",
     "Echo",
     "HubReplicator",
@@ -141,7 +140,7 @@ class HubReplicator:
         namespace: str,
         name: str = "observability-addon",
         copy: CopyMode = "conditions",
-        clock: Clock,
+        clock: MonotonicClock,
         metrics: ReplicationMetrics,
         resync_interval: float = 300.0,
         backoff_base: float = 0.5,

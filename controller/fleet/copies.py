@@ -1,23 +1,22 @@
-"""The fleet view's reads of the hub, through the seam: every cluster's hub copy of the addon
-in one list call across all namespaces, and a watch from that list's resourceVersion.
+"""The fleet view's read of the hub, through the seam: every cluster's hub copy of the addon
+in one list call across all namespaces (`--watch` follows them with the one list-then-watch
+loop, `controller.kube.reflector`).
 
 One list call, without `limit`: the API server answers it whole (from its watch cache on a
 real hub), which for 5,000 copies is one round trip instead of ten pages; `limit`/`continue`
-would only split the same work. A failed watch raises the seam's errors (`GoneError` on 410):
-the caller lists again.
+would only split the same work.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from controller.kube.api import ADDON, ALL_NAMESPACES, Kube, KubeError, WatchEvent
+from controller.kube.api import ADDON, ALL_NAMESPACES, Kube, KubeError
 from controller.kube.api import resource_version as version_of
 
-__all__ = ["Listing", "list_hub_copies", "watch_hub_copies"]
+__all__ = ["Listing", "list_hub_copies"]
 
 
 @dataclass(frozen=True)
@@ -44,19 +43,3 @@ def list_hub_copies(kube: Kube) -> Listing:
     if not isinstance(items, list):
         raise KubeError(f"list {ADDON.kind} in every namespace: the answer has no items")
     return Listing([i for i in items if isinstance(i, dict)], version_of(answer))
-
-
-def watch_hub_copies(
-    kube: Kube, resource_version: str, *, timeout_seconds: int = 300
-) -> Iterator[WatchEvent]:
-    """The hub copies' changes after `resource_version` (ADDED, MODIFIED, DELETED), until the
-    server ends the watch after `timeout_seconds`. Raises KubeError (GoneError on 410)."""
-    stream = kube.watch(
-        ADDON, ALL_NAMESPACES, resource_version=resource_version, timeout_seconds=timeout_seconds
-    )
-    try:
-        for event in stream:
-            if event.type in ("ADDED", "MODIFIED", "DELETED"):
-                yield event
-    finally:
-        stream.close()

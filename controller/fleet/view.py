@@ -1,7 +1,7 @@
 """The fleet view's logic, pure: one row per hub copy, the filters, a summary, and the two
 outputs (a table for people, a JSON document of a stable shape for machines).
 
-No client and no clock here: the caller lists the hub copies (`controller.kube.hub_copies`)
+No client and no clock here: the caller lists the hub copies (`controller.fleet.copies`)
 and passes `now`, so that every rule below is tested on plain dicts.
 
 A row's state is the standard condition that is `True` on the hub copy, among the standard

@@ -1,0 +1,156 @@
+"""`addon-status hub`: one `HubReplica`, a `controller.process.Process` with the hub side
+(`controller.hub.side.HubSide`) added to it.
+
+Two replicas run in the hub-controller Deployment; leader election decides which one writes. A
+follower keeps its watch of the hub copies warm and is ready; on becoming leader it queues
+every cluster (what the previous leader left undone is unknown), and a leader asks its `Role`
+again right before every write, so a lost Lease stops the writes at once. A stopping leader
+releases the Lease, so the other replica takes over at once.
+
+`hub_side(...)` runs one replica in process for the demo and tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from controller.flags import OptionsError
+from controller.hub.metrics import MirrorMetrics
+from controller.hub.options import HubOptions
+from controller.hub.side import HubSide
+from controller.kube.backoff import Backoff
+from controller.kube.kubeconfig import client_for
+from controller.kube.official import ApiClient, OfficialKube
+from controller.ops.clocks import LeaseClock
+from controller.ops.logs import configure_logging
+from controller.process import Process, serve_until_signalled
+
+__all__ = ["HubReplica", "hub_side", "run_hub_command"]
+
+
+class HubReplica:
+    """One replica of the hub side on `api_client` (which the caller owns). `start()` starts
+    the servers, the mirroring and the election (or leads at once without it); `stop()` steps
+    down, releases the Lease (unless `release=False`: a crash as the other replica sees it) and
+    joins every thread."""
+
+    def __init__(
+        self,
+        options: HubOptions,
+        api_client: ApiClient,
+        *,
+        registry: CollectorRegistry | None = None,
+        identity: str | None = None,
+        lease_clock: LeaseClock | None = None,
+        backoff: Backoff | None = None,
+        watch_seconds: int = 300,
+        serve: bool = True,
+    ) -> None:
+        self.options = options
+        kube = OfficialKube(api_client, request_timeout=options.request_timeout)
+        lease_kube = OfficialKube(
+            api_client, request_timeout=options.renew_deadline.total_seconds() / 2
+        )
+        self.process = Process(
+            options,
+            lease_kube=lease_kube,
+            registry=registry,
+            identity=identity,
+            lease_clock=lease_clock,
+            serve=serve,
+        )
+        self.registry = self.process.registry
+        self.role = self.process.role
+        self.side = HubSide(
+            kube,
+            metrics=MirrorMetrics(self.registry),
+            role=self.role,
+            addon_name=options.addon_name,
+            copy_name=options.copy_name,
+            namespace_selector=options.namespace_selector,
+            resync_interval=options.resync.total_seconds(),
+            backoff=backoff,
+            watch_seconds=watch_seconds,
+            watch_metrics=self.process.watch_metrics.watch("hub-copies"),
+        )
+        self.process.add(
+            "mirror", self.side, alive=lambda: self.side.alive, ready=lambda: self.side.synced
+        )
+        self.process.on_leading(self.side.resync)
+
+    @property
+    def elector(self) -> Any:
+        return self.process.elector
+
+    @property
+    def leading(self) -> bool:
+        return self.role.may_write()
+
+    @property
+    def metrics_server(self) -> Any:
+        return self.process.metrics_server
+
+    @property
+    def probes(self) -> Any:
+        return self.process.probes
+
+    def start(self) -> None:
+        self.process.start()
+
+    def stop(self, *, release: bool = True) -> None:
+        self.process.stop(release=release)
+
+    def __enter__(self) -> HubReplica:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@contextmanager
+def hub_side(
+    hub_kubeconfig: Path, *, resync: float = 30.0, registry: CollectorRegistry | None = None
+) -> Iterator[HubReplica]:
+    """The hub side running in process on the hub of `hub_kubeconfig` (`addon-status demo`):
+    one replica, no election, no metrics or probe server; stopped when the block ends."""
+    options = HubOptions(resync=timedelta(seconds=resync), request_timeout=5.0)
+    with client_for(hub_kubeconfig) as api:
+        replica = HubReplica(options, api, registry=registry, serve=False)
+        with replica:
+            yield replica
+
+
+def run_hub_command(args: argparse.Namespace) -> int:
+    """`addon-status hub`: 0 after SIGTERM/SIGINT, 2 for bad flags, 1 when it cannot start."""
+    try:
+        options = HubOptions.from_args(args, os.environ)
+    except OptionsError as error:
+        print(f"addon-status hub: {error}", file=sys.stderr)
+        return 2
+    configure_logging(options.log_level)
+
+    class _Running:
+        def __init__(self) -> None:
+            self.api = client_for(options.kubeconfig)
+            self.replica = HubReplica(options, self.api)
+            try:
+                self.replica.start()
+            except BaseException:
+                self.api.close()  # type: ignore[no-untyped-call]
+                raise
+
+        def stop(self) -> None:
+            self.replica.stop()
+            self.api.close()  # type: ignore[no-untyped-call]
+
+    return serve_until_signalled("hub", _Running)

@@ -1,0 +1,425 @@
+"""`addon-status run`: one `Replica` of the spoke controller, a `controller.process.Process` with
+the spoke's parts added to it — the Event recorder, the reconcile worker, the watches of the CR
+and of the health rules' objects, the report API in front of the worker — and hub replication
+for each leadership term.
+
+Who does what while leading. A leader judges reports, writes the spoke CR's status and copies it
+to the hub; a follower keeps its watch and its probes and is ready, but answers reports with
+503, `Retry-After` and a closed connection, so that the reporter's retry may be balanced to the
+leader (a follower that is not ready would block rolling updates and drains). On becoming
+leader, the worker rebuilds its machines from the CR, where the previous leader left them, and
+hands the status it found to replication; on stepping down it stops judging and writing at once,
+the answers still waiting for a write are told to go elsewhere, and replication stops. A replica
+shutting down steps down, lets the worker drain, gives the hub a moment to receive the last
+status, and only then releases the Lease, so that the other replica takes over at once.
+
+Each leadership term replicates through a fresh `HubReplicator`: a new term starts from what
+the CR says, never from a status an earlier term published (an older status must never land
+on the hub over a newer one that another replica wrote meanwhile).
+
+Tests and the demo build a `Replica` in process with an injected clock, spoke client (or an
+in-memory `Kube`) and hub client source, on port 0 everywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+import sys
+from collections.abc import Callable, Iterator
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+
+from controller.flags import Address, OptionsError
+from controller.kube.api import Kube, NotFoundError
+from controller.kube.backoff import Backoff
+from controller.kube.kubeconfig import KubeconfigSource, client_for, client_for_url
+from controller.kube.official import ApiClient, OfficialKube
+from controller.kube.reflector import Reflector
+from controller.ops.clocks import LeaseClock, MachineClock, SystemClock, utc_now
+from controller.ops.logs import configure_logging
+from controller.process import Process, serve_until_signalled
+from controller.reports.cli import build_report_server
+from controller.reports.server import ReportServer
+from controller.reports.sink import SinkNotLeaderError, SinkRejectedError, SinkUnavailableError
+from controller.spoke.addon import GROUP, PLURAL, AddonStore
+from controller.spoke.events import EventRecorder
+from controller.spoke.metrics import ControllerMetrics, ReplicationMetrics
+from controller.spoke.options import RunOptions
+from controller.spoke.replication import ClientSource, HubReplicator
+from controller.spoke.watches import ADDON_WATCH, addon_watch, object_watches
+from controller.spoke.worker import (
+    NotLeaderError,
+    StatusRejectedError,
+    Worker,
+    WorkerError,
+)
+from statemachines import Report, Verdict
+from statemachines.config import Config
+from statemachines.related import RelatedObject
+
+__all__ = ["Replica", "demo_controller", "related_objects", "run_command"]
+
+log = logging.getLogger(__name__)
+
+_HANDOVER = 2.0  # seconds a stopping leader gives the hub to receive its last status
+
+
+def related_objects(options: RunOptions) -> list[RelatedObject]:
+    """What the shell adds to `status.relatedObjects` (section 9): the addon CR, and the Lease
+    when electing. The health rules' objects and the configuration's come with the Config."""
+    addon = options.ref
+    found = [RelatedObject(GROUP, PLURAL, addon.name, addon.namespace)]
+    if options.leader_elect:
+        lease = options.lease_ref
+        found.append(RelatedObject("coordination.k8s.io", "leases", lease.name, lease.namespace))
+    return found
+
+
+class WorkerSink:
+    """The report API's sink (`controller.reports.sink.ReportSink`) on the worker: its errors
+    in the words of the report API."""
+
+    def __init__(self, worker: Worker) -> None:
+        self._worker = worker
+
+    def submit(self, report: Report, *, timeout: float) -> Verdict:
+        try:
+            return self._worker.submit(report, timeout=timeout)
+        except StatusRejectedError as error:
+            raise SinkRejectedError(str(error)) from error
+        except NotLeaderError as error:
+            raise SinkNotLeaderError(str(error)) from error
+        except TimeoutError as error:
+            message = f"no verdict within {timeout:g}s; retry"
+            raise SinkUnavailableError(message, timeout=True) from error
+        except WorkerError as error:
+            raise SinkUnavailableError(str(error)) from error
+
+
+class Replica:
+    """One replica of the spoke controller, from `RunOptions`; see the module docstring.
+
+    `start()` raises (and leaves nothing running) when the CR cannot be read or a server
+    cannot listen; `stop()` is idempotent and joins every thread it started.
+    """
+
+    def __init__(
+        self,
+        options: RunOptions,
+        *,
+        api_client: ApiClient | None = None,
+        kube: Kube | None = None,
+        hub_source: ClientSource | None = None,
+        clock: MachineClock = utc_now,
+        lease_clock: LeaseClock | None = None,
+        config: Config | None = None,
+        registry: CollectorRegistry | None = None,
+        identity: str | None = None,
+        hub_backoff: tuple[float, float] = (0.5, 60.0),
+        watch_seconds: int = 300,
+        watch_backoff: Backoff | None = None,
+        max_wait: float = 30.0,
+        unready_after: float = 30.0,
+    ) -> None:
+        """`kube` (an in-memory `Kube` in unit tests) or `api_client` (else the one of
+        `--kubeconfig`) is the spoke. `clock` drives the state machines; `lease_clock` the
+        Lease and hub retries (real time unless a test moves it). `hub_source` replaces the
+        `--hub-kubeconfig` file; `hub_backoff` is (first, longest) wait between failed hub
+        calls; `max_wait` is the longest the worker sleeps without looking at `clock` (a
+        faster clock needs a short one); `unready_after` how long a change may wait to be
+        written before /readyz fails."""
+        self.options = options
+        self.config = (config or options.config()).with_related(*related_objects(options))
+        self._own_client = api_client is None and kube is None
+        self.api_client = api_client
+        if kube is None:
+            if self.api_client is None:
+                self.api_client = client_for(options.kubeconfig)
+            kube = OfficialKube(self.api_client, request_timeout=options.request_timeout)
+        self.kube = kube
+        self._lease_clock = lease_clock or SystemClock()
+        self._hub_source = hub_source
+        self._own_hub_source: KubeconfigSource | None = None
+        self._hub_backoff = hub_backoff
+        self.process = Process(
+            options,
+            lease_kube=kube,
+            lease_namespace=options.addon_namespace,
+            registry=registry,
+            identity=identity,
+            lease_clock=self._lease_clock,
+        )
+        self.registry = self.process.registry
+        self.replicator: HubReplicator | None = None  # the current (or last) term's
+        try:
+            self._assemble(clock, watch_seconds, watch_backoff, max_wait, unready_after)
+        except BaseException:
+            self._close_clients()
+            raise
+
+    def _assemble(
+        self,
+        clock: MachineClock,
+        watch_seconds: int,
+        watch_backoff: Backoff | None,
+        max_wait: float,
+        unready_after: float,
+    ) -> None:
+        options, process, config = self.options, self.process, self.config
+        store = AddonStore(
+            self.kube, options.ref, instance=os.environ.get("POD_NAME") or socket.gethostname()
+        )
+        self.metrics = metrics = ControllerMetrics(self.registry, config)
+        recorder = EventRecorder(
+            store, on_result=lambda outcome: metrics.events.labels(outcome).inc()
+        )
+        self.worker = worker = Worker(
+            store,
+            config,
+            metrics=metrics,
+            clock=clock,
+            record_events=recorder.record,
+            role=process.role,
+            max_wait=max_wait,
+            unready_after=unready_after,
+        )
+        self.watch = addon_watch(
+            self.kube,
+            options.ref,
+            worker.observe,
+            metrics=process.watch_metrics.watch(ADDON_WATCH),
+            backoff=watch_backoff,
+            watch_seconds=watch_seconds,
+        )
+        process.add("event-recorder", recorder)
+        process.add(
+            "worker",
+            worker,
+            alive=lambda: worker.alive,
+            # A follower is ready too: it answers reports with 503 + Retry-After and closes
+            # the connection, so the retry may reach the leader.
+            ready=lambda: worker.alive,
+        )
+        process.readiness["addon"] = lambda: worker.present
+        # A leader whose status writes keep failing cannot do its job: say so.
+        process.readiness["status-write"] = lambda: worker.writing
+        process.add("watch", self.watch, alive=lambda: self.watch.alive)
+        self.object_watches = object_watches(
+            self.kube,
+            config.resources,
+            worker.observe_object,
+            metrics=process.watch_metrics,
+            backoff=watch_backoff,
+            watch_seconds=watch_seconds,
+        )
+        for reflector in self.object_watches:
+            process.watch_metrics.watch(reflector.name)
+            _add_watch(process, reflector)
+        self.report_server: ReportServer = build_report_server(
+            options,
+            sink=WorkerSink(worker),
+            config=config,
+            registry=self.registry,
+            kube=lambda: self.kube,
+        )
+        process.add("report-api", self.report_server)
+        self._replication = self._replication_terms()
+        if self._replication is not None:
+            self.replicator = self._replication()  # for the status read at start
+            worker.on_status_written.append(self._publish)
+        self._terms = 0
+        process.on_leading(self._lead)
+        process.on_stepping_down(self._step_down)
+
+    # ---- lifecycle ---------------------------------------------------------------------------
+
+    def start(self) -> None:
+        try:
+            self.process.start()
+        except NotFoundError as error:
+            self._close_clients()
+            raise OptionsError(
+                f"the addon CR {self.options.ref} does not exist (kind ObservabilityAddon; "
+                "set --addon-name / --addon-namespace)"
+            ) from error
+        except BaseException:
+            self._close_clients()
+            raise
+
+    def stop(self, *, release: bool = True) -> None:
+        """Stop everything; `release=False` leaves the Lease to expire (a crash, as the other
+        replica sees it)."""
+        self.process.stop(release=release)
+        self._close_clients()
+
+    def __enter__(self) -> Replica:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- what tests, the demo and the probes look at ---------------------------------------
+
+    @property
+    def elector(self) -> Any:
+        return self.process.elector
+
+    @property
+    def role(self) -> Any:
+        return self.process.role
+
+    @property
+    def leading(self) -> bool:
+        return self.worker.leading
+
+    @property
+    def metrics_server(self) -> Any:
+        return self.process.metrics_server
+
+    @property
+    def probes(self) -> Any:
+        return self.process.probes
+
+    @property
+    def report_url(self) -> str:
+        return self.report_server.url
+
+    @property
+    def metrics_url(self) -> str:
+        return self.process.url(self.process.metrics_server)
+
+    @property
+    def probe_url(self) -> str:
+        return self.process.url(self.process.probes)
+
+    # ---- leadership --------------------------------------------------------------------------
+
+    def _publish(self, status: dict[str, Any]) -> None:
+        """The worker's hook after every status write (and the status read on leading)."""
+        replicator = self.replicator
+        if replicator is not None:
+            replicator.publish(status)
+
+    def _lead(self) -> None:
+        if self._replication is not None:
+            if self._terms:  # this term must not resume an earlier term's publications
+                self.replicator = self._replication()
+            self._terms += 1
+            assert self.replicator is not None
+            self.replicator.start()
+        if self.process.elector is not None:
+            self.worker.set_leader(True)
+
+    def _step_down(self) -> None:
+        if self.process.elector is not None:
+            self.worker.set_leader(False)
+        drain = self.options.request_timeout + 1.0
+        try:
+            self.worker.tick().result(timeout=drain)
+        except (FutureTimeout, WorkerError) as error:
+            log.warning("the worker did not drain before the step-down: %s", error or "timeout")
+        replicator = self.replicator
+        if replicator is None:
+            return
+        handing_over = self.process.stopping and self.process.releasing
+        if handing_over and not replicator.wait_synced(_HANDOVER):
+            log.warning("stopping before the hub copy caught up; the next leader will")
+        if not replicator.stop(timeout=drain):
+            log.warning("hub replication is still inside a hub call; it ends with it")
+
+    def _replication_terms(self) -> Callable[[], HubReplicator] | None:
+        """Builds one term's replicator; None when there is no hub to replicate to."""
+        source = self._hub_source
+        if source is None and self.options.hub_kubeconfig is None:
+            return None
+        hub = self.options.hub_ref
+        if hub is None:
+            raise OptionsError("--cluster-name / ADDON_STATUS_CLUSTER_NAME: required with a hub")
+        if source is None:
+            assert self.options.hub_kubeconfig is not None
+            source = self._own_hub_source = KubeconfigSource(self.options.hub_kubeconfig)
+        metrics = ReplicationMetrics(self.registry, monotonic=self._lease_clock.monotonic)
+        first, longest = self._hub_backoff
+
+        def replicator() -> HubReplicator:
+            assert source is not None
+            return HubReplicator(
+                source,
+                namespace=hub.namespace,
+                name=hub.name,
+                copy=self.options.hub_copy,
+                clock=self._lease_clock,
+                metrics=metrics,
+                resync_interval=self.options.hub_resync.total_seconds(),
+                backoff_base=first,
+                backoff_max=longest,
+                create_missing=self.options.hub_create_missing,
+            )
+
+        return replicator
+
+    def _close_clients(self) -> None:
+        if self._own_hub_source is not None:
+            self._own_hub_source.close()
+            self._own_hub_source = None
+        if self._own_client and self.api_client is not None:
+            self.api_client.close()  # type: ignore[no-untyped-call]
+            self._own_client = False
+
+
+def _add_watch(process: Process, reflector: Reflector) -> None:
+    process.add(reflector.name, reflector, alive=lambda: reflector.alive)
+
+
+@contextmanager
+def demo_controller(
+    *,
+    spoke_url: str,
+    hub_kubeconfig: Path,
+    cluster_name: str,
+    config: Config,
+    clock: MachineClock,
+) -> Iterator[Replica]:
+    """A running single replica for `addon-status demo`: an unauthenticated spoke API server
+    at `spoke_url`, the hub through `hub_kubeconfig`, the report API on loopback without
+    authentication, every port chosen free; the worker looks at the (accelerated) clock every
+    50 ms, so that a dampening window ends on time on the demo's timeline."""
+    loopback = Address(host="127.0.0.1", port=0)
+    options = RunOptions(
+        metrics_address=loopback,
+        probe_address=loopback,
+        report_address="127.0.0.1:0",
+        insecure=True,
+        hub_kubeconfig=hub_kubeconfig,
+        cluster_name=cluster_name,
+        request_timeout=5.0,
+    )
+    with client_for_url(spoke_url) as api:
+        replica = Replica(options, api_client=api, clock=clock, config=config, max_wait=0.05)
+        with replica:
+            yield replica
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """`addon-status run`: 0 after SIGTERM/SIGINT, 2 for bad flags, 1 when it cannot start."""
+    try:
+        options = RunOptions.from_args(args, os.environ)
+    except OptionsError as error:
+        print(f"addon-status run: {error}", file=sys.stderr)
+        return 2
+    configure_logging(options.log_level)
+
+    def start() -> Replica:
+        replica = Replica(options)
+        replica.start()
+        return replica
+
+    return serve_until_signalled("run", start)

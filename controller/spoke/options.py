@@ -1,0 +1,216 @@
+"""The settings of `addon-status run`: its flags (declared once, with `controller.flags`),
+`ADDON_STATUS_*` variables and defaults, validated in `RunOptions` before the controller
+touches the network. The report API's flags are `controller.reports.cli`'s own
+(`REPORT_API_FLAGS`)."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+
+from controller.flags import (
+    ELECTION_FLAGS,
+    ENV_PREFIX,
+    LABEL,
+    NAME,
+    PROCESS_FLAGS,
+    Address,
+    Flag,
+    OptionsError,
+    ProcessOptions,
+    add_flags,
+    first_problem,
+)
+from controller.reports.cli import REPORT_API_FLAGS
+from controller.spoke.addon import AddonRef
+from statemachines.config import Config
+from statemachines.config_file import load_configuration
+from statemachines.errors import ConfigError
+from statemachines.settings import Duration, Settings
+from statemachines.vocabulary import PROFILES
+
+__all__ = [
+    "DEFAULT_LEASE",
+    "DEFAULT_NAME",
+    "DEFAULT_NAMESPACE",
+    "RUN_FLAGS",
+    "Address",
+    "OptionsError",
+    "RunOptions",
+    "add_run_flags",
+]
+
+DEFAULT_NAME = "observability-addon"
+DEFAULT_NAMESPACE = "open-cluster-management-addon-observability"
+DEFAULT_LEASE = "addon-status-controller"
+
+_SPOKE_FLAGS = (
+    Flag("addon_name", "--addon-name", f"name of the addon CR (default {DEFAULT_NAME})"),
+    Flag("addon_namespace", "--addon-namespace", f"its namespace (default {DEFAULT_NAMESPACE})"),
+    Flag("profile", "--profile", "names written: seed or acm (seed)", "NAME"),
+    Flag("collectors", "--collectors", "comma-separated collectors (default: all)", "LIST"),
+    Flag("config_file", "--config", "configuration file: resources, collectorSettings", "FILE"),
+    Flag("degrade_after", "--degrade-after", "dampening window before Degraded (10m)", "DUR"),
+    Flag("recover_after", "--recover-after", "dampening window before recovery (0s)", "DUR"),
+    Flag("report_interval", "--report-interval", "how often collectors report (5m)", "DUR"),
+    Flag("stale_after", "--stale-after", "silence before ReportsStale (3 intervals)", "DUR"),
+    Flag("history_limit", "--history-limit", "changes status.history keeps; 0: none (10)", "N"),
+    Flag("hub_kubeconfig", "--hub-kubeconfig", "kubeconfig of the hub (none: no copy)", "PATH"),
+    Flag("cluster_name", "--cluster-name", "this cluster on the hub: the copy's namespace", "NAME"),
+    Flag("hub_addon_name", "--hub-addon-name", "name of the hub copy (--addon-name)", "NAME"),
+    Flag("hub_copy", "--hub-copy", "what to copy: conditions or status (conditions)", "WHAT"),
+    Flag("hub_resync", "--hub-resync", "re-read and repair the hub copy this often (5m)", "DUR"),
+    Flag("hub_create_missing", "--hub-create-missing", "create a missing copy", kind="switch"),
+)
+RUN_FLAGS = (*PROCESS_FLAGS, *_SPOKE_FLAGS, *ELECTION_FLAGS, *REPORT_API_FLAGS)
+"""Every flag of `run`."""
+
+
+def add_run_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of `run`; each also reads `ADDON_STATUS_<FLAG>` from the environment."""
+    add_flags(parser, RUN_FLAGS)
+
+
+class RunOptions(ProcessOptions):
+    """Validated settings of one spoke controller."""
+
+    FLAGS = RUN_FLAGS
+
+    addon_name: str = Field(default=DEFAULT_NAME, pattern=NAME)
+    addon_namespace: str = Field(default=DEFAULT_NAMESPACE, pattern=LABEL)
+    profile: Literal["seed", "acm"] = "seed"
+    collectors: tuple[str, ...] | None = None
+    config_file: Path | None = None  # resources (health rules), collectorSettings, profile
+    degrade_after: Duration | None = None
+    recover_after: Duration | None = None
+    report_interval: Duration | None = None
+    stale_after: Duration | None = None
+    history_limit: int | None = None
+    # the report API (controller.reports.cli.REPORT_API_FLAGS)
+    report_address: str = ":8090"
+    authorization: Path | None = None
+    operator_identity: tuple[str, ...] = ()
+    collector_identity: tuple[str, ...] = ()
+    token_table: Path | None = None
+    tls_cert_file: Path | None = None
+    tls_key_file: Path | None = None
+    insecure: bool = False
+    # the hub copy
+    hub_kubeconfig: Path | None = None  # None: no replication to the hub
+    cluster_name: str | None = Field(default=None, pattern=LABEL)
+    hub_addon_name: str | None = Field(default=None, pattern=NAME)
+    hub_copy: Literal["conditions", "status"] = "conditions"
+    hub_resync: Duration = timedelta(minutes=5)
+    hub_create_missing: bool = False
+    # leader election: the Lease's name (its namespace: the addon's unless set)
+    lease_name: str = Field(default=DEFAULT_LEASE, pattern=NAME)
+
+    @field_validator("collectors", "operator_identity", "collector_identity", mode="before")
+    @classmethod
+    def _split(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return tuple(v.strip() for v in value.split(",") if v.strip())
+        return value
+
+    @field_validator("report_address")
+    @classmethod
+    def _report_address(cls, value: str) -> str:
+        Address.parse(value)  # kept as written: report_cli picks the host for an empty one
+        return value
+
+    @model_validator(mode="after")
+    def _fits_together(self) -> RunOptions:
+        """Raised as OptionsError (pydantic passes it through), naming both flags."""
+        if self.hub_kubeconfig is not None and self.cluster_name is None:
+            raise OptionsError(
+                f"{_names('cluster_name')}: required with --hub-kubeconfig "
+                "(the hub namespace of this cluster's addon copy)"
+            )
+        if self.hub_resync <= timedelta(0):
+            raise OptionsError(f"{_names('hub_resync')}: must be positive")
+        return self
+
+    @classmethod
+    def problem(cls, error: ValidationError) -> str:
+        """The first problem, named by its flag and variable; a rule over several timings as
+        such."""
+        problem = first_problem(error, RUN_FLAGS, aliases=_BY_SETTING)
+        return problem if problem.startswith("--") else f"timing settings: {problem}"
+
+    def check(self) -> None:
+        """The kubeconfigs exist; the collectors, timings and configuration file fit."""
+        super().check()
+        if self.hub_kubeconfig is not None and not self.hub_kubeconfig.is_file():
+            raise OptionsError(f"kubeconfig {self.hub_kubeconfig}: no such file")
+        self.config()
+
+    @property
+    def ref(self) -> AddonRef:
+        return AddonRef(self.addon_namespace, self.addon_name)
+
+    @property
+    def hub_ref(self) -> AddonRef | None:
+        """The hub copy of the addon CR (namespace: the cluster's name); None without a name."""
+        if self.cluster_name is None:
+            return None
+        return AddonRef(self.cluster_name, self.hub_addon_name or self.addon_name)
+
+    @property
+    def lease_ref(self) -> AddonRef:
+        """The Lease of leader election (an `AddonRef` is any namespaced name)."""
+        return AddonRef(self.lease_namespace or self.addon_namespace, self.lease_name)
+
+    def config(self) -> Config:
+        """The core's configuration: the collectors and their timings from the flags, the rest
+        (resources, collectorSettings) from `--config`; raises OptionsError naming the file,
+        the path in it and what is wrong."""
+        timings = {
+            "degradeAfter": self.degrade_after,
+            "recoverAfter": self.recover_after,
+            "reportInterval": self.report_interval,
+            "staleAfter": self.stale_after,
+            "historyLimit": self.history_limit,
+        }
+        try:
+            settings = Settings.model_validate({k: v for k, v in timings.items() if v is not None})
+            profile = PROFILES[self.profile]
+            config = Config.create(profile=profile, collectors=self.collectors, settings=settings)
+        except ValidationError as error:
+            raise OptionsError(self.problem(error)) from None
+        except ConfigError as error:
+            raise OptionsError(f"--collectors / {ENV_PREFIX}COLLECTORS: {error}") from error
+        if self.config_file is None:
+            return config
+        try:
+            text = self.config_file.read_text(encoding="utf-8")
+        except OSError as error:
+            problem = f"{self.config_file}: {error.strerror}"
+            raise OptionsError(f"{_names('config_file')}: {problem}") from error
+        try:
+            return load_configuration(
+                text,
+                source=str(self.config_file),
+                namespace=self.addon_namespace,
+                collectors=self.collectors,
+                settings=settings,
+                profile=profile,
+            )[0]
+        except ConfigError as error:
+            raise OptionsError(str(error)) from error
+
+
+def _names(field: str) -> str:
+    return next(f for f in RUN_FLAGS if f.field == field).names
+
+
+_BY_SETTING = {
+    "degradeAfter": "degrade_after",
+    "recoverAfter": "recover_after",
+    "reportInterval": "report_interval",
+    "staleAfter": "stale_after",
+    "historyLimit": "history_limit",
+}
