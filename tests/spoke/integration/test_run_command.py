@@ -103,8 +103,8 @@ def test_a_missing_cr_is_one_line_and_exit_1(kubeconfig: Path) -> None:
     _, stderr = process.communicate(timeout=30)
     assert process.returncode == 1
     assert stderr.strip().splitlines()[-1] == (
-        f"addon-status run: cannot start: the addon CR {NAMESPACE}/observability-addon does not exist "
-        "(kind ObservabilityAddon; set --addon-name / --addon-namespace)"
+        f"addon-status run: cannot start: the addon CR {NAMESPACE}/observability-addon does not"
+        " exist (kind ObservabilityAddon; set --addon-name / --addon-namespace)"
     )
     assert "Traceback" not in stderr
 
