@@ -19,6 +19,7 @@ from kubernetes import client
 from controller.kube.api import (
     ADDON,
     ALL_NAMESPACES,
+    KindNotServedError,
     ConflictError,
     GoneError,
     Kube,
@@ -26,6 +27,7 @@ from controller.kube.api import (
     WatchEvent,
     resource_version,
 )
+from controller.kube.api import NAMESPACE as NAMESPACE_RESOURCE
 from controller.kube.fake import FakeKube
 from controller.kube.official import OfficialKube
 from kubesim import APIServer, UserInfo
@@ -149,3 +151,45 @@ def test_token_review_says_who_a_token_belongs_to(kube: Kube) -> None:
     assert known["authenticated"] is True
     assert known["user"]["username"] == "admin"
     assert not kube.review_token("forged", []).get("authenticated")
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind", "plural", "namespaced"),
+    [
+        pytest.param(ADDON.api_version, "ObservabilityAddon", "observabilityaddons", True,
+                     id="a-crd"),
+        pytest.param("apps/v1", "Deployment", "deployments", True, id="a-group"),
+        pytest.param("v1", "Namespace", "namespaces", False, id="cluster-scoped-core"),
+    ],
+)  # fmt: skip
+def test_discovery_names_the_resource_of_a_kind(
+    kube: Kube, api_version: str, kind: str, plural: str, namespaced: bool
+) -> None:
+    """kube-apiserver's discovery (`/api/v1`, `/apis/<group>/<version>`) lists each resource
+    with its kind and whether it is namespaced; subresources (`deployments/status`) are not
+    the kind's resource."""
+    found = kube.discover(api_version, kind)
+    assert (found.api_version, found.plural, found.kind) == (api_version, plural, kind)
+    assert found.namespaced is namespaced
+
+
+@pytest.mark.parametrize(
+    ("api_version", "kind"),
+    [("example.com/v1", "Widget"), ("apps/v1", "Widget"), ("v1", "Widget")],
+    ids=["unknown-group", "unknown-kind-of-a-group", "unknown-core-kind"],
+)
+def test_a_kind_the_server_does_not_serve_is_not_served(
+    kube: Kube, api_version: str, kind: str
+) -> None:
+    """An unknown group version is a 404 from discovery; a known one without the kind lists
+    no such resource: both say the kind is not served (yet)."""
+    with pytest.raises(KindNotServedError):
+        kube.discover(api_version, kind)
+
+
+def test_a_cluster_scoped_resource_is_listed_without_a_namespace(kube: Kube) -> None:
+    """`/api/v1/namespaces`: the path of a cluster-scoped resource names no namespace."""
+    if isinstance(kube, FakeKube):  # kubesim's fixture created it through the API
+        kube.put(NAMESPACE_RESOURCE, {"metadata": {"name": NAMESPACE, "namespace": ""}})
+    listed = kube.list(NAMESPACE_RESOURCE, ALL_NAMESPACES)["items"]
+    assert NAMESPACE in {item["metadata"]["name"] for item in listed}
