@@ -5,23 +5,39 @@ reasons match the Kubernetes pattern, messages are cut (never rejected) at the A
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
-from statemachines.vocabulary import REASON_PATTERN
+from statemachines.vocabulary import REASON_PATTERN, ConditionType
 
 __all__ = [
     "MAX_MESSAGE",
+    "STANDARD_TYPES",
     "Condition",
+    "ConditionStatus",
     "cut_message",
     "find_condition",
     "format_precise",
     "format_time",
     "parse_time",
+    "standard_true",
+    "standard_true_in",
     "transition_time",
 ]
+
+STANDARD_TYPES = tuple(t.value for t in ConditionType)  # of either profile
+
+
+class ConditionStatus(StrEnum):
+    """A condition's `status`, as Kubernetes spells it."""
+
+    TRUE = "True"
+    FALSE = "False"
+    UNKNOWN = "Unknown"
 
 MAX_MESSAGE = 32768
 _CUT_MARK = " [...]"
@@ -60,13 +76,14 @@ def _valid_reason(reason: str) -> bool:
 @dataclass(frozen=True, slots=True)
 class Condition:
     type: str
-    status: str  # "True" | "False" | "Unknown"
+    status: ConditionStatus
     reason: str
     message: str
     last_transition_time: datetime
     observed_generation: int
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "status", ConditionStatus(self.status))  # ValueError if none
         if not _valid_reason(self.reason):
             raise ValueError(f"condition {self.type}: reason {self.reason!r} is not a valid reason")
         if self.last_transition_time.microsecond:
@@ -79,7 +96,7 @@ class Condition:
     def to_api(self) -> dict[str, Any]:
         return {
             "type": self.type,
-            "status": self.status,
+            "status": self.status.value,
             "reason": self.reason,
             "message": self.message,
             "lastTransitionTime": format_time(self.last_transition_time),
@@ -90,7 +107,7 @@ class Condition:
     def from_api(cls, raw: dict[str, Any]) -> Condition:
         return cls(
             type=str(raw["type"]),
-            status=str(raw["status"]),
+            status=ConditionStatus(raw["status"]),
             reason=str(raw["reason"]),
             message=str(raw.get("message", "")),
             last_transition_time=parse_time(str(raw["lastTransitionTime"])),
@@ -100,6 +117,26 @@ class Condition:
 
 def find_condition(conditions: tuple[Condition, ...], type_: str) -> Condition | None:
     return next((c for c in conditions if c.type == type_), None)
+
+
+def standard_true(conditions: Iterable[Condition]) -> Condition | None:
+    """The standard condition that is True (the core writes exactly one), if there is one."""
+    return next(
+        (c for c in conditions if c.type in STANDARD_TYPES and c.status is ConditionStatus.TRUE),
+        None,
+    )
+
+
+def standard_true_in(conditions: object) -> list[Mapping[str, Any]]:
+    """The standard conditions that are True in a status's `conditions` as an API server
+    returns them (written by anyone: possibly none, several, or malformed entries, which are
+    skipped), in the standard types' order."""
+    found = {
+        c.get("type"): c
+        for c in (conditions if isinstance(conditions, list) else [])
+        if isinstance(c, Mapping) and c.get("status") == ConditionStatus.TRUE
+    }
+    return [found[t] for t in STANDARD_TYPES if t in found]
 
 
 def transition_time(old: Condition | None, status: str, now: datetime) -> datetime:

@@ -11,18 +11,22 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from statemachines.conditions import Condition
+from statemachines.conditions import Condition, standard_true
 from statemachines.state import HistoryEntry
-from statemachines.vocabulary import ConditionType
 
-__all__ = ["recorded", "true_standard"]
-
-_STANDARD = frozenset(t.value for t in ConditionType)
+__all__ = ["moved", "recorded"]
 
 
-def true_standard(conditions: tuple[Condition, ...]) -> Condition | None:
-    """The standard condition that is True, if the conditions have one."""
-    return next((c for c in conditions if c.type in _STANDARD and c.status == "True"), None)
+def moved(
+    before: tuple[Condition, ...], after: tuple[Condition, ...]
+) -> tuple[Condition | None, Condition] | None:
+    """(the True standard condition before, the one after) when the addon moved: its True
+    standard type or that condition's reason changed (or it has one for the first time);
+    None when it did not."""
+    old, new = standard_true(before), standard_true(after)
+    if new is None or (old is not None and (old.type, old.reason) == (new.type, new.reason)):
+        return None
+    return old, new
 
 
 def recorded(
@@ -37,8 +41,9 @@ def recorded(
     its reason changed; at most `limit` entries (0: none)."""
     if limit == 0:
         return ()
-    old, new = true_standard(before), true_standard(after)
-    if new is None or (old is not None and (old.type, old.reason) == (new.type, new.reason)):
+    change = moved(before, after)
+    if change is None:
         return history[:limit]
+    new = change[1]
     entry = HistoryEntry(str(new.type), str(new.reason), new.message, now.replace(microsecond=0))
     return (entry, *history)[:limit]

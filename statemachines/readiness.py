@@ -11,7 +11,13 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from statemachines.conditions import Condition, find_condition, transition_time
+from statemachines.conditions import (
+    Condition,
+    ConditionStatus,
+    find_condition,
+    standard_true,
+    transition_time,
+)
 from statemachines.config import Config
 from statemachines.state import AddonState, CollectorState, LastKnownGood
 from statemachines.vocabulary import READY, ConditionType, ReadyReason, State
@@ -37,18 +43,19 @@ def ready_condition(
     """`Ready` for `state`, given the standard conditions just computed for it."""
     available = find_condition(tuple(standard), ConditionType.AVAILABLE)
     generation = state.generation
-    if available is None or available.status != "True":
-        true = next(c for c in standard if c.status == "True")
-        reason, status = ReadyReason.NOT_AVAILABLE, "False"
+    if available is None or available.status is not ConditionStatus.TRUE:
+        true = standard_true(standard)
+        assert true is not None  # exactly one standard type is True
+        reason, status = ReadyReason.NOT_AVAILABLE, ConditionStatus.FALSE
         message = f"the addon is {true.type}, not Available ({true.reason})"
     elif lagging := _lagging(state):
-        reason, status = ReadyReason.OUTDATED_GENERATION, "False"
+        reason, status = ReadyReason.OUTDATED_GENERATION, ConditionStatus.FALSE
         names = ", ".join(
             f"{_display(c, config)} at generation {c.observed_generation}" for c in lagging
         )
         message = f"Available, but not every collector reported at generation {generation}: {names}"
     else:
-        reason, status = ReadyReason.CURRENT, "True"
+        reason, status = ReadyReason.CURRENT, ConditionStatus.TRUE
         message = f"Available at generation {generation}"
     since = transition_time(find_condition(state.conditions, READY), status, now)
     return Condition(READY, status, reason, message, since, generation)
@@ -58,7 +65,7 @@ def last_known_good(
     previous: LastKnownGood | None, ready: Condition, generation: int, now: datetime
 ) -> LastKnownGood | None:
     """The newest generation the addon was Ready at: moves only forward, keeps its `since`."""
-    if ready.status != "True":
+    if ready.status is not ConditionStatus.TRUE:
         return previous
     if previous is not None and previous.generation >= generation:
         return previous

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from statemachines.conditions import format_time
+from statemachines.conditions import format_time, standard_true, standard_true_in
 from statemachines.config import Config
 from statemachines.core import (
     advance,
@@ -27,7 +27,7 @@ from statemachines.scenario import EPOCH, Expectation, Scenario, Step
 from statemachines.settings import format_duration
 from statemachines.state import AddonState
 from statemachines.stored import to_status
-from statemachines.vocabulary import ConditionType, Reason
+from statemachines.vocabulary import Reason
 
 __all__ = ["Run", "TimelineRow", "check", "run"]
 
@@ -140,7 +140,8 @@ def _row(
     failures: tuple[str, ...] = (),
 ) -> TimelineRow:
     """A row of the timeline, in the names the profile writes."""
-    true = next(c for c in state.conditions if c.type in set(ConditionType) and c.status == "True")
+    true = standard_true(state.conditions)
+    assert true is not None  # the core writes exactly one
     name = config.profile.name_of
     collectors = {}
     for c in state.collectors:
@@ -197,9 +198,9 @@ def check(
             )
     conditions = {c["type"]: c for c in status.get("conditions") or []}
     if expect.addon is not None:
-        true = [t for t in ConditionType if conditions.get(t, {}).get("status") == "True"]
-        if true != [expect.addon]:
-            got = f"{true[0].value} ({conditions[true[0]]['reason']})" if true else "none True"
+        true = standard_true_in(status.get("conditions"))
+        if [c["type"] for c in true] != [expect.addon]:
+            got = f"{true[0]['type']} ({true[0]['reason']})" if true else "none True"
             failures.append(f"{where}: expected addon {expect.addon.value}, got {got}")
     for type_, wanted in expect.conditions.items():
         failures += _compare(f"{where}: condition {type_}", wanted.fields(), conditions.get(type_))

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from statemachines import health
 from statemachines.aggregate import aggregate
-from statemachines.conditions import Condition, find_condition, transition_time
+from statemachines.conditions import Condition, ConditionStatus, find_condition, transition_time
 from statemachines.config import Config
 from statemachines.history import recorded
 from statemachines.readiness import last_known_good, ready_condition
@@ -35,11 +35,12 @@ def collector_condition(c: CollectorState, config: Config, generation: int) -> C
         limit = format_duration(config.settings[c.name].staleness_limit)
         underneath = f"{c.state.value} ({name(c.reason or Reason.NO_REPORT_YET)})"
         message = f"no report for {limit} (staleAfter); last known state {underneath}"
-        return Condition(type_, "Unknown", name(Reason.REPORTS_STALE), message, at, generation)
+        stale = name(Reason.REPORTS_STALE)
+        return Condition(type_, ConditionStatus.UNKNOWN, stale, message, at, generation)
     if c.reason is None:
         no_report = name(Reason.NO_REPORT_YET)
-        return Condition(type_, "True", no_report, "no report yet", at, generation)
-    return Condition(type_, "True", name(c.reason), c.message, at, generation)
+        return Condition(type_, ConditionStatus.TRUE, no_report, "no report yet", at, generation)
+    return Condition(type_, ConditionStatus.TRUE, name(c.reason), c.message, at, generation)
 
 
 def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonState:
@@ -54,7 +55,7 @@ def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonS
     standard = []
     reason = config.profile.name_of(result.reason)
     for type_ in config.profile.standard_types:
-        status = "True" if type_ is result.type else "False"
+        status = ConditionStatus.TRUE if type_ is result.type else ConditionStatus.FALSE
         since = transition_time(find_condition(previous, type_), status, now)
         standard.append(Condition(type_, status, reason, result.message, since, state.generation))
     ready = ready_condition(state, standard, config, now)

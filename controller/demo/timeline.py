@@ -6,11 +6,11 @@ import json
 from datetime import timedelta
 from typing import Any
 
+from statemachines.conditions import standard_true_in
 from statemachines.reports import Verdict, VerdictKind
 from statemachines.scenario import EPOCH
 from statemachines.settings import format_duration
 from statemachines.simulation import Run, TimelineRow
-from statemachines.vocabulary import ConditionType
 
 __all__ = ["as_json", "as_table"]
 
@@ -50,9 +50,9 @@ def as_table(run: Run) -> str:
         if row.verdict and row.verdict.kind is VerdictKind.REFUSED:
             lines.append(f"    why: {row.verdict.detail}")
     lines += ["", "final status (what the CR says, and why):"]
+    true = standard_true_in(run.status["conditions"])
     for condition in run.status["conditions"]:
-        standard = condition["type"] in set(ConditionType)
-        mark = "=>" if standard and condition["status"] == "True" else "  "
+        mark = "=>" if condition in true else "  "
         lines.append(
             f" {mark} {condition['type']:<26} {condition['status']:<8} {condition['reason']:<18}"
             f" {condition['message'][:100]}"

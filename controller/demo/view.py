@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, TextIO
 
-from statemachines.vocabulary import ConditionType
+from statemachines.conditions import standard_true_in
 
 __all__ = ["View", "addon_summary", "collectors_summary", "resources_summary", "stamp"]
 
@@ -22,9 +22,7 @@ def stamp(offset: timedelta) -> str:
 
 def addon_summary(status: Mapping[str, Any]) -> str:
     """`Degraded (ForwardFailure)`: the standard condition that is True, or what is missing."""
-    conditions = status.get("conditions") or []
-    standard = set(ConditionType)
-    true = [c for c in conditions if c.get("type") in standard and c.get("status") == "True"]
+    true = standard_true_in(status.get("conditions"))
     if not true:
         return "no status yet"
     return f"{true[0]['type']} ({true[0]['reason']})"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from statemachines.conditions import format_time, parse_time
+from statemachines.conditions import STANDARD_TYPES, format_time, parse_time, standard_true_in
 from statemachines.vocabulary import ConditionType
 
 __all__ = [
@@ -44,7 +44,7 @@ SCHEMA: Final = "addon-status.fleet/v1"  # the `kind` of the JSON document; bump
 UNKNOWN: Final = "Unknown"  # the state of a hub copy with no standard condition True
 READY: Final = "Ready"  # section 10's condition; not a standard type, copied when present
 RECENT: Final = timedelta(hours=1)  # "changed state in the last hour"
-_STANDARD: Final = tuple(t.value for t in ConditionType)  # plain strings: fast dict keys
+
 _NO_STATUS: Final = "no standard condition is True on the hub copy"
 
 
@@ -89,15 +89,16 @@ def row_of(copy: Mapping[str, Any]) -> Row:
     meta = copy.get("metadata") or {}
     status = copy.get("status") or {}
     by_type = {c.get("type"): c for c in status.get("conditions") or () if isinstance(c, dict)}
-    true = [t for t in _STANDARD if t in by_type and by_type[t].get("status") == "True"]
+    true = standard_true_in(status.get("conditions"))
     ready = by_type.get(READY, {}).get("status")
     state, reason, since, message = UNKNOWN, None, None, _NO_STATUS
     if true:
-        chosen = by_type[true[0]]
-        state, reason = true[0], chosen.get("reason") or None
+        chosen = true[0]
+        state, reason = str(chosen["type"]), chosen.get("reason") or None
         since, message = _time(chosen.get("lastTransitionTime")), chosen.get("message") or ""
         if len(true) > 1:
-            message = f"(also True: {', '.join(true[1:])}) {message}".rstrip()
+            also = ", ".join(str(c["type"]) for c in true[1:])
+            message = f"(also True: {also}) {message}".rstrip()
     return Row(
         cluster=str(meta.get("namespace", "")),
         name=str(meta.get("name", "")),
@@ -185,7 +186,7 @@ def summarise(rows: Sequence[Row], now: datetime) -> Summary:
     """Clusters per state, the longest `Degraded` (the earliest transition; a tie goes to the
     first cluster by name) and how many changed state within the last hour."""
     counts = Counter(row.state for row in rows)
-    order = [*_STANDARD, UNKNOWN]
+    order = [*STANDARD_TYPES, UNKNOWN]
     states = {state: counts[state] for state in order if counts[state]}
     degraded = [r for r in rows if r.state == ConditionType.DEGRADED and r.since is not None]
     longest = min(degraded, key=lambda r: (r.since, r.cluster), default=None)

@@ -25,11 +25,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from controller.kube.api import ApiResource
+from statemachines.conditions import STANDARD_TYPES, ConditionStatus, standard_true_in
 
 __all__ = [
     "CLUSTER_STATES",
     "MANAGED_CLUSTER_ADDON",
-    "STANDARD_TYPES",
     "cluster_state",
     "managed_cluster_addon",
     "mirror",
@@ -39,11 +39,10 @@ __all__ = [
 MANAGED_CLUSTER_ADDON: Final = ApiResource(
     "addon.open-cluster-management.io", "v1alpha1", "managedclusteraddons", "ManagedClusterAddOn"
 )
-STANDARD_TYPES: Final = ("Available", "Progressing", "Degraded", "Disabled", "NotSupported")
 CLUSTER_STATES: Final = (*STANDARD_TYPES, "Unknown")
 """A cluster's state: the standard type its hub copy says is True; `Unknown` when none is."""
 _FIELDS: Final = ("type", "status", "reason", "message", "lastTransitionTime")
-_STATUSES: Final = frozenset({"True", "False", "Unknown"})
+_STATUSES: Final = frozenset(ConditionStatus)
 
 Condition = dict[str, Any]
 
@@ -92,10 +91,8 @@ def mirror(
 def cluster_state(hub_conditions: Sequence[Mapping[str, Any]]) -> str:
     """The standard type the hub copy says is True (`Unknown`: none, or a copy not yet
     written)."""
-    for condition in standard_conditions(hub_conditions):
-        if condition["status"] == "True":
-            return str(condition["type"])
-    return "Unknown"
+    true = standard_true_in(standard_conditions(hub_conditions))
+    return str(true[0]["type"]) if true else "Unknown"
 
 
 def managed_cluster_addon(namespace: str, name: str = "observability-controller") -> Condition:

@@ -23,7 +23,7 @@ from controller.kube.api import KubeError
 from controller.spoke.addon import AddonStore, EventRecord
 from controller.spoke.event_series import EventCorrelator
 from statemachines import AddonState, Cause, Change, Outcome
-from statemachines.conditions import Condition
+from statemachines.history import moved
 from statemachines.vocabulary import ConditionType, State
 
 __all__ = ["ADDON_CHANGED", "COLLECTOR_CHANGED", "EventRecorder", "records_for"]
@@ -39,8 +39,9 @@ def records_for(
 ) -> list[EventRecord]:
     """The Events that `outcome` deserves: one per collector move, one if the addon moved."""
     records = [_collector_record(change, uid) for change in outcome.changes]
-    old, new = _true_condition(before), _true_condition(outcome.state)
-    if new is not None and (old is None or (old.type, old.reason) != (new.type, new.reason)):
+    addon = moved(before.conditions, outcome.state.conditions)
+    if addon is not None:
+        old, new = addon
         was = f"{old.type} ({old.reason})" if old else "no status"
         records.append(
             EventRecord(
@@ -64,11 +65,6 @@ def _collector_record(change: Change, uid: str | None) -> EventRecord:
         at=change.at,
         uid=uid,
     )
-
-
-def _true_condition(state: AddonState) -> Condition | None:
-    standard = set(ConditionType)
-    return next((c for c in state.conditions if c.type in standard and c.status == "True"), None)
 
 
 _STOP = object()

@@ -49,7 +49,7 @@ def _entry(resource: Resource, counted: CountedHealth | None) -> dict[str, Any]:
         return entry
     condition = {
         "type": HEALTHY,
-        "status": counted.health.condition_status,
+        "status": counted.health.condition_status.value,
         "reason": counted.reason,
         "message": counted.message,
         "lastTransitionTime": format_time(counted.since),
@@ -57,7 +57,7 @@ def _entry(resource: Resource, counted: CountedHealth | None) -> dict[str, Any]:
     entry["conditions"] = [condition]
     if counted.pending is not None:
         entry["pending"] = {
-            "status": counted.pending.health.condition_status,
+            "status": counted.pending.health.condition_status.value,
             "reason": counted.pending.reason,
             "message": counted.pending.message,
             "since": counted.pending.since.isoformat().replace("+00:00", "Z"),

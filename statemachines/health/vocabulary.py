@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from statemachines.conditions import ConditionStatus
+
 __all__ = [
     "HEALTHY",
     "HEALTHY_CONDITION_RULE",
@@ -31,7 +33,7 @@ class Health(StrEnum):
     UNKNOWN = "Unknown"
 
     @property
-    def condition_status(self) -> str:
+    def condition_status(self) -> ConditionStatus:
         return _STATUS[self]
 
     @classmethod
@@ -43,7 +45,11 @@ class Health(StrEnum):
         raise ValueError(f"{status!r} is not a condition status (True, False or Unknown)")
 
 
-_STATUS = {Health.HEALTHY: "True", Health.UNHEALTHY: "False", Health.UNKNOWN: "Unknown"}
+_STATUS = {
+    Health.HEALTHY: ConditionStatus.TRUE,
+    Health.UNHEALTHY: ConditionStatus.FALSE,
+    Health.UNKNOWN: ConditionStatus.UNKNOWN,
+}
 
 
 class HealthReason(StrEnum):

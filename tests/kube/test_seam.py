@@ -19,9 +19,9 @@ from kubernetes import client
 from controller.kube.api import (
     ADDON,
     ALL_NAMESPACES,
-    KindNotServedError,
     ConflictError,
     GoneError,
+    KindNotServedError,
     Kube,
     NotFoundError,
     WatchEvent,
