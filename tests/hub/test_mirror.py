@@ -94,7 +94,8 @@ def test_other_writers_conditions_stay_as_they_are_and_where_they_are() -> None:
     assert written is not None
     assert written[0] == other
     assert written[1] == SEED_COPY[0]
-    assert [c["type"] for c in written[2:]] == ["Progressing", "Degraded", "Disabled", "NotSupported"]
+    rest = ["Progressing", "Degraded", "Disabled", "NotSupported"]
+    assert [c["type"] for c in written[2:]] == rest
 
 
 def test_a_standard_type_the_hub_copy_does_not_carry_is_left_alone() -> None:
