@@ -25,21 +25,22 @@ from statemachines.config import Config
 from statemachines.errors import ConfigError
 from statemachines.health import load_resources
 from statemachines.health.resources import ObjectRef
-from statemachines.related import RelatedObject as Related
+from statemachines.related import RelatedObject
 from statemachines.settings import Settings
 from statemachines.vocabulary import SEED, Profile
 
 __all__ = [
     "ConfigurationFile",
-    "RelatedObject",
+    "RelatedObjectEntry",
     "guess_plural",
     "load_configuration",
     "resource_objects",
 ]
 
 
-class RelatedObject(BaseModel):
-    """An object listed in `status.relatedObjects`, as a ClusterOperator lists it."""
+class RelatedObjectEntry(BaseModel):
+    """An entry of the file's `relatedObjects`: an object to list in `status.relatedObjects`,
+    as a ClusterOperator lists it (`namespace` absent: the addon's)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -59,7 +60,9 @@ class ConfigurationFile(BaseModel):
         default_factory=dict, alias="collectorSettings"
     )
     resources: list[Any] | None = None
-    related_objects: list[RelatedObject] = Field(default_factory=list, alias="relatedObjects")
+    related_objects: list[RelatedObjectEntry] = Field(
+        default_factory=list, alias="relatedObjects"
+    )
 
 
 def load_configuration(
@@ -131,11 +134,11 @@ def resource_objects(config: Config) -> list[dict[str, str]]:
     ]
 
 
-def _related(given: RelatedObject, namespace: str) -> Related:
+def _related(given: RelatedObjectEntry, namespace: str) -> RelatedObject:
     """A related object of the file; without `namespace`, in the addon's (`""` for a
     cluster-scoped one)."""
     where = namespace if given.namespace is None else given.namespace
-    return Related(given.group, given.resource, given.name, where)
+    return RelatedObject(given.group, given.resource, given.name, where)
 
 
 def guess_plural(kind: str) -> str:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable
+from enum import Enum
 from typing import Any
 
 from controller.kube.api import InvalidError, KubeError, NotFoundError, WatchEvent
@@ -54,11 +55,19 @@ from statemachines import (
 )
 from statemachines.placement import bookkeeping, on_cr
 
-__all__ = ["Reconciler"]
+__all__ = ["Phase", "Reconciler"]
 
 log = logging.getLogger(__name__)
 
 _LEASE_POLL = 0.05  # seconds between looks at a lapsing Lease while a write waits for it
+
+
+class Phase(Enum):
+    """A replica's part in leadership, as the reconciler sees it."""
+
+    FOLLOWING = "following"
+    CATCHING_UP = "catching up"  # elected; rebuilds its machines from a read of the CR first
+    LEADING = "leading"
 
 
 class Reconciler:
@@ -81,7 +90,7 @@ class Reconciler:
         )
         self.role = role
         self._term: int | None = None  # the leadership term the machines were rebuilt in
-        self.present = False  # the CR exists, as far as the last read or event says
+        self._present = False  # the CR exists, as far as the last read or event says
         self._store = store
         self._metrics = metrics
         self._clock = clock
@@ -111,9 +120,26 @@ class Reconciler:
         return self._state
 
     @property
+    def phase(self) -> Phase:
+        """Where this replica stands: following, catching up (elected, the machines not yet
+        rebuilt from a read of the CR in this term), or leading."""
+        if not self.role.elected:
+            return Phase.FOLLOWING
+        return Phase.LEADING if self._term == self.role.term else Phase.CATCHING_UP
+
+    @property
     def leading(self) -> bool:
-        """Elected, and the machines rebuilt from a read of the CR in this leadership term."""
-        return self.role.elected and self._term == self.role.term
+        return self.phase is Phase.LEADING
+
+    @property
+    def present(self) -> bool:
+        """The CR exists, as far as the last read or watch event says."""
+        return self._present
+
+    @property
+    def unwritten(self) -> bool:
+        """A change of the machines is not on the CR yet."""
+        return self.status.owed
 
     @property
     def accepting(self) -> bool:
@@ -148,7 +174,7 @@ class Reconciler:
     def observe(self, event: WatchEvent) -> None:
         """A watch event: a deleted or new CR, a new spec generation, someone else's write."""
         if event.type == "DELETED":
-            self.present = False
+            self._present = False
             log.warning("the addon CR was deleted; status writes wait for it to come back")
             return
         obj = event.object
@@ -157,14 +183,14 @@ class Reconciler:
             log.warning("the addon CR was created anew; its machines start over from it")
             fresh = None if self._kept else obj.get("status")
             self._rebuild(obj, fresh, strict=False)
-        self.present = True
+        self._present = True
         foreign = self.status.seen(event)  # before a write: it starts from this CR
         generation = int(meta.get("generation") or 0)
         if generation > self.state.generation:
             outcome = observe_generation(self.state, generation, self._clock(), config=self.config)
             self.settle(outcome, cause="spec")
         if foreign and self.role.elected and self.status.lags(obj, self._on_cr):
-            self.status.dirty = True
+            self.status.owe()
             self._flush()
 
     def observe_object(self, resource: str, obj: dict[str, Any] | None, version: str) -> None:
@@ -182,7 +208,7 @@ class Reconciler:
         if not leader:
             self._term = None
             self._kept_owed = False  # the next leader resumes from the ConfigMap as it is
-            self.status.dirty = False
+            self.status.forgive()
             log.info("leadership lost: no more status writes or reports")
         elif not self.leading:
             self._sync_retry.succeeded()
@@ -196,13 +222,13 @@ class Reconciler:
 
     def catch_up(self) -> None:
         """Rebuild after becoming leader, fire the timers due, retry a pending write."""
-        if self.role.elected and not self.leading and self._sync_retry.due:
+        if self.phase is Phase.CATCHING_UP and self._sync_retry.due:
             self._sync()
         wakeup = next_wakeup(self.state, self.config)
         if wakeup is not None and wakeup <= self._clock():
             self._metrics.reconciles.labels("timer").inc()
             self.settle(advance(self.state, self._clock(), config=self.config), cause="timer")
-        if self.status.dirty and self.status.retry.due:
+        if self.status.owed and self.status.retry.due:
             self._flush()
 
     def wait_seconds(self, longest: float) -> float:
@@ -211,11 +237,11 @@ class Reconciler:
         wakeup = next_wakeup(self.state, self.config)
         if wakeup is not None:
             waits.append((wakeup - self._clock()).total_seconds())
-        if self.status.dirty and self._writing:
+        if self.status.owed and self._writing:
             waits.append(self.status.retry.seconds_left())
-        elif self.status.dirty and self.leading and self.present:
+        elif self.status.owed and self.leading and self.present:
             waits.append(_LEASE_POLL)  # the Lease lapses: write once it is renewed, or step down
-        if self.role.elected and not self.leading:
+        if self.phase is Phase.CATCHING_UP:
             waits.append(self._sync_retry.seconds_left())
         return max(0.0, min(waits))
 
@@ -240,7 +266,7 @@ class Reconciler:
         log.debug("status changed", extra={"trigger": cause})
         records = records_for(outcome, before, self._clock(), uid=self._uid)
         rejections = self._rejections
-        self.status.dirty = True
+        self.status.owe()
         if self.status.retry.due:
             self._flush()
         if self._rejections == rejections:  # a rolled-back change is no news
@@ -278,11 +304,11 @@ class Reconciler:
         try:
             self.status.write(self._on_cr)
         except NotFoundError:
-            self.present = False
+            self._present = False
         except InvalidError as error:  # sending it again cannot help: see SpokeStatus.write
             self._roll_back(str(error))
         else:
-            if not self.status.dirty:
+            if not self.status.owed:
                 self._kept_stored = kept
 
     def _roll_back(self, why: str) -> None:
@@ -293,7 +319,7 @@ class Reconciler:
         it holds the rejected change: it is first put back to what went with the CR's last
         stored status (`_kept_stored`, through the bookkeeping's read-again-on-409 loop). If
         that write fails too, the machines are rebuilt from that copy in memory and the status
-        stays dirty: the next write, after backoff, puts the same bookkeeping back."""
+        stays owed: the next write, after backoff, puts the same bookkeeping back."""
         log.error("the API server rejected the status as invalid; rolled back", extra={"why": why})
         self._rejection = why
         self._rejections += 1
@@ -302,7 +328,7 @@ class Reconciler:
         message = f"status rolled back to the stored one: {why}"[:1024]
         at = self._clock()
         self._record_events([EventRecord("StatusRejected", message, "Warning", at, self._uid)])
-        self.status.dirty = False
+        self.status.forgive()
         self._kept_owed = not self._restore_kept()
         try:
             obj = self._store.get()
@@ -312,7 +338,7 @@ class Reconciler:
             self._sync_retry.failed()
             return
         self._rebuild(obj, stored, strict=False)
-        if self.status.dirty:  # the stored status itself needs a write: not in a tight loop
+        if self.status.owed:  # the stored status itself needs a write: not in a tight loop
             self.status.retry.failed()
         else:
             self.status.retry.succeeded()
@@ -348,7 +374,7 @@ class Reconciler:
             obj = self._store.get()
             stored = self._stored(obj)
         except KubeError as error:
-            self.present = not isinstance(error, NotFoundError)
+            self._present = not isinstance(error, NotFoundError)
             delay = self._sync_retry.failed()
             log.warning(
                 "cannot read the addon CR or its bookkeeping; retrying",
@@ -362,7 +388,7 @@ class Reconciler:
         self._rebuild(obj, stored, strict=False)
         self._term = self.role.term
         log.info("leading: machines rebuilt from the addon CR")
-        if self.status.dirty:
+        if self.status.owed:
             self._flush()
         else:
             self._announce_read()
@@ -370,7 +396,7 @@ class Reconciler:
     def _announce_read(self) -> None:
         """The CR already holds our status: hand it to the hooks as if we had just written it
         (a write that is still due announces itself once it succeeds)."""
-        if self.status.dirty:
+        if self.status.owed:
             return
         for hook in list(self.status.hooks):
             try:
@@ -393,10 +419,11 @@ class Reconciler:
         self._state = state
         self._uid = meta.get("uid")
         self._owner = {"metadata": {"name": meta.get("name"), "uid": self._uid}}
-        self.present = True
+        self._present = True
         self._kept_stored = stored
         self.status.adopt(obj, self._on_cr)
-        self.status.dirty = self.status.dirty or self._kept_owed  # the flush puts it back
+        if self._kept_owed:  # the flush puts it back
+            self.status.owe()
         self._show()
 
     def _show(self) -> None:

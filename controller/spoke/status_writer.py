@@ -143,7 +143,7 @@ class StatusWriter:
 class SpokeStatus:
     """The worker's view of the CR's status, used from the worker's thread only.
 
-    It knows whether the CR lags behind the machines (`dirty`), the newest CR the worker has
+    It knows whether the CR lags behind the machines (`owed`), the newest CR the worker has
     seen (its own last write or read, or a later watch event: a write starts from it, so the
     steady state and a spec change cost one PUT, no GET and no 409), the resourceVersions of
     our own writes (so that their watch events cost nothing), and when a failed write may be
@@ -160,7 +160,7 @@ class SpokeStatus:
         attempts: int = 5,
     ) -> None:
         self.hooks: list[StatusHook] = []
-        self.dirty = False
+        self._owed = False
         self.last: dict[str, Any] = {}  # the status as last read or written
         self.retry = Retry()
         self._owned = owned
@@ -177,7 +177,20 @@ class SpokeStatus:
         self._known = copy.deepcopy(dict(obj))
         self._unechoed.clear()
         self.last = copy.deepcopy(obj.get("status") or {})
-        self.dirty = needs_write(obj, desired, owned=self._owned)
+        self._owed = needs_write(obj, desired, owned=self._owned)
+
+    @property
+    def owed(self) -> bool:
+        """A change of the machines is not on the CR yet."""
+        return self._owed
+
+    def owe(self) -> None:
+        """The machines changed: the CR must be written."""
+        self._owed = True
+
+    def forgive(self) -> None:
+        """Nothing is owed any more (leadership lost; rolled back to what the CR holds)."""
+        self._owed = False
 
     def seen(self, event: WatchEvent) -> bool:
         """A watch event: False for the echo of our own write, True for someone else's.
@@ -203,7 +216,7 @@ class SpokeStatus:
         return needs_write(obj, desired, owned=self._owned)
 
     def write(self, desired: Mapping[str, Any]) -> None:
-        """Make the CR hold `desired`. A failure is logged and leaves `dirty` set for a retry
+        """Make the CR hold `desired`. A failure is logged and leaves `owed` set for a retry
         after backoff; NotFoundError is raised (after that) for the caller to note, and
         InvalidError at once (sending the status again cannot help: the caller rolls back)."""
         try:
@@ -222,7 +235,7 @@ class SpokeStatus:
             if isinstance(error, NotFoundError):
                 raise
             return
-        self.dirty = False
+        self._owed = False
         self.retry.succeeded()
         self._known = result.obj
         self.last = copy.deepcopy(result.obj.get("status") or {})

@@ -341,7 +341,7 @@ class Worker:
                 self._note_unwritten()
 
     def _note_unwritten(self) -> None:
-        if not (self._reconciler.status.dirty and self._reconciler.leading):
+        if not (self._reconciler.unwritten and self._reconciler.leading):
             self._unwritten_since = None
         elif self._unwritten_since is None:
             self._unwritten_since = time.monotonic()
@@ -416,7 +416,7 @@ class Worker:
         if not self._reconciler.leading:
             self._fail_waiting(NotLeaderError, "leadership moved before the status was written")
             return
-        if not self._reconciler.status.dirty:
+        if not self._reconciler.unwritten:
             waiting, self._waiting = self._waiting, []
             for entry in waiting:
                 entry.answer.set_result(entry.verdict)
