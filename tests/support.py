@@ -1,21 +1,36 @@
-"""What every kind of test shares: waiting for something another thread does, the settings
-`run` would parse from a command line inside a cluster, and a real `kubernetes` client for an
-embedded API server."""
+"""What every kind of test shares: waiting for something another thread does, the collectors'
+names, readers of a status as the API server returns it, the settings `run` would parse from a
+command line inside a cluster, and a real `kubernetes` client for an embedded API server."""
 
 from __future__ import annotations
 
 import argparse
 import time
 from collections.abc import Callable
+from typing import Any
 
 from kubernetes import client
 
 from controller.spoke.options import RunOptions, add_run_flags
 from kubesim import APIServer
+from statemachines.conditions import standard_true_in
 
-__all__ = ["IN_CLUSTER", "WAIT", "api_client", "eventually", "run_options"]
+__all__ = [
+    "IN_CLUSTER",
+    "MC",
+    "UWL",
+    "WAIT",
+    "api_client",
+    "collector",
+    "condition",
+    "eventually",
+    "run_options",
+    "true_type",
+]
 
 WAIT = 10.0  # seconds any single wait may take at most (a loaded 2-core machine)
+MC = "metrics-collector"
+UWL = "uwl-metrics-collector"
 
 
 def eventually(check: Callable[[], object], what: str = "", *, timeout: float = WAIT) -> None:
@@ -44,3 +59,17 @@ def api_client(server: APIServer, token: str | None = None) -> client.ApiClient:
         configuration.api_key = {"BearerToken": token}
         configuration.api_key_prefix = {"BearerToken": "Bearer"}
     return client.ApiClient(configuration)
+
+
+def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next(c for c in status.get("conditions", []) if c["type"] == type_)
+
+
+def true_type(status: dict[str, Any]) -> str:
+    """The standard condition type that is True; "" while the status has none."""
+    true = standard_true_in(status.get("conditions"))
+    return str(true[0]["type"]) if true else ""
+
+
+def collector(status: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(c for c in status.get("collectors", []) if c["name"] == name)

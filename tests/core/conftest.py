@@ -22,6 +22,7 @@ from statemachines.settings import Settings
 from statemachines.state import AddonState, CollectorState
 from statemachines.stored import to_status
 from statemachines.vocabulary import SEED, ConditionType, Profile, Reason, State
+from tests.support import MC, UWL
 
 __all__ = [
     "MC",
@@ -40,8 +41,6 @@ __all__ = [
 T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 SEC = timedelta(seconds=1)
 MIN = timedelta(minutes=1)
-MC = "metrics-collector"
-UWL = "uwl-metrics-collector"
 STANDARD = tuple(ConditionType)
 
 

@@ -32,9 +32,7 @@ from tests.reports.conftest import (
     ServerFactory,
     call,
 )
-
-MC = "metrics-collector"
-UWL = "uwl-metrics-collector"
+from tests.support import MC, UWL
 
 GRANT_CASES = [
     pytest.param("operator", None, "UpdateSuccessful", None, id="operator-about-every-collector"),

@@ -18,8 +18,7 @@ from controller.reports.server import ReportServer
 from controller.reports.sink import SinkNotLeaderError
 from statemachines.reports import Report, Verdict
 from tests.reports.conftest import TOKENS, CoreSink, ServerFactory, free_port
-
-MC = "metrics-collector"
+from tests.support import MC
 
 
 class FailoverSink(CoreSink):

@@ -15,9 +15,8 @@ from controller.reports.openapi import openapi_document
 from controller.reports.server import ReportServer
 from statemachines.config import Config
 from tests.reports.conftest import TOKENS, CoreSink, ServerFactory, call
+from tests.support import MC, UWL
 
-MC = "metrics-collector"
-UWL = "uwl-metrics-collector"
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
 
 

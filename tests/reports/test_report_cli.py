@@ -19,9 +19,7 @@ from controller.spoke.options import RunOptions
 from statemachines.config import Config
 from statemachines.errors import AddonStatusError, ConfigError
 from tests.reports.conftest import GRANTS, MC_SA, TOKENS, CoreSink, call, free_port
-from tests.support import run_options
-
-MC = "metrics-collector"
+from tests.support import MC, run_options
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -12,8 +12,6 @@ from controller.reports.payload import load_json
 from controller.reports.server import ReportServer
 from tests.reports.conftest import TOKENS, CoreSink, call
 
-MC = "metrics-collector"
-
 
 def _send(server: ReportServer, body: bytes) -> tuple[int, dict[str, object]]:
     answer = call(server.url, body=body, token=TOKENS["mc"])

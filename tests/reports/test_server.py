@@ -16,9 +16,8 @@ from prometheus_client import CollectorRegistry
 
 from controller.reports.server import ReportServer
 from tests.reports.conftest import TOKENS, CoreSink, ServerFactory, call
+from tests.support import MC, UWL
 
-MC = "metrics-collector"
-UWL = "uwl-metrics-collector"
 OP = TOKENS["operator"]
 
 

@@ -17,14 +17,13 @@ from controller.reports.auth import AuthenticationError, Identity, TokenReviewAu
 from controller.reports.server import ReportServer
 from kubesim import APIServer, UserInfo
 from tests.reports.conftest import MC_SA, OPERATOR_SA, TOKENS, UWL_SA, ServerFactory, call
-from tests.support import api_client
+from tests.support import MC, api_client
 
 pytestmark = pytest.mark.integration
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "base" / "crd.yaml"
 CONTROLLER_SA = "system:serviceaccount:open-cluster-management-addon-observability:addon-status"
 CONTROLLER_TOKEN = "controller-tok-5e7a9c1b3d"
-MC = "metrics-collector"
 ALL_TOKENS = {
     CONTROLLER_TOKEN: UserInfo(CONTROLLER_SA),
     TOKENS["operator"]: UserInfo(OPERATOR_SA, uid="op-uid"),

@@ -17,8 +17,7 @@ from controller.spoke.worker import Worker
 from statemachines.config import Config
 from tests.reports.conftest import TOKENS, ServerFactory, call
 from tests.spoke.fakes import FakeAddonStore, FakeClock
-
-MC = "metrics-collector"
+from tests.support import MC
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from controller.spoke.worker import Worker
 from statemachines import Config, Report, VerdictKind
 from statemachines.vocabulary import Reason
 from tests.spoke.fakes import FakeAddonStore
+from tests.support import MC, UWL, WAIT, collector, condition, true_type
 
 __all__ = [
     "MC",
@@ -31,11 +32,6 @@ __all__ = [
     "true_type",
 ]
 
-MC = "metrics-collector"
-UWL = "uwl-metrics-collector"
-WAIT = 5.0  # seconds any single wait in these tests may take at most
-
-
 def report(reason: Reason, collector: str | None = MC, **extra: Any) -> Report:
     return Report(
         reason, collector, extra.get("message", ""), extra.get("generation"), extra.get("version")
@@ -45,25 +41,6 @@ def report(reason: Reason, collector: str | None = MC, **extra: Any) -> Report:
 def settle(worker: Worker) -> None:
     """Wait until the worker handled everything queued so far (and its timers due now)."""
     worker.tick().result(timeout=WAIT)
-
-
-def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:
-    return next(c for c in status.get("conditions", []) if c["type"] == type_)
-
-
-def true_type(status: dict[str, Any]) -> str:
-    """The standard condition type that is True; "" while the status has none."""
-    standard = {"Available", "Degraded", "Progressing", "Disabled", "NotSupported"}
-    found = (
-        str(c["type"])
-        for c in status.get("conditions", [])
-        if c["type"] in standard and c["status"] == "True"
-    )
-    return next(found, "")
-
-
-def collector(status: dict[str, Any], name: str) -> dict[str, Any]:
-    return next(c for c in status.get("collectors", []) if c["name"] == name)
 
 
 def ready(worker: Worker) -> bool:
@@ -85,13 +62,11 @@ def spoke_replica(
     )
 
 
-def boot(worker: Worker) -> None:
-    """The seed's boot sequence: deployed, then both collectors forward."""
-    for r in (
-        report(Reason.UPDATE_SUCCESSFUL, None, message="deployed"),
-        report(Reason.FORWARD_SUCCESSFUL, MC, message="sent"),
-        report(Reason.FORWARD_SUCCESSFUL, UWL, message="sent"),
-    ):
+def boot(worker: Worker, *, collectors: tuple[str, ...] = (MC, UWL)) -> None:
+    """The seed's boot sequence: deployed, then each of `collectors` forwards."""
+    reports = [report(Reason.UPDATE_SUCCESSFUL, None, message="deployed")]
+    reports += [report(Reason.FORWARD_SUCCESSFUL, c, message="sent") for c in collectors]
+    for r in reports:
         assert worker.submit(r, timeout=WAIT).kind is VerdictKind.ACCEPTED
     settle(worker)
 

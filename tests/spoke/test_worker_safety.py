@@ -25,7 +25,7 @@ from statemachines import Config, Report, Verdict, VerdictKind
 from statemachines.vocabulary import ACM, Reason, State
 from tests.spoke.conftest import WorkerFactory
 from tests.spoke.fakes import NAME, NAMESPACE, FakeAddonStore
-from tests.spoke.support import MC, WAIT, collector, condition, report, settle
+from tests.spoke.support import MC, WAIT, boot, collector, condition, report, settle
 
 R = Reason
 
@@ -34,10 +34,6 @@ def _invalid(code: int = 422) -> KubeError:
     return error_for(f"replace status: {code}: status.x: Invalid", status=code)
 
 
-def _boot(worker: Worker) -> None:
-    for r in (report(R.UPDATE_SUCCESSFUL, None), report(R.FORWARD_SUCCESSFUL, MC)):
-        assert worker.submit(r, timeout=WAIT).kind is VerdictKind.ACCEPTED
-    settle(worker)
 
 
 @pytest.mark.parametrize("code", [422, 400])
@@ -46,7 +42,7 @@ def test_a_write_rejected_as_invalid_is_answered_to_its_report_and_rolled_back(
 ) -> None:
     events: list[EventRecord] = []
     worker = make_worker(record_events=events.extend)
-    _boot(worker)
+    boot(worker, collectors=(MC,))
     stored = store.status
     store.faults["replace_status"] = [_invalid(code)]
     with pytest.raises(StatusRejectedError, match=r"status\.x: Invalid"):
@@ -63,7 +59,7 @@ def test_reports_rolled_back_with_a_rejected_write_are_sent_back_to_be_judged_ag
 ) -> None:
     metrics = ControllerMetrics(CollectorRegistry())
     worker = make_worker(metrics=metrics)
-    _boot(worker)
+    boot(worker, collectors=(MC,))
     stored = store.status
     # The first report's write fails (the API server is away) once the second report waits in
     # the queue; the retry, carrying both, is rejected: nobody can tell which one made it so.
@@ -181,7 +177,7 @@ def test_in_the_acm_profile_a_rejected_write_puts_the_bookkeeping_back_too(
     """The ConfigMap is written before the CR: a rollback that left it would resume the
     rejected change at the next read (a rejection, a restart, a new leader)."""
     worker = make_worker(config=Config.create(profile=ACM))
-    _boot(worker)
+    boot(worker, collectors=(MC,))
     before = _kept(store)
     stored = store.status
     store.faults["replace_status"] = [_invalid()]

@@ -35,6 +35,7 @@ from tests.system.conftest import (
     WAIT,
     ReplicaFactory,
     api_client,
+    boot,
     condition,
     conditions,
     status_of,
@@ -65,12 +66,6 @@ def collector(bookkeeping: dict[str, Any], name: str) -> dict[str, Any]:
     return next(c for c in bookkeeping["collectors"] if c["name"] == name)
 
 
-def boot(reporter: ReportClient) -> None:
-    """The boot sequence in the acm names."""
-    for name, reason in ((None, "UpdateSuccessful"), (MC, "ForwardSuccessful"),
-                         (UWL, "ForwardSuccessful")):  # fmt: skip
-        answer = reporter.report(name, reason=reason, message="ok")
-        assert answer["verdict"] == "accepted", answer
 
 
 def open_window(reporter: ReportClient, clock: FakeClock) -> None:

@@ -7,7 +7,6 @@ again (410 Gone); a kind the server does not serve stays Unknown/NotFound withou
 
 from __future__ import annotations
 
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -22,6 +21,7 @@ from controller.spoke.options import Address, RunOptions
 from kubesim import APIServer
 from statemachines import Config
 from statemachines.health import load_resources
+from tests.support import WAIT, eventually
 
 pytestmark = pytest.mark.integration
 
@@ -52,14 +52,6 @@ RESOURCES = [
         "healthRule": {"singleConditionType": "Ready"},
     },
 ]
-WAIT = 10.0
-
-
-def eventually(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 @pytest.fixture

@@ -8,10 +8,8 @@ generation keeps working, also after a restart."""
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -22,7 +20,6 @@ from controller.kube.official import OfficialKube
 from controller.reports.server import ReportServer
 from controller.spoke.addon import AddonRef, AddonStore
 from controller.spoke.app import Replica
-from controller.spoke.worker import Worker
 from kubesim import APIServer, RequestInfo
 from statemachines import Report, VerdictKind
 from statemachines.errors import ReportError
@@ -30,7 +27,8 @@ from statemachines.vocabulary import Reason
 from tests.reports.conftest import Answer, call
 from tests.spoke.fakes import NAME, NAMESPACE
 from tests.spoke.integration.conftest import Addon, SpokeFactory
-from tests.spoke.support import MC, UWL, WAIT, collector, report, settle
+from tests.spoke.support import MC, UWL, WAIT, boot, collector, report, settle
+from tests.support import eventually
 
 pytestmark = pytest.mark.integration
 R = Reason
@@ -48,17 +46,6 @@ def _post(controller: Replica, body: dict[str, Any]) -> Answer:
     return call(server.url, body=json.dumps(body).encode())
 
 
-def _boot(worker: Worker) -> None:
-    for r in (report(R.UPDATE_SUCCESSFUL, None), report(R.FORWARD_SUCCESSFUL, MC)):
-        assert worker.submit(r, timeout=WAIT).kind is VerdictKind.ACCEPTED
-    settle(worker)
-
-
-def _eventually(check: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + WAIT
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def _readyz(controller: Replica) -> tuple[int, str]:
@@ -76,7 +63,7 @@ def test_a_status_write_rejected_as_invalid_is_rolled_back_and_the_worker_goes_o
 ) -> None:
     controller = spoke()
     worker = controller.worker
-    _boot(worker)
+    boot(worker, collectors=(MC,))
     stored = addon.status
     server.faults.fail_next(1, code, match=_status_write, message="status.message: Invalid")
 
@@ -88,7 +75,7 @@ def test_a_status_write_rejected_as_invalid_is_rolled_back_and_the_worker_goes_o
     assert worker.state.collector(MC).state.value == "Available"  # rolled back to the CR
     assert addon.status == stored
     uid = addon.get()["metadata"]["uid"]
-    _eventually(
+    eventually(
         lambda: any(
             e.reason == "StatusRejected" and e.type == "Warning" and e.involved_object.uid == uid
             for e in addon.events()
@@ -106,7 +93,7 @@ def test_a_lone_surrogate_reaching_the_worker_is_stored_as_u_fffd_and_the_worker
     addon: Addon, spoke: SpokeFactory
 ) -> None:
     worker = spoke().worker
-    _boot(worker)
+    boot(worker, collectors=(MC,))
     poisoned = Report(R.FORWARD_SUCCESSFUL, UWL, "remote \ud800 write")
     assert worker.submit(poisoned, timeout=WAIT).kind is VerdictKind.ACCEPTED
     assert collector(addon.status, UWL)["message"] == "remote \ufffd write"
@@ -119,7 +106,7 @@ def test_a_generation_no_int64_holds_never_reaches_the_worker_and_the_worker_goe
     addon: Addon, spoke: SpokeFactory
 ) -> None:
     worker = spoke().worker
-    _boot(worker)
+    boot(worker, collectors=(MC,))
     with pytest.raises(ReportError, match="observedGeneration"):
         report(R.UPDATE_FAILURE, MC, generation=10**21)  # the Report itself refuses it
     largest = report(R.UPDATE_FAILURE, MC, generation=2**63 - 1)
@@ -151,10 +138,10 @@ def test_readyz_fails_while_status_writes_fail_and_recovers(
     assert _readyz(controller)[0] == 200
     server.faults.fail_next(10_000, 503, match=_status_write)
     addon.change_spec(enableMetrics=False)  # a new generation: the conditions must follow it
-    _eventually(lambda: _readyz(controller)[0] == 503, "not ready while the write fails")
+    eventually(lambda: _readyz(controller)[0] == 503, "not ready while the write fails")
     assert "[-]status-write failed" in _readyz(controller)[1]
     server.faults.reset()
-    _eventually(lambda: _readyz(controller)[0] == 200, "ready once the write went through")
+    eventually(lambda: _readyz(controller)[0] == 200, "ready once the write went through")
 
 
 def test_a_report_from_the_future_is_refused_and_the_real_generation_keeps_working(

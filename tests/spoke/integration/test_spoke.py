@@ -20,7 +20,6 @@ from controller.kube.api import ApiResource
 from controller.kube.official import OfficialKube
 from controller.spoke.addon import GROUP, PLURAL, VERSION
 from controller.spoke.status_writer import owned_types
-from controller.spoke.worker import Worker
 from kubesim import APIServer, RequestInfo
 from statemachines import VerdictKind
 from statemachines.vocabulary import SEED, Reason
@@ -30,6 +29,7 @@ from tests.spoke.support import (
     MC,
     UWL,
     WAIT,
+    boot,
     collector,
     condition,
     report,
@@ -43,14 +43,6 @@ pytestmark = pytest.mark.integration
 R = Reason
 
 
-def boot(worker: Worker) -> None:
-    for r in (
-        report(R.UPDATE_SUCCESSFUL, None, message="deployed"),
-        report(R.FORWARD_SUCCESSFUL, MC, message="sent"),
-        report(R.FORWARD_SUCCESSFUL, UWL, message="sent"),
-    ):
-        assert worker.submit(r, timeout=WAIT).kind is VerdictKind.ACCEPTED
-    settle(worker)
 
 
 def generations(addon: Addon) -> set[int]:
