@@ -17,6 +17,8 @@ from controller.cli import main
 from controller.demo.command import DEFAULT_SCENARIO
 from tests.manifests.kustomize import MANIFESTS, build, find
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).parents[2]
 
 

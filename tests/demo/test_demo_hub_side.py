@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
 from controller.hub.mirror import standard_conditions
 from controller.kube.api import ADDON
@@ -13,6 +15,8 @@ from controller.kube.kubeconfig import client_for
 from controller.kube.official import OfficialKube
 from tests.demo.test_fleet_demo import Demo
 from tests.support import eventually
+
+pytestmark = pytest.mark.slow
 
 
 def test_the_demo_mirrors_every_hub_copy_onto_its_managed_cluster_addon() -> None:

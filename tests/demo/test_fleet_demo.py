@@ -19,6 +19,8 @@ from controller.cli import main
 from controller.demo.command import SECOND_SCENARIO
 from tests.support import eventually
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).parents[2]
 
 

@@ -20,6 +20,8 @@ from controller.demo.scenario_run import Player, SteppedClock
 from controller.demo.view import View
 from kubesim.routing import RequestInfo
 
+pytestmark = pytest.mark.slow
+
 SCENARIOS = [*sorted((Path(__file__).parents[1] / "scenarios").glob("*.yaml")), DEFAULT_SCENARIO]
 # The kinds of watched objects that scenarios use beyond the built-in ones.
 CERTIFICATE_CRD = Path(__file__).parents[1] / "data" / "crds" / "certificates.cert-manager.io.yaml"

@@ -26,7 +26,7 @@ from kubesim import APIServer, RequestInfo, UserInfo
 from tests.hub.conftest import ADMIN, TOKENS, api_client
 from tests.support import eventually
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 LEASE = "addon-status"
 NAMESPACE = "default"
 FAST = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.2}

@@ -16,6 +16,8 @@ from controller.ops.metrics import MetricsServer
 from controller.ops.probes import ProbeServer
 from controller.spoke.metrics import ControllerMetrics
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def probes() -> Iterator[ProbeServer]:

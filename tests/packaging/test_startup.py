@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 STORY = ROOT / "controller" / "demo" / "story.yaml"
 HEAVY = ["kubernetes", "kubesim"]

@@ -23,7 +23,7 @@ import pytest
 
 from tests.packaging.test_package_data import SOURCES
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 # The demo's last lines: the reports sent, then where the spoke and the hub ended.

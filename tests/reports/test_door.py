@@ -17,6 +17,8 @@ import pytest
 from controller.reports.server import ReportServer
 from tests.reports.conftest import TOKENS, CoreSink, ServerFactory, call
 
+pytestmark = pytest.mark.slow
+
 OP = TOKENS["operator"]
 BODY = b'{"reason": "UpdateSuccessful", "message": "deployed"}'
 

@@ -14,7 +14,7 @@ import pytest
 from controller.reports.server import ReportServer
 from tests.reports.conftest import TOKENS
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def test_schemathesis_finds_no_failure_in_the_report_api(

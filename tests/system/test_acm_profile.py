@@ -43,7 +43,7 @@ from tests.system.conftest import (
     true_type,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 Reporters = Callable[..., ReportClient]
 STATUS_CONFIG_MAP = f"{NAME}-status"
 STANDARD = ["Available", "Progressing", "Degraded"]

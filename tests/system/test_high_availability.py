@@ -40,7 +40,7 @@ from tests.system.conftest import (
     true_type,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 Reporters = Callable[..., ReportClient]
 REPLICA_USERS = {"replica-a", "replica-b"}
 

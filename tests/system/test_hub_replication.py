@@ -39,7 +39,7 @@ from tests.system.conftest import (
     write_kubeconfig,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 Reporters = Callable[..., ReportClient]
 
 

@@ -36,7 +36,7 @@ from tests.system.conftest import (
     true_type,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[2]
 SPOKE_TOKEN = "spoke-token-a"
 LEASE = "addon-status-controller"

@@ -18,6 +18,8 @@ from controller.spoke.options import (
 )
 from tests.support import run_options
 
+pytestmark = pytest.mark.slow
+
 
 def test_defaults_run_one_replica_without_a_hub() -> None:
     o = run_options([])
