@@ -1,4 +1,4 @@
-"""The configuration file of `addon-status run --config FILE` (DESIGN.md, "Configuration file"):
+"""The configuration file of `addon-status run --config FILE` (docs/reference/configuration.md):
 what does not fit a flag, mounted from a ConfigMap.
 
     profile: seed                 # optional: must be the one `--profile` runs (seed, acm)

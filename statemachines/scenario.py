@@ -6,7 +6,7 @@ say (names configured, time and generation never going back) and returns the par
 that `simulation.run` plays through the real core and `addon-status demo --scenario` plays end
 to end. Every error names its place: `steps[3].report.reason: unknown reason 'Forward' ...`.
 
-The format grows with the rules of sections 8-11 (DESIGN.md): new top-level keys go on
+The format grows with the rules (docs/reference/scenarios.md): new top-level keys go on
 `ScenarioFile` (and `Scenario`), new step kinds on `StepFile` (and `Step`), new expectation
 tables on `Expectation`.
 """

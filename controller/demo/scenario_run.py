@@ -3,7 +3,7 @@
 The report API, the worker, the status writer, the watch and hub replication run for real; only
 the controller's clock belongs to the player. It stands still at scenario times and moves only
 between them, as `simulate`'s fake clock does, so that no time scale changes a verdict or a
-transition time. For each step, in the order of the rules (DESIGN.md, "Scenario"):
+transition time. For each step, in the order of the rules (docs/reference/scenarios.md):
 
 1. the timers due at or before its `at` fire first, each at its own due time: the player moves
    the clock to the worker's next wake-up and has the worker fire it, until none is left;

@@ -1,5 +1,5 @@
-"""What the hub side writes on a cluster's `ManagedClusterAddOn` (STATUS_SEMANTICS.md section
-12): the standard conditions of the cluster's hub copy, as they are, and nothing else.
+"""What the hub side writes on a cluster's `ManagedClusterAddOn` (docs/spec.md §12): the
+standard conditions of the cluster's hub copy, as they are, and nothing else.
 
 Pure rules, no I/O: `mirror(hub copy conditions, ManagedClusterAddOn conditions)` is the
 conditions to write, or None when the `ManagedClusterAddOn` already says the same.

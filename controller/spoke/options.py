@@ -49,8 +49,10 @@ DEFAULT_NAMESPACE = "open-cluster-management-addon-observability"
 DEFAULT_LEASE = "addon-status-controller"
 
 _SPOKE_FLAGS = (
-    Flag("addon_name", "--addon-name", f"name of the addon CR (default {DEFAULT_NAME})"),
-    Flag("addon_namespace", "--addon-namespace", f"its namespace (default {DEFAULT_NAMESPACE})"),
+    Flag("addon_name", "--addon-name", f"name of the addon CR (default {DEFAULT_NAME})", "NAME"),
+    Flag(
+        "addon_namespace", "--addon-namespace", f"its namespace (default {DEFAULT_NAMESPACE})", "NS"
+    ),
     Flag("profile", "--profile", "names written: seed or acm (seed)", "NAME"),
     Flag("collectors", "--collectors", "comma-separated collectors (default: all)", "LIST"),
     Flag("config_file", "--config", "configuration file: resources, collectorSettings", "FILE"),

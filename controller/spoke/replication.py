@@ -1,6 +1,6 @@
 """Replication of the spoke's addon status to the addon CR's copy on the hub.
 
-The spoke must never wait for the hub (STATUS_SEMANTICS.md section 7): `publish` only stores
+The spoke must never wait for the hub (docs/spec.md §7): `publish` only stores
 the newest status and wakes one replication thread, which always copies the newest status it
 finds (latest state wins, so a burst becomes one write and an older status never lands over a
 newer one), writes only when the hub copy differs, retries with full-jitter backoff (at least

@@ -96,7 +96,7 @@ def needs_write(
 
 
 class StatusWriter:
-    """The status writer of STYLE.md item 9: `update_status` around the pure `merged_status`."""
+    """library-go's status writer: `update_status` around the pure `merged_status`."""
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-"""Section 11 of STATUS_SEMANTICS.md, the `acm` profile: the same rules under the names the
+"""docs/spec.md §11, the `acm` profile: the same rules under the names the
 shipped observability addon writes — standard types `Available`, `Progressing`, `Degraded`
 only, collector conditions `MetricsCollector` and `UwlMetricsCollector`, reasons
 `UpdateFailed`, `ForwardFailed`, `Disabled`, upstream's precedence, `Disabled` and

@@ -1,4 +1,4 @@
-"""Section 5 of STATUS_SEMANTICS.md, aggregation into the standard conditions: the operator's
+"""docs/spec.md §5, aggregation into the standard conditions: the operator's
 overrides first (`NotSupported`, then `Disabled`, of the primary collector; a switched-off
 user-workload collector does not count), then the precedence table as the full table of pairs
 `ForwardFailure > ReportsStale > UpdateFailure > UpdateSuccessful > ForwardSuccessful` (a

@@ -1,4 +1,4 @@
-"""Section 6 of STATUS_SEMANTICS.md, writing conditions: one condition of each type in a stable
+"""docs/spec.md §6, writing conditions: one condition of each type in a stable
 order, the `lastTransitionTime` of a standard condition that moves only with its status, no
 write when nothing changed (a heartbeat with the same message, a refused report), the reason
 pattern, messages cut at 32768 characters and never rejected, RFC 3339 UTC times in whole

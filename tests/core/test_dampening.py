@@ -1,4 +1,4 @@
-"""Section 3 of STATUS_SEMANTICS.md, flap dampening: the window a `ForwardFailure` must hold
+"""docs/spec.md §3, flap dampening: the window a `ForwardFailure` must hold
 before `Available -> Degraded` (pending verdict with the deadline, later failures keep it), what
 cancels it (a success, an operator transition; not a refused report), the timer that completes it
 at the deadline without any report (transition time = deadline, message of the last failure),

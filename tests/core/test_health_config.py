@@ -194,10 +194,11 @@ def test_keys_and_expressions_are_compiled_at_load() -> None:
     assert matcher.message_path is not None and matcher.message_path.query is not None
 
 
-def test_the_readme_example_of_every_rule_kind_loads() -> None:
-    """The configuration the README documents is valid, one resource per rule kind."""
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme[readme.index("## Health rules") :]
+def test_the_documented_example_of_every_rule_kind_loads() -> None:
+    """The configuration docs/reference/health-rules.md documents is valid, one resource per
+    rule kind."""
+    page = Path(__file__).resolve().parents[2] / "docs" / "reference" / "health-rules.md"
+    section = page.read_text()
     block = section[section.index("```yaml\n") + len("```yaml\n") : section.index("```\n")]
     resources = load_resources(
         yaml.safe_load(block)["resources"], namespace="observability", collectors=COLLECTORS

@@ -1,4 +1,4 @@
-"""Section 2 of STATUS_SEMANTICS.md, the state machines: every allowed transition of the endpoint
+"""docs/spec.md §2, the state machines: every allowed transition of the endpoint
 operator's and the metrics collector's definitions (the unlocking ones and
 `Degraded(ForwardFailure) -> Degraded(UpdateFailure)` included), the heartbeat rule, the first
 report that is never a heartbeat, the refused examples (with a verdict naming the current state,
@@ -318,7 +318,7 @@ def test_a_heartbeat_changes_the_message_only_when_it_carries_one(
 
 
 def test_every_refusal_rule_is_in_the_vocabulary() -> None:
-    """STYLE.md item 1 for rules: whatever the core refuses, over the whole (state, reason) grid
+    """One vocabulary for rules: whatever the core refuses, over the whole (state, reason) grid
     and with generations older and newer than allowed, names a `Rule` of the vocabulary, and
     every `Rule` is produced by something."""
     produced: set[object] = set()

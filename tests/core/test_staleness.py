@@ -1,4 +1,4 @@
-"""Section 4 of STATUS_SEMANTICS.md, staleness: the clock that starts with the controller and
+"""docs/spec.md §4, staleness: the clock that starts with the controller and
 restarts with every well-formed report whatever its verdict, `staleAfter` and its default of
 three report intervals, the stale collector's `Unknown` / `ReportsStale` condition over a kept
 state and reason, its `ReportsStale` contribution to the aggregation, the next report that clears

@@ -1,8 +1,8 @@
-"""Section 1 of STATUS_SEMANTICS.md, the vocabulary: the reasons table (who reports a reason
+"""docs/spec.md §1, the vocabulary: the reasons table (who reports a reason
 and where it leads), exactly one standard type True, the operator's report to every collector
 as one step, bad input as an error naming the field (never a verdict), the seed's misspelled
-alias, the collectors' own conditions, and (STYLE.md item 1) that every reason a machine row can
-emit or the aggregation can keep is a row of the vocabulary table.
+alias, the collectors' own conditions, and that every reason a machine row can emit or the
+aggregation can keep is a row of the one vocabulary table.
 """
 
 from __future__ import annotations
@@ -311,7 +311,7 @@ def test_collector_condition_shows_last_accepted_transition(
 
 
 def test_every_emitted_reason_is_in_the_vocabulary_table() -> None:
-    """STYLE.md item 1: a machine row emits its trigger as the collector's reason and moves to
+    """One vocabulary table: a machine row emits its trigger as the collector's reason and moves to
     the type the table says; the aggregation keeps a collector's reason, `ReportsStale`, or the
     operator's override reasons; a collector's condition may say `NoReportYet`. All are rows."""
     table = {row.reason: row for row in SEED.reasons}

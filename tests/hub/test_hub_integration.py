@@ -1,6 +1,6 @@
-"""Replication through the real `kubernetes` client to a real HTTP hub (STATUS_SEMANTICS.md
-section 7): the spoke's status reaches the hub copy; the hub down for a while, then the newest
-status once it is back, while publishing never waits; a burst becomes few writes; a 409 is
+"""Replication through the real `kubernetes` client to a real HTTP hub (docs/spec.md §7): the
+spoke's status reaches the hub copy; the hub down for a while, then the newest status once it
+is back, while publishing never waits; a burst becomes few writes; a 409 is
 retried with a fresh read; 429 `Retry-After` is honoured; a 401 reloads the kubeconfig and a
 rotated credential recovers; the resync repairs a hub copy someone else changed; a missing hub
 copy is never created.

@@ -1,4 +1,4 @@
-"""The pure mirror of STATUS_SEMANTICS.md section 12, one rule per test, without a server:
+"""The pure mirror of docs/spec.md §12, one rule per test, without a server:
 hub copy conditions + ManagedClusterAddOn conditions -> the conditions to write, or None."""
 
 from __future__ import annotations

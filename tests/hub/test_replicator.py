@@ -1,4 +1,4 @@
-"""The replication thread against the in-memory hub (STATUS_SEMANTICS.md section 7): a
+"""The replication thread against the in-memory hub (docs/spec.md §7): a
 status reaches the hub; a burst coalesces into few writes, the last one the newest and never
 an older one after a newer; publishing never waits for the hub; nothing is written when the
 copy is current; a 409 is retried with a fresh read; a missing hub CR is not created unless
