@@ -197,9 +197,7 @@ class ProcessOptions(BaseModel):
     def _election_timings(self) -> ProcessOptions:
         if not self.lease_duration > self.renew_deadline > self.retry_period > timedelta(0):
             names = ", ".join(f.names for f in ELECTION_FLAGS[3:])
-            raise OptionsError(
-                f"{names}: need lease duration > renew deadline > retry period > 0"
-            )
+            raise OptionsError(f"{names}: need lease duration > renew deadline > retry period > 0")
         return self
 
     @classmethod

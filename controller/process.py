@@ -15,6 +15,7 @@ the parts stop, the servers last.
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import secrets
@@ -25,20 +26,21 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import FrameType
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from controller.flags import ProcessOptions
+from controller.flags import OptionsError, ProcessOptions
 from controller.kube.api import Kube
 from controller.ops.clocks import LeaseClock, SystemClock
 from controller.ops.leader import LeaderElector, LeaderMetrics
+from controller.ops.logs import configure_logging
 from controller.ops.metrics import MetricsServer, WatchMetrics
 from controller.ops.probes import Check, ProbeServer
 from controller.ops.role import Role
 from statemachines.errors import AddonStatusError
 
-__all__ = ["Part", "Process", "replica_identity", "serve_until_signalled"]
+__all__ = ["Part", "Process", "replica_identity", "run_process", "serve_until_signalled"]
 
 log = logging.getLogger(__name__)
 
@@ -247,6 +249,27 @@ class _Running(Protocol):
     def stop(self) -> None: ...
 
 
+OptionsT = TypeVar("OptionsT", bound=ProcessOptions)
+
+
+def run_process(
+    command: str,
+    options_type: type[OptionsT],
+    args: argparse.Namespace,
+    start: Callable[[OptionsT], _Running],
+) -> int:
+    """`addon-status <command>`: its options from `args` and `ADDON_STATUS_*` (2 and one line
+    when they do not fit), JSON logs at their level, then `start(options)` served until a
+    signal."""
+    try:
+        options = options_type.from_args(args, os.environ)
+    except OptionsError as error:
+        print(f"addon-status {command}: {error}", file=sys.stderr)
+        return 2
+    configure_logging(options.log_level)
+    return serve_until_signalled(command, lambda: start(options))
+
+
 def serve_until_signalled(command: str, start: Callable[[], _Running]) -> int:
     """Run what `start()` starts until SIGTERM or SIGINT: 0 then, 1 when it cannot start
     (the reason on stderr, one line). The handlers are installed before anything starts, so a
@@ -273,4 +296,3 @@ def serve_until_signalled(command: str, start: Callable[[], _Running]) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-

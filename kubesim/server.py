@@ -10,7 +10,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from types import TracebackType
@@ -18,7 +18,6 @@ from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
 
 from kubesim.access import (
-    WRITE_VERBS,
     AuditLog,
     AuditRecord,
     Authenticator,
@@ -76,6 +75,10 @@ class APIServer:
         self._auth = Authenticator(tokens)
         self._registry = Registry(self._store, self._types, self._auth)
         self._audit = AuditLog()
+        # How many audited requests match; by default the successful writes, so that
+        # `count_requests(resource="observabilityaddons", subresource="status")` is the number
+        # of status writes a controller made.
+        self.count_requests = self._audit.count
         self.faults = Faults()
         self._host, self._port = host, port
         self._bookmark_interval = bookmark_interval
@@ -162,32 +165,6 @@ class APIServer:
 
     def clear_audit(self) -> None:
         self._audit.clear()
-
-    def count_requests(
-        self,
-        *,
-        verbs: Iterable[str] = WRITE_VERBS,
-        resource: str | None = None,
-        subresource: str | None = None,
-        namespace: str | None = None,
-        name: str | None = None,
-        api_group: str | None = None,
-        user: str | None = None,
-        successful: bool = True,
-    ) -> int:
-        """How many audited requests match; by default the successful writes, so that
-        `count_requests(resource="observabilityaddons", subresource="status")` is the number
-        of status writes a controller made."""
-        return self._audit.count(
-            verbs=verbs,
-            resource=resource,
-            subresource=subresource,
-            namespace=namespace,
-            name=name,
-            api_group=api_group,
-            user=user,
-            successful=successful,
-        )
 
     @property
     def open_watches(self) -> int:

@@ -13,8 +13,6 @@ releases the Lease, so the other replica takes over at once.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -23,7 +21,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from controller.flags import OptionsError
 from controller.hub.metrics import MirrorMetrics
 from controller.hub.options import HubOptions
 from controller.hub.side import HubSide
@@ -31,22 +28,21 @@ from controller.kube.backoff import Backoff
 from controller.kube.kubeconfig import client_for
 from controller.kube.official import ApiClient, OfficialKube
 from controller.ops.clocks import LeaseClock
-from controller.ops.logs import configure_logging
-from controller.process import Process, serve_until_signalled
+from controller.process import Process, run_process
 
 __all__ = ["HubReplica", "hub_side", "run_hub_command"]
 
 
 class HubReplica:
-    """One replica of the hub side on `api_client` (which the caller owns). `start()` starts
-    the servers, the mirroring and the election (or leads at once without it); `stop()` steps
-    down, releases the Lease (unless `release=False`: a crash as the other replica sees it) and
-    joins every thread."""
+    """One replica of the hub side on `api_client` (the caller's), else on the client of
+    `--kubeconfig` (its own). `start()` starts the servers, the mirroring and the election (or
+    leads at once without it); `stop()` steps down, releases the Lease (unless
+    `release=False`: a crash as the other replica sees it) and joins every thread."""
 
     def __init__(
         self,
         options: HubOptions,
-        api_client: ApiClient,
+        api_client: ApiClient | None = None,
         *,
         registry: CollectorRegistry | None = None,
         identity: str | None = None,
@@ -56,6 +52,9 @@ class HubReplica:
         serve: bool = True,
     ) -> None:
         self.options = options
+        self._own_client = api_client is None
+        self.api_client = client_for(options.kubeconfig) if api_client is None else api_client
+        api_client = self.api_client
         kube = OfficialKube(api_client, request_timeout=options.request_timeout)
         lease_kube = OfficialKube(
             api_client, request_timeout=options.renew_deadline.total_seconds() / 2
@@ -104,10 +103,20 @@ class HubReplica:
         return self.process.probes
 
     def start(self) -> None:
-        self.process.start()
+        try:
+            self.process.start()
+        except BaseException:
+            self._close_client()
+            raise
 
     def stop(self, *, release: bool = True) -> None:
         self.process.stop(release=release)
+        self._close_client()
+
+    def _close_client(self) -> None:
+        if self._own_client:
+            self.api_client.close()  # type: ignore[no-untyped-call]
+            self._own_client = False
 
     def __enter__(self) -> HubReplica:
         self.start()
@@ -132,25 +141,10 @@ def hub_side(
 
 def run_hub_command(args: argparse.Namespace) -> int:
     """`addon-status hub`: 0 after SIGTERM/SIGINT, 2 for bad flags, 1 when it cannot start."""
-    try:
-        options = HubOptions.from_args(args, os.environ)
-    except OptionsError as error:
-        print(f"addon-status hub: {error}", file=sys.stderr)
-        return 2
-    configure_logging(options.log_level)
 
-    class _Running:
-        def __init__(self) -> None:
-            self.api = client_for(options.kubeconfig)
-            self.replica = HubReplica(options, self.api)
-            try:
-                self.replica.start()
-            except BaseException:
-                self.api.close()  # type: ignore[no-untyped-call]
-                raise
+    def start(options: HubOptions) -> HubReplica:
+        replica = HubReplica(options)
+        replica.start()
+        return replica
 
-        def stop(self) -> None:
-            self.replica.stop()
-            self.api.close()  # type: ignore[no-untyped-call]
-
-    return serve_until_signalled("hub", _Running)
+    return run_process("hub", HubOptions, args, start)

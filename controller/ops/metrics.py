@@ -66,7 +66,7 @@ class _QuietHandler(WSGIRequestHandler):
         """A scrape every few seconds is not news."""
 
 
-class MetricsServer:
+class MetricsServer(ServerThread):
     """prometheus-client's WSGI app on `host:port` (0: any free port), stoppable at once.
 
     Its `start_http_server` polls for shutdown every half second and cannot be told otherwise;
@@ -77,7 +77,7 @@ class MetricsServer:
         self._registry = registry
         self._host = host
         self._port = port
-        self._serving = ServerThread("metrics", self._build)
+        super().__init__("metrics", self._build)
 
     def _build(self) -> WSGIServer:
         return make_server(
@@ -87,13 +87,3 @@ class MetricsServer:
             server_class=_Server6 if ":" in self._host else _Server,
             handler_class=_QuietHandler,
         )
-
-    def start(self) -> None:
-        self._serving.start()
-
-    @property
-    def port(self) -> int:
-        return self._serving.port
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._serving.stop(timeout)

@@ -76,7 +76,7 @@ class _Server(BoundedPool, HTTPServer):
         self.probes = probes
 
 
-class ProbeServer:
+class ProbeServer(ServerThread):
     """Serves `healthz` (liveness) and `readyz` (readiness) checks on `host:port` (0: any)."""
 
     def __init__(
@@ -92,14 +92,4 @@ class ProbeServer:
             "healthz": dict(liveness),
             "readyz": dict(readiness),
         }
-        self._serving = ServerThread("probes", lambda: _Server(self._address, self._probes))
-
-    def start(self) -> None:
-        self._serving.start()
-
-    @property
-    def port(self) -> int:
-        return self._serving.port
-
-    def stop(self, timeout: float = 5.0) -> None:
-        self._serving.stop(timeout)
+        super().__init__("probes", lambda: _Server(self._address, self._probes))

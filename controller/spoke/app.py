@@ -27,7 +27,6 @@ import argparse
 import logging
 import os
 import socket
-import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
@@ -43,8 +42,7 @@ from controller.kube.kubeconfig import KubeconfigSource, client_for, client_for_
 from controller.kube.official import ApiClient, OfficialKube
 from controller.kube.reflector import Reflector
 from controller.ops.clocks import LeaseClock, MachineClock, SystemClock, utc_now
-from controller.ops.logs import configure_logging
-from controller.process import Process, serve_until_signalled
+from controller.process import Process, run_process
 from controller.reports.cli import build_report_server
 from controller.reports.server import ReportServer
 from controller.reports.sink import SinkNotLeaderError, SinkRejectedError, SinkUnavailableError
@@ -410,16 +408,10 @@ def demo_controller(
 
 def run_command(args: argparse.Namespace) -> int:
     """`addon-status run`: 0 after SIGTERM/SIGINT, 2 for bad flags, 1 when it cannot start."""
-    try:
-        options = RunOptions.from_args(args, os.environ)
-    except OptionsError as error:
-        print(f"addon-status run: {error}", file=sys.stderr)
-        return 2
-    configure_logging(options.log_level)
 
-    def start() -> Replica:
+    def start(options: RunOptions) -> Replica:
         replica = Replica(options)
         replica.start()
         return replica
 
-    return serve_until_signalled("run", start)
+    return run_process("run", RunOptions, args, start)

@@ -54,9 +54,7 @@ def test_a_watched_object_is_handed_over_with_its_version_and_none_once_deleted(
         namespace=NAMESPACE, collectors=["metrics-collector"],
     )  # fmt: skip
     seen: queue.Queue[tuple[str, dict[str, Any] | None, str]] = queue.Queue()
-    [watch] = object_watches(
-        store.fake, resources, lambda *args: seen.put(args), backoff=FAST
-    )
+    [watch] = object_watches(store.fake, resources, lambda *args: seen.put(args), backoff=FAST)
     assert watch.name == "object-collector"
     watch.start()
     try:
