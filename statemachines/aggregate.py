@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from statemachines import health
 from statemachines.conditions import Condition
 from statemachines.config import Config
+from statemachines.size import ADDON_MESSAGE, cut
 from statemachines.state import AddonState, CollectorState
 from statemachines.vocabulary import ConditionType, Reason, State
 
@@ -80,7 +81,8 @@ def _message(state: AddonState, config: Config, own: Sequence[Condition]) -> str
         name = spec.display_name if spec else c.name
         detail = f" ({condition.message})" if condition.message else ""
         parts.append(f"{name}: {condition.reason}{_update(c)}{detail}")
-    return health.addon_message("; ".join(parts), state.resources, state.health)
+    addon = health.addon_message("; ".join(parts), state.resources, state.health)
+    return cut(addon, ADDON_MESSAGE)  # docs/spec.md §6
 
 
 def _update(c: CollectorState) -> str:

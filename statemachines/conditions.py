@@ -1,6 +1,7 @@
 """Kubernetes conditions: the value, how its times are written, and the rules every condition
 keeps: `lastTransitionTime` moves only when the status changes (`meta.SetStatusCondition`),
-reasons match the Kubernetes pattern, messages are cut (never rejected) at the API's limit.
+reasons match the Kubernetes pattern, messages are cut (never rejected) at the API's limit (the
+tighter limits of docs/spec.md §6 are `statemachines.size`'s, applied where a text is made).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
+from statemachines.size import cut
 from statemachines.vocabulary import REASON_PATTERN, ConditionType
 
 __all__ = [
@@ -19,7 +21,6 @@ __all__ = [
     "STANDARD_TYPES",
     "Condition",
     "ConditionStatus",
-    "cut_message",
     "find_condition",
     "format_precise",
     "format_time",
@@ -39,15 +40,7 @@ class ConditionStatus(StrEnum):
     FALSE = "False"
     UNKNOWN = "Unknown"
 
-MAX_MESSAGE = 32768
-_CUT_MARK = " [...]"
-
-
-def cut_message(message: str) -> str:
-    """Messages longer than the API allows are cut, with a visible mark, never rejected."""
-    if len(message) <= MAX_MESSAGE:
-        return message
-    return message[: MAX_MESSAGE - len(_CUT_MARK)] + _CUT_MARK
+MAX_MESSAGE = 32768  # what `metav1.Condition` allows
 
 
 def format_time(moment: datetime) -> str:
@@ -91,7 +84,7 @@ class Condition:
                 self, "last_transition_time", self.last_transition_time.replace(microsecond=0)
             )
         if len(self.message) > MAX_MESSAGE:
-            object.__setattr__(self, "message", cut_message(self.message))
+            object.__setattr__(self, "message", cut(self.message, MAX_MESSAGE))
 
     def to_api(self) -> dict[str, Any]:
         return {

@@ -27,6 +27,7 @@ from statemachines.health import load_resources
 from statemachines.health.resources import ObjectRef
 from statemachines.related import RelatedObject
 from statemachines.settings import Settings
+from statemachines.shape import shape_problem
 from statemachines.vocabulary import SEED, Profile
 
 __all__ = [
@@ -44,10 +45,10 @@ class RelatedObjectEntry(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    group: str
-    resource: str = Field(min_length=1)
-    namespace: str | None = None
-    name: str = Field(min_length=1)
+    group: str = Field(max_length=253)
+    resource: str = Field(min_length=1, max_length=63)
+    namespace: str | None = Field(default=None, max_length=63)
+    name: str = Field(min_length=1, max_length=253)
 
 
 class ConfigurationFile(BaseModel):
@@ -117,6 +118,9 @@ def load_configuration(
         )
     except ConfigError as error:
         raise ConfigError(f"{source}: {error}") from error
+    problem = shape_problem(config)
+    if problem is not None:
+        raise ConfigError(f"{source}: {problem}")
     return config, shape
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from statemachines.conditions import Condition, standard_true
+from statemachines.size import HISTORY_MESSAGE, cut
 from statemachines.state import HistoryEntry
 
 __all__ = ["moved", "recorded"]
@@ -45,5 +46,6 @@ def recorded(
     if change is None:
         return history[:limit]
     new = change[1]
-    entry = HistoryEntry(str(new.type), str(new.reason), new.message, now.replace(microsecond=0))
+    message = cut(new.message, HISTORY_MESSAGE)  # docs/spec.md §6
+    entry = HistoryEntry(str(new.type), str(new.reason), message, now.replace(microsecond=0))
     return (entry, *history)[:limit]

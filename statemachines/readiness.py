@@ -19,6 +19,7 @@ from statemachines.conditions import (
     transition_time,
 )
 from statemachines.config import Config
+from statemachines.size import ADDON_MESSAGE, cut
 from statemachines.state import AddonState, CollectorState, LastKnownGood
 from statemachines.vocabulary import READY, ConditionType, ReadyReason, State
 
@@ -58,7 +59,7 @@ def ready_condition(
         reason, status = ReadyReason.CURRENT, ConditionStatus.TRUE
         message = f"Available at generation {generation}"
     since = transition_time(find_condition(state.conditions, READY), status, now)
-    return Condition(READY, status, reason, message, since, generation)
+    return Condition(READY, status, reason, cut(message, ADDON_MESSAGE), since, generation)
 
 
 def last_known_good(

@@ -9,9 +9,10 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from statemachines.conditions import cut_message, format_precise
+from statemachines.conditions import format_precise
 from statemachines.config import Config
 from statemachines.errors import ReportError
+from statemachines.size import REPORT_MESSAGE, cut
 from statemachines.vocabulary import Actor, Reason, Rule, State
 
 __all__ = [
@@ -44,6 +45,8 @@ class Report:
     version: str | None = None  # with UpdateSuccessful only: the version the update installs
 
     def __post_init__(self) -> None:
+        if self.message is not None and len(self.message) > REPORT_MESSAGE:
+            object.__setattr__(self, "message", cut(self.message, REPORT_MESSAGE))
         generation = self.observed_generation
         if generation is not None and not 0 <= generation < GENERATION_LIMIT:
             raise ReportError("observedGeneration", _GENERATION_RANGE)
@@ -139,12 +142,14 @@ def parse_report(raw: object, config: Config) -> Report:
 
 
 def _cleaned(message: str | None) -> str | None:
-    """Control characters other than tab and newline become U+FFFD; cut to the API's limit."""
+    """Control characters other than tab and newline become U+FFFD; cut to 1,024 characters
+    (docs/spec.md §6)."""
     if message is None:
         return None
     # isprintable() is false for every control character (and for tab, newline and some
     # spaces): a fast path, the regex alone costs several microseconds per message.
-    return cut_message(message if message.isprintable() else _CONTROL.sub("\ufffd", message))
+    cleaned = message if message.isprintable() else _CONTROL.sub("\ufffd", message)
+    return cut(cleaned, REPORT_MESSAGE)
 
 
 def _check_unicode(field: str, value: object) -> None:

@@ -40,6 +40,7 @@ from statemachines.health.vocabulary import HEALTHY_CONDITION_RULE
 from statemachines.related import RelatedObject
 from statemachines.reports import GENERATION_LIMIT, Report, VerdictKind, parse_report
 from statemachines.settings import Duration, Settings, parse_duration
+from statemachines.shape import shape_problem
 from statemachines.vocabulary import (
     PROFILES,
     READY,
@@ -325,7 +326,7 @@ def _config(shape: ScenarioFile) -> Config:
     try:
         names = shape.collectors or [c.name for c in PROFILES[shape.profile].collectors]
         resources = load_resources(shape.resources, namespace=NAMESPACE, collectors=names)
-        return Config.create(
+        config = Config.create(
             profile=PROFILES[shape.profile],
             collectors=shape.collectors,
             settings=shape.settings,
@@ -336,6 +337,11 @@ def _config(shape: ScenarioFile) -> Config:
     except ConfigError as error:
         where, _, problem = str(error).partition(": ")
         raise ScenarioError(where, problem) from error
+    too_large = shape_problem(config)
+    if too_large is not None:
+        where, _, detail = too_large.partition(": ")
+        raise ScenarioError(where if detail else "", detail or too_large)
+    return config
 
 
 def _step(shape: StepFile, index: int, config: Config) -> Step:

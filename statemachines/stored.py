@@ -19,6 +19,7 @@ from statemachines import health as health_rules
 from statemachines.conditions import Condition, format_precise, format_time, parse_time
 from statemachines.config import Config
 from statemachines.errors import StoredStateError
+from statemachines.size import Measure, encoded_size, fitted
 from statemachines.state import (
     AddonState,
     CollectorState,
@@ -43,8 +44,9 @@ OWNED_FIELDS = (
 )
 
 
-def to_status(state: AddonState) -> dict[str, Any]:
-    """`status.resources[]` only when resources are configured (section 8)."""
+def to_status(state: AddonState, *, measure: Measure = encoded_size) -> dict[str, Any]:
+    """The status for `state`, fitted to the budget as `measure` counts it (docs/spec.md §6);
+    `status.resources[]` only when resources are configured (§8)."""
     status: dict[str, Any] = {
         "conditions": [c.to_api() for c in state.conditions],
         "collectors": [_collector_to_api(c) for c in state.collectors],
@@ -69,7 +71,7 @@ def to_status(state: AddonState) -> dict[str, Any]:
         status["lastKnownGood"] = {"generation": good.generation, "since": format_time(good.since)}
     if state.related_objects:
         status["relatedObjects"] = [o.to_api() for o in state.related_objects]
-    return status
+    return fitted(status, measure=measure)
 
 
 def _collector_to_api(c: CollectorState) -> dict[str, Any]:

@@ -114,6 +114,7 @@ _KINDS = {
     404: ErrorKind.NOT_FOUND,
     409: ErrorKind.CONFLICT,
     410: ErrorKind.GONE,
+    413: ErrorKind.INVALID,
     422: ErrorKind.INVALID,
     429: ErrorKind.THROTTLED,
     502: ErrorKind.UNAVAILABLE,
@@ -139,6 +140,8 @@ class KubeError(AddonStatusError):
     def kind(self) -> ErrorKind:
         if self.status is None:
             return ErrorKind.NETWORK
+        if isinstance(self, InvalidError):
+            return ErrorKind.INVALID
         known = _KINDS.get(self.status)
         if known is not None:
             return known
@@ -158,7 +161,8 @@ class GoneError(KubeError):
 
 
 class InvalidError(KubeError):
-    """The server refuses the body itself (400, 422): sending it again cannot help."""
+    """The server refuses the body itself: 400, 413 (over its request limit), 422, or etcd's
+    "request is too large" (a 500): sending it again cannot help."""
 
 
 class UnauthorizedError(KubeError):
@@ -177,6 +181,7 @@ class KindNotServedError(NotFoundError):
     """Discovery finds no resource of this apiVersion and kind (a CRD not installed yet)."""
 
 
+_TOO_LARGE = "request is too large"  # etcd's words for a value over its limit
 _CLASSES: dict[int, type[KubeError]] = {
     400: InvalidError,
     401: UnauthorizedError,
@@ -184,6 +189,7 @@ _CLASSES: dict[int, type[KubeError]] = {
     404: NotFoundError,
     409: ConflictError,
     410: GoneError,
+    413: InvalidError,
     422: InvalidError,
     429: UnavailableError,
 }
@@ -193,8 +199,10 @@ def error_for(
     detail: str, *, status: int | None, retry_after: float | None = None
 ) -> KubeError:
     """The error of the tree for an HTTP status (None: no answer at all)."""
-    if status is None or status >= 500:
-        kind: type[KubeError] = UnavailableError
+    if status is not None and status >= 500 and _TOO_LARGE in detail:
+        kind: type[KubeError] = InvalidError  # etcd refused the value: it always will
+    elif status is None or status >= 500:
+        kind = UnavailableError
     else:
         kind = _CLASSES.get(status, KubeError)
     return kind(detail, status=status, retry_after=retry_after)

@@ -27,12 +27,12 @@ from typing import Any, Protocol
 from controller.kube.api import ADDON, CONFIG_MAP, ConflictError, Kube, NotFoundError
 from controller.spoke.addon import KIND, AddonRef
 from statemachines.errors import StoredStateError
+from statemachines.placement import KEY, bookkeeping_text
 
 __all__ = ["CONFIG_MAP", "KEY", "Bookkeeping", "ConfigMapBookkeeping", "config_map_name"]
 
 log = logging.getLogger(__name__)
 
-KEY = "status.json"
 _ATTEMPTS = 3
 
 
@@ -77,7 +77,7 @@ class ConfigMapBookkeeping:
         return data
 
     def write(self, data: Mapping[str, Any] | None, owner: Mapping[str, Any]) -> bool:
-        text = None if data is None else json.dumps(data, sort_keys=True, separators=(",", ":"))
+        text = None if data is None else bookkeeping_text(dict(data))
         for _ in range(_ATTEMPTS):
             current = self._last if self._last is not None else self._get()
             if current is None and text is None:

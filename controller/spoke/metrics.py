@@ -120,8 +120,8 @@ class ControllerMetrics:
         )
         self.status_rejections = Counter(
             f"{_PREFIX}_status_writes_rejected",
-            "Status writes the API server rejected as invalid (400, 422); each was rolled back "
-            "to the stored status and its report answered 422",
+            "Status writes the API server refused (400, 413, 422, request is too large); each was "
+            "rolled back to the stored status and its report answered 422",
             registry=registry,
         )
         self.status_failures = Counter(

@@ -15,9 +15,10 @@ the previous leader left them (until then this replica is not `leading`). The st
 as this replica finds it on becoming leader (or at start, when it leads) goes to the status
 hooks like a written one, so that hub replication starts from the CR and not from nothing.
 
-A status the API server rejects as invalid (400, 422) cannot be written by trying again: the
-machines are rolled back to what the CR holds (a fresh read; in the acm profile the bookkeeping
-ConfigMap is put back first, see `_roll_back`), a Warning Event and a metric say so, and
+A status the API server refuses (400, 413, 422, "request is too large") cannot be written by
+trying again: the machines are rolled back to what the CR holds (a fresh read; in the acm
+profile the bookkeeping ConfigMap is put back first, see `_roll_back`), a Warning Event and a
+metric say so, and
 `take_rejection()` tells the worker, which answers the report that led there. A report that
 claims a generation newer than the one the watch delivered makes the reconciler read the CR
 first (the watch may be behind); the core then refuses it if it is still ahead.

@@ -20,12 +20,12 @@ loop. Before every wait, the worker fires the timers that are due by the injecte
 waits on its queue until the next one, so a dampening window ends on time even when nobody
 reports.
 
-A write that the API server rejects as invalid (400, 422) is never retried: the machines go
-back to what the CR holds, the report whose write it was gets `StatusRejectedError` (the report
-API answers 422 with the API server's reason), and reports whose effects were rolled back with
-it get a `WorkerError` (503: send again). A worker that cannot write says so: `writing` turns
-False once a change has waited longer than `unready_after` seconds to be written, and readiness
-follows it.
+A write that the API server refuses for its content or size (400, 413, 422, "request is too
+large") is never retried: the machines go back to what the CR holds, the report whose write it
+was gets `StatusRejectedError` (the report API answers 422 with the API server's reason), and
+reports whose effects were rolled back with it get a `WorkerError` (503: send again). A worker
+that cannot write says so: `writing` turns False once a change has waited longer than
+`unready_after` seconds to be written, and readiness follows it.
 """
 
 from __future__ import annotations
@@ -86,8 +86,9 @@ class SubmitTimeoutError(WorkerError, TimeoutError):
 
 
 class StatusRejectedError(AddonStatusError):
-    """The API server rejected the status this report leads to as invalid (400, 422): nothing
-    changed, the machines are as the CR holds them; sending the same report again cannot help."""
+    """The API server refused the status this report leads to (400, 413, 422, "request is too
+    large"): nothing changed, the machines are as the CR holds them; sending the same report
+    again cannot help."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -77,12 +77,22 @@ class _Model(BaseModel):
 
 
 class ObjectRef(_Model):
-    """The watched object; `namespace` is the addon's unless given."""
+    """The watched object; `namespace` is the addon's unless given. The lengths are those the
+    CRD keeps for `status.resources[].object` and `status.relatedObjects[]`."""
 
-    api_version: NonEmpty = Field(alias="apiVersion")
-    kind: NonEmpty
-    name: NonEmpty
-    namespace: str | None = None
+    api_version: Annotated[str, Field(min_length=1, max_length=316)] = Field(alias="apiVersion")
+    kind: Annotated[str, Field(min_length=1, max_length=63)]
+    name: Annotated[str, Field(min_length=1, max_length=253)]
+    namespace: Annotated[str, Field(max_length=63)] | None = None
+
+    @model_validator(mode="after")
+    def _plural_fits(self) -> ObjectRef:
+        if len(self.plural) > 63:
+            raise ValueError(
+                f"kind {self.kind!r}: its resource {self.plural!r} is longer than the 63"
+                " characters status.relatedObjects keeps"
+            )
+        return self
 
     @property
     def group(self) -> str:
@@ -194,6 +204,11 @@ class HealthRule(_Model):
                 f" got {', '.join(given) if given else 'none'}"
             )
         condition = self.single_condition_type
+        if condition is not None and len(f"{condition}Condition") > 1024:
+            raise ValueError(
+                f"singleConditionType {condition[:40]!r}...: its reason <T>Condition would be"
+                " longer than the 1024 characters a condition's reason may have"
+            )
         if condition is not None and not REASON_PATTERN.match(f"{condition}Condition"):
             raise ValueError(
                 f"singleConditionType {condition!r} cannot make the reason {condition}Condition"

@@ -11,7 +11,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from statemachines.conditions import cut_message
 from statemachines.health.expressions import EvaluationFailed, Variables
 from statemachines.health.resources import (
     CelRule,
@@ -23,6 +22,7 @@ from statemachines.health.resources import (
     Resource,
 )
 from statemachines.health.vocabulary import Health, HealthReason
+from statemachines.size import RESOURCE_MESSAGE, cut
 
 __all__ = ["Result", "cel", "evaluate", "multi_match", "not_found", "single_condition_type"]
 
@@ -38,8 +38,9 @@ class Result:
     message: str = ""
 
     def __post_init__(self) -> None:
-        # A message path or an expression's error may quote a whole object: cut, never refuse.
-        object.__setattr__(self, "message", cut_message(self.message))
+        # A message path or an expression's error may quote a whole object: cut, never refuse
+        # (docs/spec.md §6: a resource's message is at most 1,024 characters).
+        object.__setattr__(self, "message", cut(self.message, RESOURCE_MESSAGE))
 
 
 def evaluate(resource: Resource, obj: Mapping[str, Any] | None) -> Result:

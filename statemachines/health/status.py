@@ -23,6 +23,7 @@ from statemachines.health.vocabulary import (
     RESOURCES_HEALTHY,
     Health,
 )
+from statemachines.size import ADDON_MESSAGE, cut
 
 __all__ = [
     "not_healthy",
@@ -132,7 +133,7 @@ def resources_healthy(
         status = Health.UNKNOWN.condition_status
     else:
         status = Health.HEALTHY.condition_status
-    message = not_healthy(resources, counted) or "every resource is Healthy"
+    message = cut(not_healthy(resources, counted) or "every resource is Healthy", ADDON_MESSAGE)
     since = transition_time(previous, status, now)
     return Condition(RESOURCES_HEALTHY, status, HEALTHY_CONDITION_RULE, message, since, generation)
 

@@ -177,23 +177,26 @@ def test_every_reason_matches_the_kubernetes_pattern(targets: dict[str, Target])
 def test_long_message_is_cut_never_rejected(
     steps: list[tuple[Any, ...]], settings: dict[str, Any], kept: str
 ) -> None:
-    """Nothing is refused or raised for a long message; every written message fits the API's
-    limit and still starts with what was said (cut, not dropped)."""
+    """Nothing is refused or raised for a long message (§6 Size); a report's message is cut to
+    1,024 characters, ending in `…` and still starting with what was said (cut, not dropped),
+    and the addon's message quotes it within its own 4,096."""
     run = Run.begin(settings=settings)
     _play(run, steps)
     assert all(o.verdict is None or o.verdict.kind is not V.REFUSED for o in run.outcomes)
-    for raw in to_status(run.state)["conditions"]:
-        assert len(raw["message"]) <= 32768, raw["type"]
     own = run.collector_condition(MC).message
-    assert own.startswith(kept * 1000)
-    assert max(len(c.message) for c in run.state.conditions) > 32000
+    assert own == kept * 1023 + "…"
+    for raw in to_status(run.state)["conditions"]:
+        assert len(raw["message"]) <= 4096, raw["type"]
+    assert f"({own})" in run.condition(STANDARD[0]).message
     assert all(run.condition(t).message.startswith("MetricsCollector: ") for t in STANDARD)
 
 
 def test_message_of_exactly_the_limit_is_kept_whole() -> None:
     run = Run.begin(collectors=[MC])
-    run.report(FS, MC, "m" * 32768)
-    assert run.collector_condition().message == "m" * 32768
+    run.report(FS, MC, "m" * 1024)
+    assert run.collector_condition().message == "m" * 1024
+    run.report(FS, MC, "m" * 1025)
+    assert run.collector_condition().message == "m" * 1023 + "…"
 
 
 PLUS_TWO = timezone(timedelta(hours=2))

@@ -34,6 +34,7 @@ NOW = datetime(2025, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
         pytest.param(404, NotFoundError, id="not-found"),
         pytest.param(409, ConflictError, id="conflict"),
         pytest.param(410, GoneError, id="gone"),
+        pytest.param(413, InvalidError, id="request-entity-too-large"),
         pytest.param(422, InvalidError, id="unprocessable"),
         pytest.param(429, UnavailableError, id="throttled"),
         pytest.param(500, UnavailableError, id="server-error"),
@@ -43,6 +44,13 @@ NOW = datetime(2025, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
 def test_http_status_to_error_class(status: int | None, kind: type[KubeError]) -> None:
     error = error_for("failed", status=status)
     assert type(error) is kind and isinstance(error, KubeError)
+
+
+def test_etcds_request_is_too_large_is_a_refusal_not_an_outage() -> None:
+    """kube-apiserver answers a value over etcd's limit with a 500 whose message says
+    `etcdserver: request is too large`: sending it again cannot help."""
+    error = error_for("update: 500 etcdserver: request is too large", status=500)
+    assert type(error) is InvalidError and error.kind.value == "invalid"
 
 
 @pytest.mark.parametrize(

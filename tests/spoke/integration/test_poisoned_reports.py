@@ -57,21 +57,30 @@ def _readyz(controller: Replica) -> tuple[int, str]:
         return error.code, error.read().decode()
 
 
-@pytest.mark.parametrize("code", [422, 400])
-def test_a_status_write_rejected_as_invalid_is_rolled_back_and_the_worker_goes_on(
-    server: APIServer, addon: Addon, spoke: SpokeFactory, code: int
+@pytest.mark.parametrize(
+    ("code", "why"),
+    [
+        pytest.param(422, "status.message: Invalid", id="invalid"),
+        pytest.param(400, "status.message: Invalid", id="bad-request"),
+        # kube-apiserver's limit on a request body (3 MiB) and etcd's on a value (1.5 MiB)
+        pytest.param(413, "Request entity too large: limit is 3145728", id="request-too-large"),
+        pytest.param(500, "etcdserver: request is too large", id="etcd-value-too-large"),
+    ],
+)
+def test_a_refusal_is_a_refusal_rolled_back_and_never_retried(
+    server: APIServer, addon: Addon, spoke: SpokeFactory, code: int, why: str
 ) -> None:
     controller = spoke()
     worker = controller.worker
     boot(worker, collectors=(MC,))
     stored = addon.status
-    server.faults.fail_next(1, code, match=_status_write, message="status.message: Invalid")
+    server.faults.fail_next(1, code, match=_status_write, message=why)
 
     answer = _post(controller, {"collector": MC, "reason": "UpdateFailure", "message": "x"})
 
     assert answer.status == 422
     assert f"{code}" in answer.body["error"]["message"]
-    assert "status.message: Invalid" in answer.body["error"]["message"]
+    assert why in answer.body["error"]["message"]
     assert worker.state.collector(MC).state.value == "Available"  # rolled back to the CR
     assert addon.status == stored
     uid = addon.get()["metadata"]["uid"]
