@@ -8,6 +8,7 @@ from statemachines.core import (
     next_wakeup,
     observe_generation,
     observe_object,
+    resume,
     start,
 )
 from statemachines.errors import (
@@ -55,6 +56,7 @@ __all__ = [
     "observe_generation",
     "observe_object",
     "parse_report",
+    "resume",
     "start",
     "to_status",
 ]

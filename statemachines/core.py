@@ -23,11 +23,19 @@ from statemachines.outcome import Cause, Change, Outcome, Position
 from statemachines.reports import STRENGTH, Report, Verdict, VerdictKind
 from statemachines.settings import Settings
 from statemachines.state import AddonState, CollectorState
-from statemachines.stored import from_status
+from statemachines.stored import Stored, read_status
 from statemachines.vocabulary import Rule, State
 from statemachines.writing import write_conditions
 
-__all__ = ["advance", "apply", "next_wakeup", "observe_generation", "observe_object", "start"]
+__all__ = [
+    "advance",
+    "apply",
+    "next_wakeup",
+    "observe_generation",
+    "observe_object",
+    "resume",
+    "start",
+]
 
 
 def apply(state: AddonState, report: Report, now: datetime, *, config: Config) -> Outcome:
@@ -67,9 +75,17 @@ def start(
 ) -> AddonState:
     """The state a controller starts from: what `status` on the CR holds, else every collector
     fresh; conditions computed for the CR's `generation`. The staleness clocks start now."""
-    state = from_status(status, config, now, generation)
-    after, _ = _fire_due(state, now, config)  # a window that ended while nobody was running
-    return write_conditions(after, config, now)
+    return resume(config, now, status=status, generation=generation).state
+
+
+def resume(
+    config: Config, now: datetime, *, status: dict[str, Any] | None = None, generation: int = 1
+) -> Stored:
+    """`start`, and the stored fields it took as absent (docs/spec.md §6), for the shell to
+    tell."""
+    stored = read_status(status, config, now, generation)
+    after, _ = _fire_due(stored.state, now, config)  # a window that ended while nobody ran
+    return replace(stored, state=write_conditions(after, config, now))
 
 
 def advance(state: AddonState, now: datetime, *, config: Config) -> Outcome:

@@ -12,6 +12,7 @@ from typing import Any
 from statemachines.conditions import format_precise
 from statemachines.config import Config
 from statemachines.errors import ReportError
+from statemachines.readback import GENERATION_LIMIT  # observedGeneration is an int64
 from statemachines.size import REPORT_MESSAGE, cut
 from statemachines.vocabulary import Actor, Reason, Rule, State
 
@@ -24,7 +25,6 @@ __all__ = [
     "parse_report",
 ]
 
-GENERATION_LIMIT = 2**63  # observedGeneration is an int64 on the CR: 0 <= n < 2^63
 _GENERATION_RANGE = "must be an integer 0 <= n < 2^63"
 
 VERSION_LIMIT = 64  # characters of a reported version (section 9)

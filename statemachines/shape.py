@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from statemachines.config import Config
 from statemachines.health import CountedHealth, Health
 from statemachines.health import Pending as PendingResult
+from statemachines.health.status import MAX_RESOURCES
 from statemachines.placement import bookkeeping_size
 from statemachines.related import RelatedObject
 from statemachines.reports import GENERATION_LIMIT, VERSION_LIMIT
@@ -28,7 +29,6 @@ from statemachines.writing import write_conditions
 
 __all__ = ["MAX_RELATED_OBJECTS", "MAX_RESOURCES", "SHELL_RELATED_OBJECTS", "shape_problem"]
 
-MAX_RESOURCES = 64  # the CRD's maxItems of status.resources
 MAX_RELATED_OBJECTS = 256  # ... of status.relatedObjects
 SHELL_RELATED_OBJECTS = 2  # what the controller adds to them: the addon CR and the Lease
 _WIDEST = "\U0001f600"  # a character the client sends as 12 bytes

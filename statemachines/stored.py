@@ -10,16 +10,24 @@ controller). `versions` and `relatedObjects` are for readers: the first is read 
 
 from __future__ import annotations
 
-from dataclasses import replace
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from statemachines import dampening
 from statemachines import health as health_rules
-from statemachines.conditions import Condition, format_precise, format_time, parse_time
+from statemachines.conditions import (
+    MAX_MESSAGE,
+    Condition,
+    ConditionStatus,
+    format_precise,
+    format_time,
+)
 from statemachines.config import Config
 from statemachines.errors import StoredStateError
-from statemachines.size import Measure, encoded_size, fitted
+from statemachines.readback import Reader
+from statemachines.reports import VERSION_LIMIT
+from statemachines.size import HISTORY_MESSAGE, REPORT_MESSAGE, Measure, encoded_size, fitted
 from statemachines.state import (
     AddonState,
     CollectorState,
@@ -30,7 +38,7 @@ from statemachines.state import (
 )
 from statemachines.vocabulary import Reason, State
 
-__all__ = ["OWNED_FIELDS", "from_status", "to_status"]
+__all__ = ["OWNED_FIELDS", "Stored", "from_status", "longest_window", "read_status", "to_status"]
 
 # The status fields besides `conditions` that the controller owns whole: it replaces them, and
 # drops one that it no longer writes (a history switched off). Everything else is someone else's.
@@ -97,125 +105,189 @@ def _collector_to_api(c: CollectorState) -> dict[str, Any]:
     return out
 
 
-def from_status(
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """A state read back, and the stored fields taken as absent (docs/spec.md §6)."""
+
+    state: AddonState
+    ignored: tuple[StoredStateError, ...] = ()
+
+
+# The CRD's list limits (manifests/base/crd.yaml): a longer stored list is absent whole.
+_MAX = {"conditions": 32, "collectors": 8, "history": 1000}
+
+
+def read_status(
     status: dict[str, Any] | None, config: Config, now: datetime, generation: int = 0
-) -> AddonState:
+) -> Stored:
     """The state stored in `status`, for the configured collectors; the staleness clock restarts.
 
     `generation` is the CR's `metadata.generation` and the only one believed: a condition that
     carries a higher `observedGeneration` (written before FutureGeneration existed) is rewritten.
     A configured collector absent from the status starts fresh; an unconfigured one is dropped;
-    so with the resources of `status.resources[]` (their pending results included).
-    Raises StoredStateError naming the field that cannot be read.
+    so with the resources of `status.resources[]` (their pending results included). A field
+    outside the rules' bounds is taken as absent and listed in `ignored`: a collector whose state
+    or reason cannot be read starts fresh, a window that cannot be open is closed, a condition or
+    a history entry that cannot be read is left out (the next write recomputes it).
     """
-    status = status or {}
-    stored = {}
-    for index, raw in enumerate(status.get("collectors") or []):
-        where = f"status.collectors[{index}]"
-        if not isinstance(raw, dict) or not isinstance(raw.get("name"), str):
-            raise StoredStateError(where, "expected an object with a name")
-        stored[raw["name"]] = (where, raw)
-    conditions = []
-    for index, raw in enumerate(status.get("conditions") or []):
-        try:
-            conditions.append(Condition.from_api(raw))
-        except (KeyError, TypeError, ValueError) as error:
-            raise StoredStateError(f"status.conditions[{index}]", str(error)) from error
-    health = health_rules.resources_from_api(status.get("resources"), config.resources)
+    read = Reader(longest=longest_window(config))
+    status = read.mapping(status, "status") or {}
+    stored: dict[str, CollectorState] = {}
+    for index, raw in enumerate(read.items(status.get("collectors"), "status.collectors",
+                                           limit=_MAX["collectors"])):  # fmt: skip
+        collector = _collector_from_api(read, f"status.collectors[{index}]", raw, now)
+        if collector is not None:
+            stored[collector.name] = collector
+    conditions = [
+        condition
+        for index, raw in enumerate(
+            read.items(status.get("conditions"), "status.conditions", limit=_MAX["conditions"])
+        )
+        if (condition := _condition_from_api(read, f"status.conditions[{index}]", raw))
+    ]
+    health = health_rules.resources_from_api(status.get("resources"), config.resources, read)
     fresh = initial_state(config, now, generation, health=health)
-    collectors = tuple(
-        _collector_from_api(*stored[c.name], now) if c.name in stored else c
-        for c in fresh.collectors
-    )
-    return replace(
+    collectors = tuple(stored.get(c.name, c) for c in fresh.collectors)
+    history = _history_from_api(read, status.get("history"))[: config.history_limit]
+    state = replace(
         fresh,
         collectors=collectors,
         conditions=tuple(conditions),
-        history=_history_from_api(status.get("history"))[: config.history_limit],
-        last_known_good=_last_known_good_from_api(status.get("lastKnownGood")),
+        history=history,
+        last_known_good=_last_known_good_from_api(read, status.get("lastKnownGood")),
     )
+    return Stored(state, tuple(read.ignored))
 
 
-def _history_from_api(raw: object) -> tuple[HistoryEntry, ...]:
-    if raw is None:
-        return ()
-    if not isinstance(raw, list):
-        raise StoredStateError("status.history", "expected a list")
+def from_status(
+    status: dict[str, Any] | None, config: Config, now: datetime, generation: int = 0
+) -> AddonState:
+    """`read_status`'s state (what was ignored, left unsaid)."""
+    return read_status(status, config, now, generation).state
+
+
+def longest_window(config: Config) -> timedelta:
+    """The longest time the core adds to a stored time: a window, a staleness limit, a `for`."""
+    windows = [
+        length
+        for s in config.settings.values()
+        for length in (s.degrade_after, s.recover_after, s.staleness_limit)
+    ]
+    return max([*windows, *(r.for_ for r in config.resources), timedelta(0)])
+
+
+def _condition_from_api(read: Reader, where: str, raw: object) -> Condition | None:
+    item = read.mapping(raw, where)
+    if item is None:
+        return None
+    at = read.time(item.get("lastTransitionTime"), f"{where}.lastTransitionTime")
+    generation = read.generation(item.get("observedGeneration", 0), f"{where}.observedGeneration")
+    try:
+        if at is None:
+            raise ValueError("no lastTransitionTime")
+        return Condition(
+            type=str(item["type"]),
+            status=ConditionStatus(item["status"]),
+            reason=str(item["reason"]),
+            message=read.text(item.get("message"), f"{where}.message", limit=MAX_MESSAGE),
+            last_transition_time=at,
+            observed_generation=generation or 0,
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        read.ignore(where, f"cannot be read: {error}")
+        return None
+
+
+def _history_from_api(read: Reader, raw: object) -> tuple[HistoryEntry, ...]:
     entries = []
-    for index, item in enumerate(raw):
-        try:
-            entries.append(
-                HistoryEntry(
-                    str(item["type"]),
-                    str(item["reason"]),
-                    str(item.get("message", "")),
-                    parse_time(str(item["lastTransitionTime"])),
-                )
-            )
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
-            raise StoredStateError(
-                f"status.history[{index}]", f"cannot be read: {error}"
-            ) from error
+    for index, item in enumerate(read.items(raw, "status.history", limit=_MAX["history"])):
+        where = f"status.history[{index}]"
+        entry = read.mapping(item, where)
+        if entry is None:
+            continue
+        at = read.time(entry.get("lastTransitionTime"), f"{where}.lastTransitionTime")
+        type_, reason = entry.get("type"), entry.get("reason")
+        if at is None or not isinstance(type_, str) or not isinstance(reason, str):
+            read.ignore(where, "needs a type, a reason and a lastTransitionTime")
+            continue
+        message = read.text(entry.get("message"), f"{where}.message", limit=HISTORY_MESSAGE)
+        entries.append(HistoryEntry(type_, reason, message, at))
     return tuple(entries)
 
 
-def _last_known_good_from_api(raw: object) -> LastKnownGood | None:
-    if raw is None:
+def _last_known_good_from_api(read: Reader, raw: object) -> LastKnownGood | None:
+    good = read.mapping(raw, "status.lastKnownGood")
+    if good is None:
+        return None
+    generation = read.generation(good.get("generation"), "status.lastKnownGood.generation")
+    since = read.time(good.get("since"), "status.lastKnownGood.since")
+    if generation is None or since is None:
+        read.ignore("status.lastKnownGood", "needs a generation and a since")
+        return None
+    return LastKnownGood(generation, since)
+
+
+def _collector_from_api(
+    read: Reader, where: str, raw: object, now: datetime
+) -> CollectorState | None:
+    """The collector stored at `where`; None (it starts fresh) when its name, state or reason
+    cannot be read. A window that cannot be read, or cannot be open in its state, is closed."""
+    item = read.mapping(raw, where)
+    if item is None or not isinstance(item.get("name"), str):
+        read.ignore(where, "expected an object with a name")
         return None
     try:
-        assert isinstance(raw, dict)
-        return LastKnownGood(int(raw["generation"]), parse_time(str(raw["since"])))
-    except (AssertionError, KeyError, TypeError, ValueError) as error:
-        raise StoredStateError("status.lastKnownGood", f"cannot be read: {error}") from error
-
-
-def _collector_from_api(where: str, raw: dict[str, Any], now: datetime) -> CollectorState:
-    field_name = "state"
-    try:
-        state = State(raw["state"])
-        field_name = "reason"
-        reason = Reason(raw["reason"]) if raw.get("reason") else None
-        field_name = "lastTransitionTime"
-        changed = parse_time(raw["lastTransitionTime"]) if raw.get("lastTransitionTime") else None
-        field_name = "pendingSince"
-        pending = None
-        if raw.get("pendingReason"):
-            pending = Pending(
-                Reason(raw["pendingReason"]),
-                parse_time(raw["pendingSince"]),
-                str(raw.get("pendingMessage", "")),
-            )
-        field_name = "observedGeneration"
-        generation = int(raw["observedGeneration"]) if "observedGeneration" in raw else None
-        field_name = "version"
-        version = _text_or_none(raw.get("version"))
-        field_name = "desiredVersion"
-        desired = _text_or_none(raw.get("desiredVersion"))
-    except (KeyError, TypeError, ValueError) as error:
-        raise StoredStateError(f"{where}.{field_name}", f"cannot be read: {error}") from error
-    if pending is not None and not dampening.fits(state, reason, pending.reason):
-        raise StoredStateError(
-            f"{where}.pendingReason",
-            f"a {pending.reason.value} window cannot be open in {state.value} ({reason})",
-        )
+        state = State(str(item.get("state")))
+        reason = Reason(item["reason"]) if item.get("reason") else None
+    except ValueError as error:
+        read.ignore(where, f"cannot be read: {error}")
+        return None
+    changed = read.time(item.get("lastTransitionTime"), f"{where}.lastTransitionTime")
     return CollectorState(
-        name=raw["name"],
+        name=item["name"],
         state=state,
         reason=reason,
-        message=str(raw.get("message", "")),
-        changed_at=changed,
-        observed_generation=generation,
-        pending=pending,
-        stale=bool(raw.get("stale", False)),
-        desired_version=desired,
-        version=version,
+        message=read.text(item.get("message"), f"{where}.message", limit=REPORT_MESSAGE),
+        changed_at=changed or now,
+        observed_generation=read.generation(
+            item.get("observedGeneration"), f"{where}.observedGeneration"
+        ),
+        pending=_pending_from_api(read, where, item, state, reason),
+        stale=item.get("stale") is True,
+        desired_version=_version(read, item.get("desiredVersion"), f"{where}.desiredVersion"),
+        version=_version(read, item.get("version"), f"{where}.version"),
         heard_at=now,
     )
 
 
-def _text_or_none(value: object) -> str | None:
+def _pending_from_api(
+    read: Reader, where: str, item: dict[str, Any], state: State, reason: Reason | None
+) -> Pending | None:
+    if not item.get("pendingReason"):
+        return None
+    since = read.time(item.get("pendingSince"), f"{where}.pendingSince")
+    try:
+        pending_reason = Reason(item["pendingReason"])
+    except ValueError:
+        read.ignore(f"{where}.pendingReason", f"{item['pendingReason']!r} is not a reason")
+        return None
+    if since is None:
+        return None
+    if not dampening.fits(state, reason, pending_reason):
+        read.ignore(
+            f"{where}.pendingReason",
+            f"a {pending_reason.value} window cannot be open in {state.value} ({reason})",
+        )
+        return None
+    message = read.text(item.get("pendingMessage"), f"{where}.pendingMessage", limit=REPORT_MESSAGE)
+    return Pending(pending_reason, since, message)
+
+
+def _version(read: Reader, value: object, where: str) -> str | None:
+    """A version as a report may carry one (§9): 1 to 64 characters, no control character."""
     if value is None:
         return None
-    if not isinstance(value, str):
-        raise TypeError(f"{value!r} is not a string")
-    return value
+    if isinstance(value, str) and 0 < len(value) <= VERSION_LIMIT and value.isprintable():
+        return value
+    read.ignore(where, f"{str(value)[:40]!r} is not a version of 1 to {VERSION_LIMIT} characters")
+    return None

@@ -38,6 +38,9 @@ _PREFIX = "addon_status"
 # The label values the shell produces (the worker's item kinds and the timer, the watch loop's
 # restart causes, the Event recorder's outcomes) and the core's own rule and cause names.
 TRIGGERS = ("report", "watch", "object", "tick", "leader", "timer")
+STORED_FIELDS = (
+    "status", "conditions", "collectors", "history", "lastKnownGood", "resources", "bookkeeping"
+)
 EVENT_OUTCOMES = ("recorded", "aggregated", "failed", "dropped")
 REFUSAL_RULES = tuple(rule.value for rule in Rule)
 _EVERY_COLLECTOR = "all"  # the collector label of an operator's report about every collector
@@ -134,6 +137,13 @@ class ControllerMetrics:
             "Items waiting for the reconcile worker",
             registry=registry,
         )
+        self.stored_ignored = Counter(
+            f"{_PREFIX}_stored_fields_ignored",
+            "Fields of the stored status (or the acm bookkeeping) read back out of the rules'"
+            " bounds and taken as absent, by the status field they are in",
+            ["field"],
+            registry=registry,
+        )
         self.events = Counter(
             f"{_PREFIX}_kube_events",
             "Kubernetes Events about the addon CR, by outcome (recorded: a new Event; "
@@ -149,6 +159,8 @@ class ControllerMetrics:
             self.reconcile_duration.labels(trigger)
         for outcome in EVENT_OUTCOMES:
             self.events.labels(outcome)
+        for field in STORED_FIELDS:
+            self.stored_ignored.labels(field)
         if config is None:
             return
         collectors = [c.name for c in config.collectors]
@@ -171,6 +183,12 @@ class ControllerMetrics:
         self.reports.labels(collector, verdict.kind.value).inc()
         if verdict.kind is VerdictKind.REFUSED:
             self.refused.labels(collector, reason, verdict.rule or "unknown").inc()
+
+    def count_ignored(self, path: str) -> None:
+        """A stored field taken as absent: `status.collectors[0].pendingSince` counts under
+        `collectors`, a bookkeeping that is no JSON under `bookkeeping`."""
+        field = path.removeprefix("status.").split("[")[0].split(".")[0]
+        self.stored_ignored.labels(field if field in STORED_FIELDS else "bookkeeping").inc()
 
     def count_moves(self, changes: Iterable[Change]) -> None:
         for change in changes:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any
 
@@ -52,7 +52,7 @@ from statemachines import (
     next_wakeup,
     observe_generation,
     observe_object,
-    start,
+    resume,
 )
 from statemachines.placement import bookkeeping, on_cr
 
@@ -112,6 +112,7 @@ class Reconciler:
         # replayed onto machines rebuilt from the CR, which may lag behind them.
         self._objects: dict[str, dict[str, Any] | None] = {}
         self.objects_seen: dict[str, str] = {}
+        self._told: set[tuple[str, str]] = set()  # stored fields ignored and logged
         self._rejection: str | None = None  # a status write refused as invalid, not yet told
         self._rejections = 0  # how many were refused so far
 
@@ -148,9 +149,10 @@ class Reconciler:
         return self.leading and self.role.may_write()
 
     def begin(self, obj: dict[str, Any]) -> None:
-        """The machines as the CR (or the bookkeeping beside it) stores them. Raises
-        StoredStateError if it cannot be read, KubeError if the bookkeeping cannot be read."""
-        self._rebuild(obj, self._stored(obj), strict=True)
+        """The machines as the CR (or the bookkeeping beside it) stores them; a stored field
+        out of bounds is taken as absent and told (docs/spec.md §6). Raises KubeError if the
+        bookkeeping cannot be read."""
+        self._rebuild(obj, self._stored(obj))
         if self.role.elected:
             self._term = self.role.term
             self._announce_read()
@@ -183,7 +185,7 @@ class Reconciler:
         if self._uid and meta.get("uid") and meta.get("uid") != self._uid:
             log.warning("the addon CR was created anew; its machines start over from it")
             fresh = None if self._kept else obj.get("status")
-            self._rebuild(obj, fresh, strict=False)
+            self._rebuild(obj, fresh)
         self._present = True
         foreign = self.status.seen(event)  # before a write: it starts from this CR
         generation = int(meta.get("generation") or 0)
@@ -334,11 +336,11 @@ class Reconciler:
         try:
             obj = self._store.get()
             stored = self._stored(obj)
-        except (KubeError, StoredStateError):
+        except KubeError:
             self._term = None  # not leading until _sync() rebuilds from a fresh read
             self._sync_retry.failed()
             return
-        self._rebuild(obj, stored, strict=False)
+        self._rebuild(obj, stored)
         if self.status.owed:  # the stored status itself needs a write: not in a tight loop
             self.status.retry.failed()
         else:
@@ -367,7 +369,11 @@ class Reconciler:
             return obj.get("status")
         if self._kept_owed:
             return copy.deepcopy(self._kept_stored)
-        return self._kept.read(obj)
+        try:
+            return self._kept.read(obj)
+        except StoredStateError as error:  # not JSON: as if there were none
+            self._tell_ignored([error])
+            return None
 
     def _sync(self) -> None:
         """Rebuild the machines from a fresh read of the CR (on becoming leader)."""
@@ -382,11 +388,8 @@ class Reconciler:
                 extra={"error": str(error), "retryIn": round(delay, 3)},
             )
             return
-        except StoredStateError as error:
-            log.warning("the bookkeeping cannot be read back; starting fresh: %s", error)
-            stored = None
         self._sync_retry.succeeded()
-        self._rebuild(obj, stored, strict=False)
+        self._rebuild(obj, stored)
         self._term = self.role.term
         log.info("leading: machines rebuilt from the addon CR")
         if self.status.owed:
@@ -405,16 +408,12 @@ class Reconciler:
             except Exception:
                 log.exception("an on_status_written hook failed")
 
-    def _rebuild(self, obj: dict[str, Any], stored: dict[str, Any] | None, *, strict: bool) -> None:
+    def _rebuild(self, obj: dict[str, Any], stored: dict[str, Any] | None) -> None:
         meta = obj.get("metadata") or {}
         generation = int(meta.get("generation") or 1)
-        try:
-            state = start(self.config, self._clock(), status=stored, generation=generation)
-        except StoredStateError as error:
-            if strict:
-                raise
-            log.warning("the stored status cannot be read back; starting fresh: %s", error)
-            state = start(self.config, self._clock(), generation=generation)
+        resumed = resume(self.config, self._clock(), status=stored, generation=generation)
+        self._tell_ignored(resumed.ignored)
+        state = resumed.state
         for resource, seen in self._objects.items():
             state = observe_object(state, resource, seen, self._clock(), config=self.config).state
         self._state = state
@@ -426,6 +425,17 @@ class Reconciler:
         if self._kept_owed:  # the flush puts it back
             self.status.owe()
         self._show()
+
+    def _tell_ignored(self, ignored: Iterable[StoredStateError]) -> None:
+        """Each stored field taken as absent: counted every time, logged once."""
+        for problem in ignored:
+            self._metrics.count_ignored(problem.field)
+            if (problem.field, problem.problem) not in self._told:
+                self._told.add((problem.field, problem.problem))
+                log.warning(
+                    "a stored field is out of bounds; taken as absent",
+                    extra={"field": problem.field, "problem": problem.problem},
+                )
 
     def _show(self) -> None:
         self._metrics.show_states((c.name, c.state, c.stale) for c in self.state.collectors)

@@ -13,8 +13,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from statemachines.conditions import Condition, format_time, parse_time, transition_time
-from statemachines.errors import StoredStateError
+from statemachines.conditions import Condition, format_time, transition_time
 from statemachines.health.counted import CountedHealth, Pending
 from statemachines.health.resources import Resource
 from statemachines.health.vocabulary import (
@@ -23,7 +22,8 @@ from statemachines.health.vocabulary import (
     RESOURCES_HEALTHY,
     Health,
 )
-from statemachines.size import ADDON_MESSAGE, cut
+from statemachines.readback import Reader
+from statemachines.size import ADDON_MESSAGE, RESOURCE_MESSAGE, cut
 
 __all__ = [
     "not_healthy",
@@ -33,6 +33,7 @@ __all__ = [
 ]
 
 _NEVER_OBSERVED = "not observed yet"
+MAX_RESOURCES = 64  # the CRD's maxItems of status.resources
 
 
 def resources_to_api(
@@ -66,51 +67,75 @@ def _entry(resource: Resource, counted: CountedHealth | None) -> dict[str, Any]:
     return entry
 
 
-def resources_from_api(raw: object, resources: Sequence[Resource]) -> dict[str, CountedHealth]:
+def resources_from_api(
+    raw: object, resources: Sequence[Resource], read: Reader
+) -> dict[str, CountedHealth]:
     """The counted health stored in `status.resources`, for the configured resources.
 
     An entry of a resource no longer configured is dropped; a configured one absent, or with no
-    condition, has no entry. Raises StoredStateError naming the field that cannot be read.
+    condition, has no entry. A field outside the rules' bounds leaves its entry (or only its
+    pending result) absent, noted by `read` (docs/spec.md §6).
     """
-    if raw is None:
-        return {}
-    if not isinstance(raw, list):
-        raise StoredStateError("status.resources", "expected a list")
     configured = {r.name for r in resources}
     counted: dict[str, CountedHealth] = {}
-    for index, item in enumerate(raw):
+    for index, item in enumerate(read.items(raw, "status.resources", limit=MAX_RESOURCES)):
         where = f"status.resources[{index}]"
-        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
-            raise StoredStateError(where, "expected an object with a name")
-        if item["name"] in configured and item.get("conditions"):
-            counted[item["name"]] = _counted_from_api(where, item)
+        entry = read.mapping(item, where)
+        if entry is None or not isinstance(entry.get("name"), str):
+            read.ignore(where, "expected an object with a name")
+        elif entry["name"] in configured and entry.get("conditions"):
+            found = _counted_from_api(read, where, entry)
+            if found is not None:
+                counted[entry["name"]] = found
     return counted
 
 
-def _counted_from_api(where: str, item: dict[str, Any]) -> CountedHealth:
-    field = "conditions[0]"
+def _counted_from_api(read: Reader, where: str, item: dict[str, Any]) -> CountedHealth | None:
+    conditions = read.items(item.get("conditions"), f"{where}.conditions", limit=1)
+    condition = read.mapping(conditions[0], f"{where}.conditions[0]") if conditions else None
+    if condition is None or condition.get("type") != HEALTHY:
+        read.ignore(f"{where}.conditions", f"expected one condition {HEALTHY}")
+        return None
+    at = f"{where}.conditions[0]"
+    since = read.time(condition.get("lastTransitionTime"), f"{at}.lastTransitionTime")
     try:
-        condition = next(c for c in item["conditions"] if c.get("type") == HEALTHY)
-        health = Health.from_condition_status(str(condition["status"]))
-        since = parse_time(str(condition["lastTransitionTime"]))
-        pending = None
-        raw_pending = item.get("pending")
-        if raw_pending:
-            field = "pending"
-            pending = Pending(
-                Health.from_condition_status(str(raw_pending["status"])),
-                str(raw_pending["reason"]),
-                str(raw_pending.get("message", "")),
-                parse_time(str(raw_pending["since"])),
-            )
-    except (StopIteration, AttributeError, KeyError, TypeError, ValueError) as error:
-        raise StoredStateError(f"{where}.{field}", f"cannot be read: {error!r}") from error
-    if pending is not None and (health is not Health.HEALTHY or pending.health is Health.HEALTHY):
-        raise StoredStateError(
+        health = Health.from_condition_status(str(condition.get("status")))
+    except ValueError as error:
+        read.ignore(f"{at}.status", str(error))
+        return None
+    if since is None:
+        read.ignore(at, f"a {HEALTHY} condition needs a lastTransitionTime")
+        return None
+    reason = read.text(condition.get("reason"), f"{at}.reason", limit=1024)
+    message = read.text(condition.get("message"), f"{at}.message", limit=RESOURCE_MESSAGE)
+    return CountedHealth(
+        health, reason, message, since, _pending_from_api(read, where, item, health)
+    )
+
+
+def _pending_from_api(
+    read: Reader, where: str, item: dict[str, Any], health: Health
+) -> Pending | None:
+    raw = read.mapping(item.get("pending"), f"{where}.pending")
+    if not raw:
+        return None
+    since = read.time(raw.get("since"), f"{where}.pending.since")
+    try:
+        pending_health = Health.from_condition_status(str(raw.get("status")))
+    except ValueError as error:
+        read.ignore(f"{where}.pending.status", str(error))
+        return None
+    if health is not Health.HEALTHY or pending_health is Health.HEALTHY:
+        read.ignore(
             f"{where}.pending", "a result is pending only while the counted health is Healthy"
         )
-    reason, message = str(condition.get("reason", "")), str(condition.get("message", ""))
-    return CountedHealth(health, reason, message, since, pending)
+        return None
+    if since is None:
+        read.ignore(f"{where}.pending", "a pending result needs a since")
+        return None
+    reason = read.text(raw.get("reason"), f"{where}.pending.reason", limit=1024)
+    message = read.text(raw.get("message"), f"{where}.pending.message", limit=RESOURCE_MESSAGE)
+    return Pending(pending_health, reason, message, since)
 
 
 def resources_healthy(

@@ -13,7 +13,6 @@ from datetime import timedelta
 import pytest
 
 from statemachines.conditions import Condition
-from statemachines.errors import StoredStateError
 from statemachines.health.counted import (
     CountedHealth,
     Pending,
@@ -27,6 +26,7 @@ from statemachines.health.overlay import addon_message, collector_health, overla
 from statemachines.health.rules import Result
 from statemachines.health.status import resources_from_api, resources_healthy, resources_to_api
 from statemachines.health.vocabulary import Health
+from statemachines.readback import Reader
 from statemachines.vocabulary import SEED, Reason
 from tests.core.health import MC, MIN, T0, UWL, condition, resource
 
@@ -189,9 +189,11 @@ def test_resources_survive_the_status_exactly() -> None:
         "b": CountedHealth(BAD, "AvailableCondition", "no replica", T0),
     }
     stored = json.loads(json.dumps(resources_to_api(watched, counted)))
-    assert resources_from_api(stored, watched) == counted
-    assert resources_from_api(stored, watched[1:]) == {"b": counted["b"]}  # unconfigured: dropped
-    assert resources_from_api(None, watched) == {}
+    read = Reader(longest=FOR)
+    assert resources_from_api(stored, watched, read) == counted
+    assert resources_from_api(stored, watched[1:], read) == {"b": counted["b"]}  # unconfigured
+    assert resources_from_api(None, watched, read) == {}
+    assert read.ignored == []
 
 
 @pytest.mark.parametrize(
@@ -201,7 +203,7 @@ def test_resources_survive_the_status_exactly() -> None:
         pytest.param([{"conditions": []}], "status.resources[0]", id="no-name"),
         pytest.param(
             [{"name": "a", "conditions": [{"type": "Healthy", "status": "Maybe"}]}],
-            "status.resources[0].conditions[0]",
+            "status.resources[0].conditions[0].status",
             id="bad-status",
         ),
         pytest.param(
@@ -244,10 +246,13 @@ def test_resources_survive_the_status_exactly() -> None:
         ),
     ],
 )
-def test_unreadable_stored_resources_name_the_field(raw: object, field: str) -> None:
-    with pytest.raises(StoredStateError) as caught:
-        resources_from_api(raw, [resource(AVAILABLE, name="a")])
-    assert caught.value.field == field
+def test_unreadable_stored_resources_are_absent_and_named(raw: object, field: str) -> None:
+    """docs/spec.md §6, what is read back is checked: the entry (or its pending result) is taken
+    as absent, and named."""
+    read = Reader(longest=timedelta(hours=1))
+    counted = resources_from_api(raw, [resource(AVAILABLE, name="a")], read)
+    assert field in [problem.field for problem in read.ignored]
+    assert "pending" in field or "a" not in counted
 
 
 # --- ResourcesHealthy -----------------------------------------------------------------------

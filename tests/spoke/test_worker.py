@@ -17,7 +17,7 @@ from controller.spoke.worker import (
     SubmitTimeoutError,
     Worker,
 )
-from statemachines import Config, Settings, StoredStateError, VerdictKind
+from statemachines import Config, Settings, VerdictKind
 from statemachines.vocabulary import Reason
 from tests.spoke.conftest import WorkerFactory
 from tests.spoke.fakes import T0, FakeAddonStore, FakeClock, addon_object
@@ -345,13 +345,33 @@ def test_a_cr_created_anew_starts_its_machines_over(
     assert collector(store.status, MC)["state"] == "Progressing"
 
 
-def test_start_fails_clearly_without_the_cr_or_with_an_unreadable_status(config: Config) -> None:
+def test_start_fails_clearly_without_the_cr(config: Config) -> None:
     metrics = ControllerMetrics(CollectorRegistry())
     with pytest.raises(NotFoundError):
         Worker(FakeAddonStore(obj=None), config, metrics=metrics).start()
-    broken = FakeAddonStore(obj=addon_object(status={"collectors": [{"name": MC}]}))
-    with pytest.raises(StoredStateError, match=r"status\.collectors\[0\]"):
-        Worker(broken, config, metrics=ControllerMetrics(CollectorRegistry())).start()
+
+
+def test_a_stored_field_out_of_bounds_is_absent_logged_once_and_counted(
+    config: Config, caplog: pytest.LogCaptureFixture
+) -> None:
+    """docs/spec.md §6, what is read back is checked: the worker starts, the field is absent,
+    one warning names it, the metric counts it; the next write replaces it."""
+    window = {"name": MC, "state": "Available", "reason": "ForwardSuccessful"}
+    window |= {"pendingReason": "ForwardFailure", "pendingSince": "9999-12-31T23:59:59Z"}
+    store = FakeAddonStore(obj=addon_object(status={"collectors": [window]}))
+    registry = CollectorRegistry()
+    worker = Worker(store, config, metrics=ControllerMetrics(registry))
+    worker.start()
+    try:
+        settle(worker)
+        assert worker.state.collector(MC).pending is None
+        told = [r for r in caplog.records if r.getMessage().startswith("a stored field")]
+        assert [r.field for r in told] == ["status.collectors[0].pendingSince"]  # type: ignore[attr-defined]
+        ignored = "addon_status_stored_fields_ignored_total"
+        assert registry.get_sample_value(ignored, {"field": "collectors"}) == 1
+        assert "pendingSince" not in collector(store.status, MC)
+    finally:
+        worker.stop()
 
 
 def test_metrics_show_states_moves_refusals_and_writes(make_worker: WorkerFactory) -> None:
