@@ -8,6 +8,7 @@ from statemachines.core import (
     next_wakeup,
     observe_generation,
     observe_object,
+    observe_result,
     resume,
     start,
 )
@@ -55,6 +56,7 @@ __all__ = [
     "next_wakeup",
     "observe_generation",
     "observe_object",
+    "observe_result",
     "parse_report",
     "resume",
     "start",

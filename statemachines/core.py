@@ -33,6 +33,7 @@ __all__ = [
     "next_wakeup",
     "observe_generation",
     "observe_object",
+    "observe_result",
     "resume",
     "start",
 ]
@@ -116,16 +117,36 @@ def observe_object(
     None once it is deleted (or was never found): its rule's result, counted with its `for`.
     Only what the collectors contribute to the aggregation can change, never their machines.
     Raises KeyError for a resource that is not configured (the shell's bug)."""
-    spec = next((r for r in state.resources if r.name == resource), None)
-    if spec is None:
-        raise KeyError(f"{resource!r} is not a configured resource")
+    result = health.evaluate(_resource(state, resource), obj)
+    return observe_result(state, resource, result, now, config=config)
+
+
+def observe_result(
+    state: AddonState,
+    resource: str,
+    result: health.Result,
+    now: datetime,
+    *,
+    config: Config,
+) -> Outcome:
+    """`observe_object` with the rule already applied to the object (`health.evaluate`): the
+    shell evaluates a large object away from the one thread that judges reports, and hands in
+    only the result. Raises KeyError for a resource that is not configured."""
+    spec = _resource(state, resource)
     after, changes = _fire_due(state, now, config)
-    counted = health.observe(spec, after.health.get(resource), obj, now)
+    counted = health.count(after.health.get(resource), result, now, for_=spec.for_)
     if counted != after.health.get(resource):
         after = write_conditions(
             replace(after, health={**after.health, resource: counted}), config, now
         )
     return _outcome(state, after, None, changes, config)
+
+
+def _resource(state: AddonState, name: str) -> health.Resource:
+    spec = next((r for r in state.resources if r.name == name), None)
+    if spec is None:
+        raise KeyError(f"{name!r} is not a configured resource")
+    return spec
 
 
 def next_wakeup(state: AddonState, config: Config) -> datetime | None:

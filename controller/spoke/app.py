@@ -1,7 +1,7 @@
 """`addon-status run`: one `Replica` of the spoke controller, a `controller.process.Process` with
-the spoke's parts added to it — the Event recorder, the reconcile worker, the watches of the CR
-and of the health rules' objects, the report API in front of the worker — and hub replication
-for each leadership term.
+the spoke's parts added to it — the Event recorder, the reconcile worker, the watch of the CR,
+the health rules' evaluator and the watches of their objects, the report API in front of the
+worker — and hub replication for each leadership term.
 
 Who does what while leading. A leader judges reports, writes the spoke CR's status and copies it
 to the hub; a follower keeps its watch and its probes and is ready, but answers reports with
@@ -47,6 +47,7 @@ from controller.reports.cli import build_report_server
 from controller.reports.server import ReportServer
 from controller.reports.sink import SinkNotLeaderError, SinkRejectedError, SinkUnavailableError
 from controller.spoke.addon import GROUP, PLURAL, AddonStore
+from controller.spoke.evaluation import Evaluations
 from controller.spoke.events import EventRecorder
 from controller.spoke.metrics import ControllerMetrics, ReplicationMetrics
 from controller.spoke.options import RunOptions
@@ -209,10 +210,13 @@ class Replica:
         # A leader whose status writes keep failing cannot do its job: say so.
         process.readiness["status-write"] = lambda: worker.writing
         process.add("watch", self.watch, alive=lambda: self.watch.alive)
+        self.evaluations = Evaluations(worker.observe_object)
+        if config.resources:
+            process.add("health-rules", self.evaluations, alive=lambda: self.evaluations.alive)
         self.object_watches = object_watches(
             self.kube,
             config.resources,
-            worker.observe_object,
+            self.evaluations.offer,
             metrics=process.watch_metrics,
             backoff=watch_backoff,
             watch_seconds=watch_seconds,

@@ -222,7 +222,7 @@ def _results(resource: Resource) -> list[str]:
         reasons = [f"{rule.single_condition_type}Condition"]
     elif rule.multi_match is not None:
         reasons = [HealthReason.MATCHED_CONDITION, HealthReason.MATCHED_FIELD]
-        reasons.append(HealthReason.NO_MATCHES_FULFILLED)
+        reasons += [HealthReason.NO_MATCHES_FULFILLED, HealthReason.EVALUATION_ERROR]
     else:
         reasons = [HealthReason.IN_PROGRESS, HealthReason.FAILED, HealthReason.CURRENT]
         reasons.append(HealthReason.EVALUATION_ERROR)

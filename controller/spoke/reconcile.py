@@ -2,7 +2,7 @@
 
 The `Reconciler` holds the machines (`AddonState`) and the worker's knowledge of the CR (read?
 present? leading? does the status lag?). It asks the core what a report, a watch event or the
-passing of time means (`apply`, `observe_generation`, `observe_object`, `advance`), and makes
+passing of time means (`apply`, `observe_generation`, `observe_result`, `advance`), and makes
 the CR say it:
 metrics, Events, then one status write per change. It does no threading of its own: the worker
 calls it from its one thread, so nothing here needs a lock.
@@ -51,9 +51,10 @@ from statemachines import (
     apply,
     next_wakeup,
     observe_generation,
-    observe_object,
+    observe_result,
     resume,
 )
+from statemachines.health import Result
 from statemachines.placement import bookkeeping, on_cr
 
 __all__ = ["Phase", "Reconciler"]
@@ -108,9 +109,9 @@ class Reconciler:
         self._kept_stored: dict[str, Any] | None = None
         self._kept_owed = False
         self._sync_retry = Retry()  # reading the CR on becoming leader
-        # The watched objects as last delivered (None: absent) and their resourceVersions:
+        # What each watched object's rule said last, and the objects' resourceVersions:
         # replayed onto machines rebuilt from the CR, which may lag behind them.
-        self._objects: dict[str, dict[str, Any] | None] = {}
+        self._results: dict[str, Result] = {}
         self.objects_seen: dict[str, str] = {}
         self._told: set[tuple[str, str]] = set()  # stored fields ignored and logged
         self._rejection: str | None = None  # a status write refused as invalid, not yet told
@@ -196,10 +197,10 @@ class Reconciler:
             self.status.owe()
             self._flush()
 
-    def observe_object(self, resource: str, obj: dict[str, Any] | None, version: str) -> None:
-        """A watched object changed, was deleted (None), or was listed (section 8)."""
-        self._objects[resource] = obj
-        outcome = observe_object(self.state, resource, obj, self._clock(), config=self.config)
+    def observe_result(self, resource: str, result: Result, version: str) -> None:
+        """What a watched object's rule says now: it changed, was deleted, or was listed (§8)."""
+        self._results[resource] = result
+        outcome = observe_result(self.state, resource, result, self._clock(), config=self.config)
         self.objects_seen[resource] = version
         counted = outcome.state.health[resource]
         latest = counted.pending.reason if counted.pending else counted.reason  # this result's
@@ -414,8 +415,8 @@ class Reconciler:
         resumed = resume(self.config, self._clock(), status=stored, generation=generation)
         self._tell_ignored(resumed.ignored)
         state = resumed.state
-        for resource, seen in self._objects.items():
-            state = observe_object(state, resource, seen, self._clock(), config=self.config).state
+        for resource, result in self._results.items():
+            state = observe_result(state, resource, result, self._clock(), config=self.config).state
         self._state = state
         self._uid = meta.get("uid")
         self._owner = {"metadata": {"name": meta.get("name"), "uid": self._uid}}

@@ -49,6 +49,7 @@ from controller.spoke.reconcile import Reconciler
 from controller.spoke.status_writer import StatusHook
 from statemachines import AddonState, Config, Report, Verdict, VerdictKind
 from statemachines.errors import AddonStatusError
+from statemachines.health import Result, evaluate
 
 __all__ = [
     "NotLeaderError",
@@ -114,10 +115,10 @@ class _Observe:
 
 @dataclass(frozen=True, slots=True)
 class _ObjectChanged:
-    """A watched object (section 8) as listed or watched; None once it is gone."""
+    """What a watched object's rule says now (§8), for the object at `version`."""
 
     resource: str
-    object: dict[str, Any] | None
+    result: Result
     version: str
 
 
@@ -163,6 +164,7 @@ class Worker:
         leads from start to stop). `unready_after`: seconds a change may wait to be written
         before `writing` is False."""
         self.config = config
+        self._specs = {r.name: r for r in config.resources}
         self.role = role or Role()
         self._reconciler = Reconciler(
             store,
@@ -247,9 +249,10 @@ class Worker:
         self._put(_Observe(event))
 
     def observe_object(self, resource: str, obj: dict[str, Any] | None, version: str) -> None:
-        """A watched object of `resource` (from its watch thread): judged like a report, the
-        status written only if it changed."""
-        self._put(_ObjectChanged(resource, obj, version))
+        """A watched object of `resource` (None: gone), its rule applied here, in the caller's
+        thread (the evaluator's, `controller.spoke.evaluation`), never on the worker's: a large
+        object must not hold up the reports. The status is written only if it changed."""
+        self._put(_ObjectChanged(resource, evaluate(self._specs[resource], obj), version))
 
     @property
     def objects_seen(self) -> dict[str, str]:
@@ -357,7 +360,7 @@ class Worker:
             elif isinstance(item, _Observe):
                 self._reconciler.observe(item.event)
             elif isinstance(item, _ObjectChanged):
-                self._reconciler.observe_object(item.resource, item.object, item.version)
+                self._reconciler.observe_result(item.resource, item.result, item.version)
             elif isinstance(item, _Lead):
                 self._reconciler.lead(item.leader)
             else:

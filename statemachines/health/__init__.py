@@ -5,8 +5,8 @@ The API, for the core's entry points and the shell:
 - Load: `load_resources(raw, namespace=..., collectors=...) -> tuple[Resource, ...]` validates
   the `resources` list (pydantic) and compiles every JSONPath key and CEL expression; a mistake
   is a `ConfigError` naming the path, the resource and the expression.
-- An object event: `observe(resource, previous, obj_or_None, now) -> CountedHealth` evaluates
-  the rule (`evaluate(resource, obj) -> Result`) and counts it with the resource's `for`.
+- An object event: `evaluate(resource, obj_or_None) -> Result` applies the rule, and
+  `count(previous, result, now, for_=...) -> CountedHealth` counts it with the resource's `for`.
 - Time passing: `advance(resources, counted, now)` fires every pending result due by `now`;
   `next_wakeup(resources, counted)` is the earliest deadline, for the shell's timer.
 - Start: `start(resources, stored, now)` gives every configured resource its stored entry or,
@@ -28,7 +28,6 @@ from statemachines.health.counted import (
     advance,
     count,
     next_wakeup,
-    observe,
     start,
 )
 from statemachines.health.overlay import addon_message, collector_health, overlay
@@ -52,7 +51,6 @@ __all__ = [
     "evaluate",
     "load_resources",
     "next_wakeup",
-    "observe",
     "overlay",
     "resources_from_api",
     "resources_healthy",

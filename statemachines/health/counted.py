@@ -28,7 +28,6 @@ __all__ = [
     "due",
     "fire",
     "next_wakeup",
-    "observe",
     "start",
 ]
 
@@ -102,17 +101,6 @@ def start(
         r.name: stored[r.name] if r.name in stored else count(None, not_found(r), now, for_=r.for_)
         for r in resources
     }
-
-
-def observe(
-    resource: Resource,
-    previous: CountedHealth | None,
-    obj: Mapping[str, object] | None,
-    now: datetime,
-) -> CountedHealth:
-    """An object change (or its deletion: `obj` None) evaluated by the resource's rule and
-    counted: the one call for an object event."""
-    return count(previous, evaluate(resource, obj), now, for_=resource.for_)
 
 
 def advance(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-__all__ = ["EvaluationFailed", "Expression", "Variables"]
+__all__ = ["ITERATION_BUDGET", "EvaluationFailed", "Expression", "Variables"]
 
 _MAPS = ("metadata", "spec", "status")
 _STATUS_CODE = re.compile(r"^[A-Z_]+: ")
@@ -91,7 +91,7 @@ class Expression:
         try:
             value = self.program.eval(variables.activation)
         except Exception as error:  # the runtime's own failure must not wedge the worker
-            raise EvaluationFailed(_plain(str(error))) from error
+            raise EvaluationFailed(_explained(_plain(str(error)))) from error
         from cel_expr_python import cel
 
         if value.type() == cel.Type.ERROR:
@@ -100,6 +100,19 @@ class Expression:
         if not isinstance(result, bool):
             raise EvaluationFailed(f"returned {value.type().name().lower()}, not bool")
         return result
+
+
+ITERATION_BUDGET = 10_000  # cel-cpp's, per evaluation; the binding offers no way to raise it
+
+
+def _explained(message: str) -> str:
+    """The runtime's words, with the limit named where it hit one."""
+    if "Iteration budget exceeded" in message:
+        return (
+            f"{message}: CEL evaluates at most {ITERATION_BUDGET:,} iterations of its macros per"
+            " expression (exists, all, filter, map over every list it walks)"
+        )
+    return message
 
 
 def _first_error(error: RuntimeError) -> str:

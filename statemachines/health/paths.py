@@ -4,7 +4,13 @@ Kubernetes writes paths as kubectl's templates do: braces optional (`{.status.re
 leading dot optional (`status.replicas`, as in Cartographer's `matchFields`), dots inside a name
 escaped (`metadata.annotations.kubectl\\.kubernetes\\.io/last-applied-configuration`), filters as
 `[?(@.type=="Ready")]`. `normalise` rewrites that into RFC 9535 JSONPath, which `python-jsonpath`
-compiles (see the README, "Health rules", for why that library).
+compiles (docs/reference/health-rules.md says why that library).
+
+Nothing a key says can freeze the process: the filter functions `match()` and `search()` run on
+RE2 (`google-re2`), in time linear in the text, as Go's regexp does for kube-apiserver, and a
+pattern RE2 cannot run (a backreference, a lookaround) or the backtracking `=~` operator is
+refused when the configuration is loaded. A key that fails on an object (a recursion too deep
+for `..`) is an `EvaluationFailed`, which the rule turns into a result.
 """
 
 from __future__ import annotations
@@ -12,12 +18,19 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
+
+from statemachines.health.expressions import EvaluationFailed
 
 __all__ = ["FieldPath", "normalise"]
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_-]+|\*")
+# A pattern given as a string literal to match() or search(): checked with RE2 at load.
+_PATTERN_ARGUMENT = re.compile(
+    r"\b(?:match|search)\(\s*[^,()]*,\s*(?P<quote>['\"])(?P<pattern>(?:\\.|(?!(?P=quote)).)*)"
+    r"(?P=quote)\s*\)"
+)
 
 
 def normalise(key: str) -> str:
@@ -89,11 +102,61 @@ def _bracket_end(text: str, start: int) -> int:
     raise ValueError(f"the bracket {text[start:]!r} is not closed")
 
 
+@lru_cache(maxsize=256)
+def _linear(pattern: str) -> Any:
+    """The RE2 program of `pattern`; None when RE2 cannot run it (then nothing matches, as
+    RFC 9535 says of a pattern that is not valid)."""
+    import re2
+
+    quiet = re2.Options()
+    quiet.log_errors = False  # RE2 would print to stderr, past the JSON logs
+    try:
+        return re2.compile(pattern, quiet)
+    except re2.error:
+        return None
+
+
+class _LinearRegex:
+    """`match()` (the whole text) or `search()` (anywhere in it) of RFC 9535, on RE2."""
+
+    def __init__(self, *, whole: bool) -> None:
+        from jsonpath.function_extensions import ExpressionType
+
+        self.arg_types = [ExpressionType.VALUE, ExpressionType.VALUE]
+        self.return_type = ExpressionType.LOGICAL
+        self._whole = whole
+
+    def __call__(self, value: object, pattern: object) -> bool:
+        if not isinstance(value, str) or not isinstance(pattern, str):
+            return False
+        program = _linear(pattern)
+        if program is None:
+            return False
+        found = program.fullmatch(value) if self._whole else program.search(value)
+        return found is not None
+
+
 @cache
 def _environment() -> Any:
     import jsonpath
 
-    return jsonpath.JSONPathEnvironment()
+    environment = jsonpath.JSONPathEnvironment()
+    environment.function_extensions["match"] = _LinearRegex(whole=True)
+    environment.function_extensions["search"] = _LinearRegex(whole=False)
+    return environment
+
+
+def _check_regexes(key: str) -> None:
+    """Refuse what could backtrack: the `=~` operator, or a pattern RE2 cannot run."""
+    if "=~" in re.sub(r"'(?:\\.|[^'])*'|\"(?:\\.|[^\"])*\"", "", key):
+        raise ValueError("the =~ operator backtracks: use match() or search(), which run on RE2")
+    for found in _PATTERN_ARGUMENT.finditer(key):
+        pattern = re.sub(r"\\(.)", r"\1", found.group("pattern"))  # the literal, unescaped
+        if _linear(pattern) is None:
+            raise ValueError(
+                f"the pattern {pattern!r} is not one RE2 runs in linear time"
+                " (no backreferences, no lookaround)"
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +176,9 @@ class FieldPath:
         import jsonpath  # here, not at import: only a configuration with resources loads it
 
         try:
-            query = _environment().compile(normalise(text))
+            normalised = normalise(text)
+            _check_regexes(normalised)
+            query = _environment().compile(normalised)
         except (ValueError, jsonpath.JSONPathError) as error:
             detail = " ".join(line.strip() for line in str(error).splitlines()[:2])
             raise ValueError(f"JSONPath {text!r} does not compile: {detail}") from error
@@ -121,5 +186,13 @@ class FieldPath:
 
     def values(self, obj: Mapping[str, Any]) -> list[Any]:
         """Every value the key resolves to in `obj`, in document order; `null`s left out (the
-        API server drops them, so a null field is an absent one)."""
-        return [value for value in self.query.findall(obj) if value is not None]
+        API server drops them, so a null field is an absent one). Raises EvaluationFailed when
+        the key cannot be followed through this object (nested deeper than `..` recurses)."""
+        import jsonpath
+
+        try:
+            found = self.query.findall(obj)
+        except (jsonpath.JSONPathError, RecursionError) as error:
+            detail = str(error).splitlines()[0]
+            raise EvaluationFailed(f"JSONPath {self.text!r}: {detail}") from error
+        return [value for value in found if value is not None]

@@ -78,7 +78,16 @@ def single_condition_type(type_: str, obj: Mapping[str, Any]) -> Result:
 
 def multi_match(rule: MultiMatch, obj: Mapping[str, Any]) -> Result:
     """The unhealthy matchers first, ORed: the first that matches decides. Then the healthy
-    ones, ANDed: all must match (the first gives the message). Else `NoMatchesFulfilled`."""
+    ones, ANDed: all must match (the first gives the message). Else `NoMatchesFulfilled`. A key
+    that cannot be followed through the object is `Unhealthy`/`EvaluationError`, as a CEL
+    expression that fails is (never the old result kept in silence)."""
+    try:
+        return _multi_match(rule, obj)
+    except EvaluationFailed as error:
+        return Result(Health.UNHEALTHY, HealthReason.EVALUATION_ERROR, str(error))
+
+
+def _multi_match(rule: MultiMatch, obj: Mapping[str, Any]) -> Result:
     for matched in _each(rule.unhealthy, obj):
         if matched is not None:
             return Result(Health.UNHEALTHY, *matched)

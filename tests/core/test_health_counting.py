@@ -8,7 +8,8 @@ collector at `UpdateSuccessful`, the collector's own reason untouched).
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -19,11 +20,11 @@ from statemachines.health.counted import (
     advance,
     count,
     next_wakeup,
-    observe,
     start,
 )
 from statemachines.health.overlay import addon_message, collector_health, overlay
-from statemachines.health.rules import Result
+from statemachines.health.resources import Resource
+from statemachines.health.rules import Result, evaluate
 from statemachines.health.status import resources_from_api, resources_healthy, resources_to_api
 from statemachines.health.vocabulary import Health
 from statemachines.readback import Reader
@@ -122,10 +123,17 @@ def test_transition_time_moves_only_when_the_health_changes() -> None:
     assert newer == counted_healthy("3 replicas")  # message replaced, since kept
 
 
+def observe(
+    watched: Resource, previous: CountedHealth | None, obj: dict[str, Any] | None, now: datetime
+) -> CountedHealth:
+    """An object's change as the shell hands it over: evaluated, then counted."""
+    return count(previous, evaluate(watched, obj), now, for_=watched.for_)
+
+
 def test_deleted_object_is_not_found_after_for() -> None:
     watched = resource(AVAILABLE, for_="2m")
     state = observe(watched, None, deployment("True", "ready"), T0)
-    state = observe(watched, state, None, T0 + MIN)
+    state = observe(watched, state, None, T0 + MIN)  # deleted
     assert state.health is OK and state.pending is not None
     assert state.pending.reason == "NotFound"
     gone = advance([watched], {"watched": state}, T0 + 3 * MIN)["watched"]
