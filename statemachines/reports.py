@@ -19,6 +19,7 @@ from statemachines.vocabulary import Actor, Reason, Rule, State
 __all__ = [
     "GENERATION_LIMIT",
     "VERSION_LIMIT",
+    "VERSION_PATTERN",
     "Report",
     "Verdict",
     "VerdictKind",
@@ -32,6 +33,9 @@ VERSION_LIMIT = 64  # characters of a reported version (section 9)
 _FIELDS = ("collector", "reason", "message", "observedGeneration", "version")
 # C0 and C1 controls and DEL, except tab and newline.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# What a version may not hold (`VERSION_PATTERN` says it for the OpenAPI document).
+_CONTROL_OR_BREAK = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+VERSION_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u2028\\u2029]+$"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +66,8 @@ def _check_version(version: object, reason: Reason) -> None:
         )
     if not isinstance(version, str) or not 0 < len(version) <= VERSION_LIMIT:
         raise ReportError("version", f"must be a string of 1 to {VERSION_LIMIT} characters")
+    if _CONTROL_OR_BREAK.search(version):  # an escape sequence, a newline: a forged table row
+        raise ReportError("version", "must not hold control characters or line breaks")
 
 
 class VerdictKind(StrEnum):

@@ -46,6 +46,11 @@ def add_fleet_parser(sub: Any) -> None:
     fleet.add_argument(
         "--kubeconfig", help="the hub's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)"
     )
+    fleet.add_argument(
+        "--copy-name", default="observability-addon", metavar="NAME",
+        help="the hub copies: the ObservabilityAddon of this name in each cluster namespace "
+        "(objects of other names are no cluster's)",
+    )  # fmt: skip
     fleet.add_argument("--watch", action="store_true", help="keep the view live until Ctrl-C")
     fleet.add_argument(
         "--interval", type=float, default=1.0, help="seconds between redraws with --watch"
@@ -94,10 +99,10 @@ def run_fleet(args: argparse.Namespace) -> int:
             return render(copies, now, filters=filters, json_format=json_format, width=width)
 
         with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):  # how a watch ends
-            watch_fleet(kube, show, out=sys.stdout, interval=args.interval)
+            watch_fleet(kube, show, out=sys.stdout, interval=args.interval, name=args.copy_name)
         return _closed_quietly()
     try:
-        listing = list_hub_copies(kube)
+        listing = list_hub_copies(kube, args.copy_name)
     except KubeError as error:
         print(f"addon-status fleet: {error}", file=sys.stderr)
         return 1
@@ -135,6 +140,7 @@ def watch_fleet(
     stop: threading.Event | None = None,
     watch_seconds: int = 300,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    name: str = "observability-addon",
 ) -> None:
     """Draw `show(copies, now)` until `stop` is set (or Ctrl-C): on a terminal every
     `interval` seconds in place, elsewhere once per change. Read failures are retried with
@@ -148,7 +154,7 @@ def watch_fleet(
     updates: queue.Queue[tuple[str, Any]] = queue.Queue()
     reader = Reflector(
         kube,
-        Selection(ADDON),
+        Selection(ADDON, name=name),
         name="fleet",
         on_listed=lambda items, version: updates.put(("list", items)),
         on_event=lambda event: updates.put((event.type, event.object)),

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -85,11 +86,14 @@ class Row:
 
 
 def row_of(copy: Mapping[str, Any]) -> Row:
-    """The row of one hub copy (a custom object as the API server returns it)."""
-    meta = copy.get("metadata") or {}
-    status = copy.get("status") or {}
-    by_type = {c.get("type"): c for c in status.get("conditions") or () if isinstance(c, dict)}
-    true = standard_true_in(status.get("conditions"))
+    """The row of one hub copy (a custom object as the API server returns it). A copy may be
+    written by anyone, under any schema: what is not of the expected shape counts as absent,
+    never as an error."""
+    meta = _mapping(copy.get("metadata"))
+    status = _mapping(copy.get("status"))
+    conditions = [c for c in _list(status.get("conditions")) if isinstance(c, dict)]
+    by_type = {c["type"]: c for c in conditions if isinstance(c.get("type"), str)}
+    true = standard_true_in(conditions)
     ready = by_type.get(READY, {}).get("status")
     state, reason, since, message = UNKNOWN, None, None, _NO_STATUS
     if true:
@@ -109,6 +113,14 @@ def row_of(copy: Mapping[str, Any]) -> Row:
         ready=ready if isinstance(ready, str) else None,
         versions=_versions(status.get("versions")),
     )
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def rows_of(copies: Iterable[Mapping[str, Any]]) -> list[Row]:
@@ -239,14 +251,17 @@ def as_table(rows: Sequence[Row], summary: Summary, *, total: int, width: int = 
     """The rows under a header, columns as wide as their widest cell, each message's first
     line cut to fit `width`; then the summary, saying how many of `total` copies are shown."""
     cells = [
-        (
-            r.cluster,
-            r.state,
-            r.reason or "-",
-            age(r.since, summary.now),
-            r.ready or "-",
-            r.version or "-",
-            _first_line(r.message),
+        tuple(
+            _printable(text)
+            for text in (
+                r.cluster,
+                r.state,
+                r.reason or "-",
+                age(r.since, summary.now),
+                r.ready or "-",
+                r.version or "-",
+                _first_line(r.message),
+            )
         )
         for r in rows
     ]
@@ -258,6 +273,15 @@ def as_table(rows: Sequence[Row], summary: Summary, *, total: int, width: int = 
         lines.append(line if len(line) <= width else line[: max(width - 1, 0)] + "…")
     shown = "" if total == len(rows) else f" (shown: {len(rows)} of {total})"
     return "\n".join([*lines, "", summary_line(summary) + shown])
+
+
+_CONTROL: Final = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _printable(text: str) -> str:
+    """A cell as the terminal must show it: a control character (an escape sequence a hub copy
+    may carry to forge a row or move the cursor) written out as `\\xNN`, never sent raw."""
+    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
 
 
 def _first_line(message: str) -> str:

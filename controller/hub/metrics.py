@@ -32,6 +32,12 @@ class MirrorMetrics:
         )
         for kind in ErrorKind:
             self.errors.labels(kind=kind.value)
+        self.malformed = Counter(
+            "addon_status_hub_mirror_malformed_copies",
+            "Hub copies holding a condition a ManagedClusterAddOn would refuse (left out of the "
+            "mirror, the rest of the copy mirrored), counted when first seen in that shape",
+            registry=registry,
+        )
         self.clusters = Gauge(
             "addon_status_hub_mirror_clusters",
             "Clusters whose hub copy is watched, by the standard type that is True on it.",

@@ -14,9 +14,12 @@ conditions to write, or None when the `ManagedClusterAddOn` already says the sam
 - Every other condition of the `ManagedClusterAddOn` belongs to another writer (the addon
   manager's `ManifestApplied`, `RegistrationApplied`, ...) and stays as it is, in its place; a
   standard type the hub copy does not carry is left alone as well (it is not ours to remove).
-- A hub copy condition the `ManagedClusterAddOn` schema would refuse (no reason, no transition
-  time, a status other than True/False/Unknown) is not mirrored: one bad condition must not
-  make every write of that cluster fail with 422.
+- A hub copy is written by anyone, under whatever schema its hub serves: a hub copy condition
+  the `ManagedClusterAddOn` schema would refuse (no reason or one outside its pattern or 1,024
+  characters, no RFC 3339 transition time, a status other than True/False/Unknown, a value of
+  the wrong kind) is not mirrored, and a message is cut to the schema's 32,768 characters: one
+  bad condition must never make every write of that cluster fail with 422. `read_copy` says
+  what it left out, for the hub side to tell.
 """
 
 from __future__ import annotations
@@ -25,7 +28,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from controller.kube.api import ApiResource
-from statemachines.conditions import STANDARD_TYPES, ConditionStatus, standard_true_in
+from statemachines.conditions import (
+    MAX_MESSAGE,
+    STANDARD_TYPES,
+    ConditionStatus,
+    parse_time,
+    standard_true_in,
+)
+from statemachines.size import cut
+from statemachines.vocabulary import REASON_PATTERN
 
 __all__ = [
     "CLUSTER_STATES",
@@ -33,6 +44,7 @@ __all__ = [
     "cluster_state",
     "managed_cluster_addon",
     "mirror",
+    "read_copy",
     "standard_conditions",
 ]
 
@@ -47,24 +59,52 @@ _STATUSES: Final = frozenset(ConditionStatus)
 Condition = dict[str, Any]
 
 
-def standard_conditions(hub_conditions: Sequence[Mapping[str, Any]]) -> list[Condition]:
+def standard_conditions(hub_conditions: object) -> list[Condition]:
     """The hub copy's standard conditions that a `ManagedClusterAddOn` accepts, reduced to the
     fields it mirrors, in the hub copy's order (the first of a type wins, as in a map list)."""
+    return read_copy(hub_conditions)[0]
+
+
+def read_copy(hub_conditions: object) -> tuple[list[Condition], list[str]]:
+    """(the standard conditions a `ManagedClusterAddOn` accepts, what was left out and why)."""
     found: dict[str, Condition] = {}
-    for condition in hub_conditions:
+    problems: list[str] = []
+    if not isinstance(hub_conditions, list):
+        if hub_conditions is not None:
+            problems.append(f"status.conditions is a {type(hub_conditions).__name__}, not a list")
+        return [], problems
+    for index, condition in enumerate(hub_conditions):
         if not isinstance(condition, Mapping):
+            problems.append(f"conditions[{index}] is not an object")
             continue
         kind = condition.get("type")
-        if kind not in STANDARD_TYPES or kind in found:
+        if not isinstance(kind, str) or kind not in STANDARD_TYPES or kind in found:
             continue
-        if condition.get("status") not in _STATUSES:
-            continue
-        if not condition.get("reason") or not condition.get("lastTransitionTime"):
+        problem = _refused(condition)
+        if problem is not None:
+            problems.append(f"conditions[{index}] ({kind}): {problem}")
             continue
         mirrored = {field: condition.get(field) for field in _FIELDS}
-        mirrored["message"] = str(condition.get("message") or "")
-        found[str(kind)] = mirrored
-    return list(found.values())
+        message = condition.get("message")
+        mirrored["message"] = cut(message, MAX_MESSAGE) if isinstance(message, str) else ""
+        found[kind] = mirrored
+    return list(found.values()), problems
+
+
+def _refused(condition: Mapping[str, Any]) -> str | None:
+    """Why the `ManagedClusterAddOn` schema would refuse `condition`; None when it would not."""
+    status, reason, at = (condition.get(k) for k in ("status", "reason", "lastTransitionTime"))
+    if not isinstance(status, str) or status not in _STATUSES:
+        return f"status {status!r} is not True, False or Unknown"
+    if not isinstance(reason, str) or len(reason) > 1024 or not REASON_PATTERN.match(reason):
+        return f"reason {str(reason)[:80]!r} is not a reason the schema keeps"
+    try:
+        parse_time(at) if isinstance(at, str) else None
+    except ValueError:
+        at = None
+    if not isinstance(at, str):
+        return "lastTransitionTime is not an RFC 3339 time"
+    return None
 
 
 def mirror(

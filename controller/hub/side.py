@@ -30,8 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from controller.hub.metrics import MirrorMetrics
-from controller.hub.mirror import MANAGED_CLUSTER_ADDON, cluster_state, mirror
-from controller.hub.mirror import standard_conditions as standard
+from controller.hub.mirror import MANAGED_CLUSTER_ADDON, cluster_state, mirror, read_copy
 from controller.kube.api import (
     ADDON,
     ALL_NAMESPACES,
@@ -110,6 +109,8 @@ class HubSide:
         # Only the worker touches these:
         self._retries: dict[str, Retry] = {}
         self._failing: dict[str, ErrorKind] = {}
+        # The watch's thread only: what each malformed copy held, as last told.
+        self._malformed: dict[str, list[str]] = {}
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -169,7 +170,7 @@ class HubSide:
     # --- the watch's hooks ----------------------------------------------------------------------
 
     def _listed(self, items: list[dict[str, Any]], version: str) -> None:
-        copies = {str(item["metadata"]["namespace"]): _standard(item) for item in items}
+        copies = {_namespace(item): self._standard(item) for item in items}
         with self._wake:
             for namespace, conditions in copies.items():
                 if self._copies.get(namespace) != conditions:
@@ -182,13 +183,13 @@ class HubSide:
 
     def _changed(self, event: WatchEvent) -> None:
         obj = event.object
-        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+        namespace = _namespace(obj)
         with self._wake:
             if event.type == "DELETED":
                 self._copies.pop(namespace, None)  # the ManagedClusterAddOn keeps the last word
                 self._states.pop(namespace, None)
             else:
-                conditions = _standard(obj)
+                conditions = self._standard(obj)
                 if self._copies.get(namespace) == conditions:
                     return
                 self._copies[namespace] = conditions
@@ -233,8 +234,10 @@ class HubSide:
                         del self._due[namespace]
                         self._busy = True
                         return namespace
-                    wait = min(self._heap[0][0] if self._heap else now + _MAX_WAIT,
-                               self._next_resync) - now
+                    wait = (
+                        min(self._heap[0][0] if self._heap else now + _MAX_WAIT, self._next_resync)
+                        - now
+                    )
                 else:
                     wait = _MAX_WAIT
                 self._wake.wait(min(max(wait, 0.0), _MAX_WAIT))
@@ -324,16 +327,47 @@ class HubSide:
                 log.warning(
                     "no ManagedClusterAddOn %s/%s (the addon is not enabled for cluster %s, "
                     "or its CRD is not installed on the hub); trying again with backoff",
-                    namespace, self.addon_name, namespace,
+                    namespace,
+                    self.addon_name,
+                    namespace,
                 )
             else:
-                log.warning("cannot mirror onto ManagedClusterAddOn %s/%s (%s: %s)",
-                            namespace, self.addon_name, kind, detail)
+                log.warning(
+                    "cannot mirror onto ManagedClusterAddOn %s/%s (%s: %s)",
+                    namespace,
+                    self.addon_name,
+                    kind,
+                    detail,
+                )
         with self._wake:
             self._enqueue(namespace, time.monotonic() + delay)
             self._wake.notify_all()
 
     # --- inside -----------------------------------------------------------------------------
+
+    def _standard(self, obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The copy's standard conditions a `ManagedClusterAddOn` keeps; a copy that holds
+        conditions it would refuse (written under a laxer schema) is counted and told once,
+        and the rest of it is mirrored."""
+        namespace = _namespace(obj)
+        status = obj.get("status")
+        conditions, problems = read_copy(
+            status.get("conditions") if isinstance(status, Mapping) else []
+        )
+        if not isinstance(status, Mapping | None):
+            problems.append(f"status is a {type(status).__name__}, not an object")
+        told = self._malformed.get(namespace)
+        if problems and told != problems:
+            self._metrics.malformed.inc()
+            log.warning(
+                "the hub copy %s/%s holds what a ManagedClusterAddOn cannot: left out",
+                namespace, self.copy_name, extra={"problems": problems[:5]},
+            )  # fmt: skip
+        if problems:
+            self._malformed[namespace] = problems
+        else:
+            self._malformed.pop(namespace, None)
+        return conditions
 
     def _picked(self, namespace: str) -> bool:
         return self._selected is None or namespace in self._selected
@@ -346,7 +380,6 @@ class HubSide:
         self._metrics.count(states)
 
 
-def _standard(obj: Mapping[str, Any]) -> list[dict[str, Any]]:
-    status = obj.get("status")
-    conditions = status.get("conditions") if isinstance(status, Mapping) else None
-    return standard(conditions if isinstance(conditions, list) else [])
+def _namespace(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata")
+    return str(meta.get("namespace") or "") if isinstance(meta, Mapping) else ""

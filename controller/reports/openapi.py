@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from statemachines.config import Config
-from statemachines.reports import GENERATION_LIMIT, VERSION_LIMIT, VerdictKind
+from statemachines.reports import GENERATION_LIMIT, VERSION_LIMIT, VERSION_PATTERN, VerdictKind
 from statemachines.vocabulary import Actor, Reason, State
 
 __all__ = ["ERROR_REASONS", "REPORTS_PATH", "SPEC_PATH", "openapi_document"]
@@ -82,6 +82,7 @@ def _report_schema(config: Config) -> dict[str, Any]:
                 "type": ["string", "null"],
                 "minLength": 1,
                 "maxLength": VERSION_LIMIT,
+                "pattern": VERSION_PATTERN,
                 "description": "with UpdateSuccessful only: the version the update installs; "
                 "it becomes the installed one when the collector is next Available",
             },

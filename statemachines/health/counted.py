@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from statemachines.health.resources import Resource
-from statemachines.health.rules import Result, evaluate, not_found
+from statemachines.health.rules import Result, not_found
 from statemachines.health.vocabulary import Health
 
 __all__ = [

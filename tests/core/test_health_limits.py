@@ -51,7 +51,7 @@ def test_a_backtracking_regex_in_a_jsonpath_filter_runs_in_linear_time() -> None
     ],
 )
 def test_a_regex_re2_cannot_run_is_refused_at_load(key: str) -> None:
-    with pytest.raises(ConfigError, match="RE2|=~"):
+    with pytest.raises(ConfigError, match=r"RE2|=~"):
         resource(_fields_rule(key))
 
 

@@ -255,3 +255,36 @@ def test_json_of_an_unknown_row_has_nulls() -> None:
     document = json.loads(as_json([row], summarise([row], NOW), total=1))
     assert document["clusters"][0]["since"] is None and document["clusters"][0]["reason"] is None
     assert document["summary"]["longestDegraded"] is None
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        pytest.param("Available", id="status-a-string"),
+        pytest.param(["Available"], id="status-a-list"),
+        pytest.param({"conditions": "Available"}, id="conditions-a-string"),
+        pytest.param({"conditions": [{"type": ["Available"], "status": ["True"]}]}, id="lists"),
+        pytest.param({"versions": "2.15.0", "conditions": [7]}, id="versions-a-string"),
+    ],
+)
+def test_fleet_prints_a_row_for_a_copy_of_any_shape_without_a_traceback(status: object) -> None:
+    row = row_of({"metadata": {"namespace": "c1", "name": "observability-addon"}, "status": status})
+    assert (row.cluster, row.state) == ("c1", "Unknown")
+
+
+def test_fleet_escapes_control_characters_a_copy_carries() -> None:
+    """An escape sequence in a message, a reason or a version would clear the screen or forge a
+    row; the table shows it as `\\xNN`."""
+    copy = {
+        "metadata": {"namespace": "c1", "name": "observability-addon"},
+        "status": {
+            "conditions": [
+                {"type": "Available", "status": "True", "reason": "R\x1b[2J",
+                 "message": "ok\x1b[31m\rc2  Available", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+            ],
+            "versions": [{"name": "metrics-collector", "version": "2.15\x1b[0m"}],
+        },
+    }  # fmt: skip
+    table = render([copy], datetime(2026, 1, 1, tzinfo=UTC), filters=Filters())
+    assert "\x1b" not in table and "\r" not in table
+    assert "R\\x1b[2J" in table and "2.15\\x1b[0m" in table and "ok\\x1b[31m\\x0dc2" in table

@@ -182,3 +182,16 @@ def test_watch_lists_again_after_410_gone(hub: APIServer, kubeconfig: Path) -> N
         eventually(lambda: states(screen.frames()[-1])["edge-1"] == "Progressing",
                    what="the change after a fresh list")  # fmt: skip
     assert hub.count_requests(verbs=["list"], resource=PLURAL) == 2
+
+
+def test_fleet_counts_only_copies_named_as_configured(
+    hub: APIServer, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Anyone allowed to create an ObservabilityAddon in a namespace could add a row; only the
+    copy of the configured name (`--copy-name`) is a cluster's."""
+    hub.put_object(GROUP, VERSION, PLURAL, {**addon("edge-1"), "metadata": {
+        "name": "spoofed", "namespace": "edge-1"}})  # fmt: skip
+    document = fleet_json(capsys, "--kubeconfig", str(kubeconfig))
+    assert document["total"] == 3
+    other = fleet_json(capsys, "--kubeconfig", str(kubeconfig), "--copy-name", "spoofed")
+    assert [c["cluster"] for c in other["clusters"]] == ["edge-1"]

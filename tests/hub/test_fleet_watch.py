@@ -28,7 +28,7 @@ def hub_copy(cluster: str, state: str) -> dict[str, Any]:
     condition = {"type": state, "status": "True", "reason": "Because", "message": "",
                  "lastTransitionTime": "2026-03-01T11:00:00Z"}  # fmt: skip
     return {"apiVersion": ADDON.api_version, "kind": ADDON.kind,
-            "metadata": {"name": "addon", "namespace": cluster},
+            "metadata": {"name": "observability-addon", "namespace": cluster},
             "status": {"conditions": [condition]}}  # fmt: skip
 
 
@@ -98,7 +98,7 @@ def test_a_deleted_copy_leaves_the_view() -> None:
     kube.create(ADDON, "c2", hub_copy("c2", "Available"))
     with watching(kube) as out:
         eventually(lambda: bool(out.frames()), what="the first frame")
-        kube.delete(ADDON, "c2", "addon")
+        kube.delete(ADDON, "c2", "observability-addon")
         eventually(lambda: states(out.frames()[-1]) == {"c1": "Available"},
                    what="the view without c2")  # fmt: skip
 

@@ -112,8 +112,12 @@ def test_a_write_that_meets_a_newer_object_reads_it_again_and_keeps_the_other_wr
     raced: list[bool] = []
 
     def race(info: RequestInfo) -> bool:
-        if info.resource == MCA.plural and info.subresource == "status" and info.user == \
-                "hub-side-a" and not raced:
+        if (
+            info.resource == MCA.plural
+            and info.subresource == "status"
+            and info.user == "hub-side-a"
+            and not raced
+        ):
             raced.append(True)  # straight to storage: this runs inside the server's request
             stored = hub.server.get_object(MCA.group, MCA.version, MCA.plural, "cluster1", ADDON)
             assert stored is not None
@@ -154,8 +158,7 @@ def test_a_missing_managed_cluster_addon_is_skipped_then_mirrored_when_it_appear
     with replica(hub, registry=registry):
         eventually(lambda: hub.conditions("other") == standard(acm()), "the other cluster")
         eventually(
-            lambda: sample(registry, "addon_status_hub_mirror_errors_total", kind="not_found")
-            >= 2,
+            lambda: sample(registry, "addon_status_hub_mirror_errors_total", kind="not_found") >= 2,
             "retries with backoff",
         )
         hub.create_addon("early")
@@ -165,8 +168,13 @@ def test_a_missing_managed_cluster_addon_is_skipped_then_mirrored_when_it_appear
 def test_only_the_leader_of_two_hub_replicas_writes(hub: Hub) -> None:
     hub.cluster("cluster1")
     hub.set_copy("cluster1", seed())
-    election = {"leader_elect": True, "lease_namespace": "default", "lease_duration": 3.0,
-                "renew_deadline": 2.0, "retry_period": 0.1}
+    election = {
+        "leader_elect": True,
+        "lease_namespace": "default",
+        "lease_duration": 3.0,
+        "renew_deadline": 2.0,
+        "retry_period": 0.1,
+    }
     with replica(hub, token="hub-a", **election) as first:
         eventually(lambda: first.leading, "the first replica leads")
         with replica(hub, token="hub-b", **election) as second:
@@ -182,8 +190,9 @@ def test_only_the_leader_of_two_hub_replicas_writes(hub: Hub) -> None:
             eventually(lambda: second.leading, "the second replica leads")
             hub.set_copy("cluster1", seed("Progressing", "UpdateSuccessful"))
             eventually(
-                lambda: hub.conditions("cluster1")
-                == standard(seed("Progressing", "UpdateSuccessful")),
+                lambda: (
+                    hub.conditions("cluster1") == standard(seed("Progressing", "UpdateSuccessful"))
+                ),
                 "the change after the failover",
             )
     assert hub.writes(user="hub-side-a") == 2
@@ -209,13 +218,16 @@ def test_the_metrics_count_writes_errors_by_kind_and_clusters_by_state(hub: Hub)
     hub.set_copy("b", acm())
     with replica(hub, registry=registry) as made:
         for kind in ("conflict", "not_found", "unavailable", "invalid", "forbidden"):
-            assert registry.get_sample_value(
-                "addon_status_hub_mirror_errors_total", {"kind": kind}
-            ) is not None
+            assert (
+                registry.get_sample_value("addon_status_hub_mirror_errors_total", {"kind": kind})
+                is not None
+            )
         eventually(lambda: hub.conditions("b") == standard(acm()), "the mirror")
         assert made.side.wait_idle(5)
-        states = {state: sample(registry, "addon_status_hub_mirror_clusters", state=state)
-                  for state in ("Available", "Degraded", "Disabled", "Unknown")}
+        states = {
+            state: sample(registry, "addon_status_hub_mirror_clusters", state=state)
+            for state in ("Available", "Degraded", "Disabled", "Unknown")
+        }
     assert states == {"Available": 1, "Degraded": 1, "Disabled": 0, "Unknown": 0}
     assert sample(registry, "addon_status_hub_mirror_writes_total") == 2
 
@@ -252,8 +264,10 @@ def test_a_hub_without_the_managed_cluster_addon_crd_warns_once_and_keeps_retryi
             hub.set_copy("cluster1", seed())
             with caplog.at_level("WARNING"), replica(hub, registry=registry) as made:
                 eventually(
-                    lambda: sample(registry, "addon_status_hub_mirror_errors_total",
-                                   kind="not_found") >= 3,
+                    lambda: (
+                        sample(registry, "addon_status_hub_mirror_errors_total", kind="not_found")
+                        >= 3
+                    ),
                     "retries",
                 )
                 assert made.side.alive
@@ -293,3 +307,66 @@ def test_hub_side_runs_the_hub_side_in_process_from_a_kubeconfig(hub: Hub, tmp_p
         eventually(lambda: hub.conditions("cluster1") == standard(acm()), "the mirror")
         assert running.leading
     assert not running.side.alive
+
+
+def _store_as_is(hub: Hub, cluster: str, status: object) -> None:
+    """A hub copy stored under a laxer schema than ours (another CRD version, an edit of
+    etcd): kubesim's storage takes it as given, as etcd would."""
+    from controller.kube.api import ADDON as COPY
+
+    stored = hub.server.get_object(
+        COPY.group, COPY.version, COPY.plural, cluster, "observability-addon"
+    )
+    assert stored is not None
+    hub.server.put_object(COPY.group, COPY.version, COPY.plural, {**stored, "status": status})
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        pytest.param({"conditions": [{"type": "Available", "status": ["True"]}]}, id="status-list"),
+        pytest.param({"conditions": "Available"}, id="conditions-string"),
+        pytest.param("Available", id="status-string"),
+        pytest.param({"conditions": [["Available"], 7]}, id="conditions-not-objects"),
+    ],
+)
+def test_the_hub_side_skips_a_malformed_copy_and_mirrors_the_rest(hub: Hub, status: object) -> None:
+    """One copy no cluster's controller could have written does not crash the watch or keep
+    any other cluster from being mirrored; it is counted, and told once."""
+    for cluster in ("broken", "fine"):
+        hub.cluster(cluster)
+    hub.set_copy("fine", seed())
+    _store_as_is(hub, "broken", status)
+    registry = CollectorRegistry()
+    with replica(hub, registry=registry) as made:
+        eventually(lambda: hub.conditions("fine") == standard(seed()), "the other cluster")
+        assert made.side.alive and made.side.synced
+        hub.set_copy("fine", seed(true="Degraded", reason="ForwardFailure"))
+        eventually(
+            lambda: (
+                hub.conditions("fine") == standard(seed(true="Degraded", reason="ForwardFailure"))
+            ),
+            "a later change of the other cluster",
+        )
+    assert sample(registry, "addon_status_hub_mirror_malformed_copies_total") == 1
+
+
+def test_a_condition_the_managed_cluster_addon_would_refuse_is_left_out_never_blocking(
+    hub: Hub,
+) -> None:
+    """A bad reason is left out; a message over the schema's 32,768 characters is cut: the
+    cluster's other conditions are mirrored, and no write is refused with 422."""
+    hub.cluster("cluster1")
+    conditions = seed(true="Degraded", reason="ForwardFailure")
+    conditions[0] = {**conditions[0], "reason": "not a reason!"}
+    conditions[2] = {**conditions[2], "message": "m" * 40_000}
+    _store_as_is(hub, "cluster1", {"conditions": conditions})
+    registry = CollectorRegistry()
+    with replica(hub, registry=registry):
+        eventually(lambda: len(hub.conditions("cluster1")) == 4, "the mirror")
+    mirrored = {c["type"]: c for c in hub.conditions("cluster1")}
+    assert "Available" not in mirrored
+    assert len(mirrored["Degraded"]["message"]) == 32768
+    assert mirrored["Degraded"]["message"].endswith("…")
+    assert sample(registry, "addon_status_hub_mirror_errors_total", kind="invalid") == 0
+    assert sample(registry, "addon_status_hub_mirror_malformed_copies_total") == 1
