@@ -280,7 +280,8 @@ def test_fleet_escapes_control_characters_a_copy_carries() -> None:
         "status": {
             "conditions": [
                 {"type": "Available", "status": "True", "reason": "R\x1b[2J",
-                 "message": "ok\x1b[31m\rc2  Available", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+                 "message": "ok\x1b[31m\rc2  Available",
+                 "lastTransitionTime": "2026-01-01T00:00:00Z"}
             ],
             "versions": [{"name": "metrics-collector", "version": "2.15\x1b[0m"}],
         },
