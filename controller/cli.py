@@ -59,7 +59,7 @@ def _simulate(args: argparse.Namespace) -> int:
 
     path = Path(args.file)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_bytes()  # decoded by the YAML reader, which says where it is not UTF-8
     except OSError as error:
         print(f"{path}: cannot read: {error.strerror}", file=sys.stderr)
         return 2

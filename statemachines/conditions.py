@@ -40,6 +40,7 @@ class ConditionStatus(StrEnum):
     FALSE = "False"
     UNKNOWN = "Unknown"
 
+
 MAX_MESSAGE = 32768  # what `metav1.Condition` allows
 
 

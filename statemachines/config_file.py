@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from statemachines.config import Config
@@ -29,6 +28,7 @@ from statemachines.related import RelatedObject
 from statemachines.settings import Settings
 from statemachines.shape import shape_problem
 from statemachines.vocabulary import SEED, Profile
+from statemachines.yamlfile import YAMLFileError, load_yaml
 
 __all__ = [
     "ConfigurationFile",
@@ -61,13 +61,11 @@ class ConfigurationFile(BaseModel):
         default_factory=dict, alias="collectorSettings"
     )
     resources: list[Any] | None = None
-    related_objects: list[RelatedObjectEntry] = Field(
-        default_factory=list, alias="relatedObjects"
-    )
+    related_objects: list[RelatedObjectEntry] = Field(default_factory=list, alias="relatedObjects")
 
 
 def load_configuration(
-    text: str,
+    text: str | bytes,
     *,
     source: str,
     namespace: str,
@@ -80,12 +78,9 @@ def load_configuration(
     file must name the one the flags chose: two sources may not disagree. Raises ConfigError
     `<source>: <path>: <what is wrong>`."""
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "the file"
-        problem = getattr(error, "problem", None) or error
-        raise ConfigError(f"{source}: {where}: not valid YAML: {problem}") from error
+        raw = load_yaml(text)
+    except YAMLFileError as error:
+        raise ConfigError(f"{source}: {error}") from None
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):

@@ -19,7 +19,6 @@ from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import (
     BaseModel,
     BeforeValidator,
@@ -52,6 +51,7 @@ from statemachines.vocabulary import (
     Rule,
     State,
 )
+from statemachines.yamlfile import YAMLFileError, load_yaml
 
 __all__ = [
     "EPOCH",
@@ -165,6 +165,8 @@ class ResourceExpectation(_Shape):
     def fields(self) -> dict[str, Any]:
         given = self.model_dump(mode="json", by_alias=True, exclude_unset=True)
         return {k: v for k, v in given.items() if v is not None or k == "pending"}
+
+
 class HistoryExpectation(_Shape):
     """An entry of `status.history`; only the fields given are compared."""
 
@@ -279,14 +281,13 @@ class Scenario:
     generation: int = 1  # the CR's metadata.generation at the start
 
 
-def load(text: str, *, source: str = "<scenario>") -> Scenario:
+def load(text: str | bytes, *, source: str = "<scenario>") -> Scenario:
     """Parse and validate a scenario. Raises ScenarioError naming where the problem is."""
     try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else source
-        raise ScenarioError(where, f"not valid YAML: {getattr(error, 'problem', error)}") from error
+        raw = load_yaml(text)
+    except YAMLFileError as error:
+        where, _, problem = str(error).partition(": ")
+        raise ScenarioError(where, problem) from None
     if not isinstance(raw, dict):
         raise ScenarioError("", "a scenario is a mapping with `steps`")
     profile = PROFILES.get(str(raw.get("profile", SEED.name)))

@@ -11,10 +11,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-__all__ = ["Duration", "Settings", "format_duration", "parse_duration"]
+__all__ = ["LONGEST", "Duration", "Settings", "format_duration", "parse_duration"]
 
 _PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
+LONGEST = timedelta(days=3650)  # any window or limit: far beyond use, far from overflowing a time
 _UNIT = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
@@ -34,6 +35,10 @@ def parse_duration(value: object) -> timedelta:
         raise ValueError(f"{value!r} is not a duration (write e.g. 30s, 10m, 1h30m)")
     if seconds < 0:
         raise ValueError(f"{value!r} is negative")
+    if seconds > LONGEST.total_seconds():
+        raise ValueError(
+            f"{str(value)[:40]!r} is longer than {format_duration(LONGEST)} (10 years)"
+        )
     return timedelta(seconds=seconds)
 
 

@@ -92,7 +92,7 @@ def _shifted(status: Mapping[str, Any], by: timedelta) -> Mapping[str, Any]:
 
 def read(path: Path) -> Scenario:
     """Raises OSError when the file cannot be read, ScenarioError saying where it is invalid."""
-    return load(path.read_text(encoding="utf-8"), source=path.name)
+    return load(path.read_bytes(), source=path.name)
 
 
 def start_generation(scenario: Scenario) -> int:

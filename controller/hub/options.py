@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from datetime import timedelta
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from controller.flags import (
     ELECTION_FLAGS,
@@ -21,7 +22,7 @@ from controller.flags import (
 )
 from statemachines.settings import Duration
 
-__all__ = ["HUB_FLAGS", "HubOptions", "add_hub_flags"]
+__all__ = ["HUB_FLAGS", "HubOptions", "add_hub_flags", "selector_problem"]
 
 _HUB_FLAGS = (
     Flag("addon_name", "--addon-name",
@@ -43,6 +44,36 @@ def add_hub_flags(parser: argparse.ArgumentParser) -> None:
     add_flags(parser, HUB_FLAGS)
 
 
+_NAME_PART = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+_KEY = re.compile(rf"^([a-z0-9]([-a-z0-9.]{{0,251}}[a-z0-9])?/)?{_NAME_PART}$")
+_VALUE = re.compile(rf"^({_NAME_PART})?$")
+_REQUIREMENT = re.compile(
+    r"^\s*(?:(?P<absent>!)\s*(?P<key1>[^\s!=(),]+)"
+    r"|(?P<key2>[^\s!=(),]+)\s*(?:(?P<op>==|!=|=)\s*(?P<value>[^\s!=(),]*)"
+    r"|\s+(?P<set>in|notin)\s*\((?P<values>[^()]*)\))?)\s*$"
+)
+
+
+def selector_problem(selector: str) -> str | None:
+    """Why `selector` is not a Kubernetes label selector (`env=prod,tier in (a,b),!canary`);
+    None when it is one. kube-apiserver would refuse the list with 400 at every resync."""
+    requirements = re.split(r",(?![^()]*\))", selector) if selector.strip() else []
+    for requirement in requirements:
+        found = _REQUIREMENT.match(requirement)
+        if found is None:
+            form = "key, !key, key=value, key!=value, key in (...), key notin (...)"
+            return f"{requirement.strip()!r} is not a requirement ({form})"
+        key = found.group("key1") or found.group("key2")
+        if not _KEY.match(key):
+            return f"{key!r} is not a label key"
+        values = [found.group("value")] if found.group("op") else []
+        if found.group("set"):
+            values = [v.strip() for v in found.group("values").split(",")]
+        if bad := [v for v in values if not _VALUE.match(v or "")]:
+            return f"{bad[0]!r} is not a label value"
+    return None
+
+
 class HubOptions(ProcessOptions):
     """Validated settings of one hub-side replica."""
 
@@ -56,6 +87,14 @@ class HubOptions(ProcessOptions):
     lease_namespace: str | None = Field(
         default_factory=lambda: os.environ.get("POD_NAMESPACE") or None, pattern=LABEL
     )
+
+    @field_validator("namespace_selector")
+    @classmethod
+    def _selector(cls, value: str) -> str:
+        problem = selector_problem(value)
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @model_validator(mode="after")
     def _positive_resync(self) -> HubOptions:

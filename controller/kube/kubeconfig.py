@@ -28,6 +28,7 @@ from kubernetes.config.config_exception import ConfigException
 from kubernetes.config.kube_config import KubeConfigLoader
 
 from statemachines.errors import AddonStatusError
+from statemachines.yamlfile import YAMLFileError, load_yaml
 
 __all__ = ["KubeconfigError", "KubeconfigSource", "client_for", "client_for_url", "load_client"]
 
@@ -68,12 +69,11 @@ def _read(path: Path) -> tuple[bytes, os.stat_result]:
 
 def _parse(path: Path, data: bytes) -> dict[str, Any]:
     try:
-        document = yaml.safe_load(data)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        # Not chained: the YAML error quotes the offending line, which may hold a token.
-        raise KubeconfigError(path, f"kubeconfig is not valid YAML{where}") from None
+        document = load_yaml(data)
+    except YAMLFileError as error:
+        # Only where: the YAML error may quote the offending line, which may hold a token.
+        where = str(error).split(":")[0]
+        raise KubeconfigError(path, f"kubeconfig is not valid YAML at {where}") from None
     if not isinstance(document, dict):
         raise KubeconfigError(path, "kubeconfig is empty or not a mapping")
     return document

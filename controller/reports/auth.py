@@ -23,13 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Protocol
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from controller.kube.api import Kube, KubeError
 from statemachines.errors import AddonStatusError, ConfigError
 from statemachines.reports import Report
 from statemachines.vocabulary import SEED, Actor, Profile
+from statemachines.yamlfile import YAMLFileError, load_yaml
 
 __all__ = [
     "AuthUnavailableError",
@@ -257,11 +257,11 @@ class Authorizer:
     @classmethod
     def load(cls, path: Path, *, profile: Profile = SEED) -> Authorizer:
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = load_yaml(path.read_bytes())
         except OSError as error:
             raise ConfigError(f"{path}: cannot read: {error.strerror}") from error
-        except yaml.YAMLError as error:
-            raise ConfigError(f"{path}: not valid YAML: {error}") from error
+        except YAMLFileError as error:
+            raise ConfigError(f"{path}: {error}") from None
         return cls.from_mapping(data, profile=profile, source=str(path))
 
     @classmethod

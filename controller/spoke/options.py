@@ -188,7 +188,7 @@ class RunOptions(ProcessOptions):
         if self.config_file is None:
             return config
         try:
-            text = self.config_file.read_text(encoding="utf-8")
+            text = self.config_file.read_bytes()  # decoded by the YAML reader, which says where
         except OSError as error:
             problem = f"{self.config_file}: {error.strerror}"
             raise OptionsError(f"{_names('config_file')}: {problem}") from error

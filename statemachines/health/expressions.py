@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from statemachines.size import cut
+
 __all__ = ["ITERATION_BUDGET", "EvaluationFailed", "Expression", "Variables"]
 
 _MAPS = ("metadata", "spec", "status")
@@ -76,13 +78,16 @@ class Expression:
         try:
             program = _environment().compile(text)
         except RuntimeError as error:
-            raise ValueError(f"CEL {text!r} does not compile: {_first_error(error)}") from error
+            raise ValueError(
+                f"CEL {cut(text, 120)!r} does not compile: {cut(_first_error(error), 300)}"
+            ) from error
         from cel_expr_python import cel
 
         returns = program.return_type()
         if returns not in (cel.Type.BOOL, cel.Type.DYN):
             raise ValueError(
-                f"CEL {text!r} is not a condition: it returns {returns.name().lower()}, not bool"
+                f"CEL {cut(text, 120)!r} is not a condition: it returns"
+                f" {returns.name().lower()}, not bool"
             )
         return cls(text, program)
 

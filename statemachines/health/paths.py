@@ -22,6 +22,7 @@ from functools import cache, lru_cache
 from typing import Any
 
 from statemachines.health.expressions import EvaluationFailed
+from statemachines.size import cut
 
 __all__ = ["FieldPath", "normalise"]
 
@@ -181,7 +182,9 @@ class FieldPath:
             query = _environment().compile(normalised)
         except (ValueError, jsonpath.JSONPathError) as error:
             detail = " ".join(line.strip() for line in str(error).splitlines()[:2])
-            raise ValueError(f"JSONPath {text!r} does not compile: {detail}") from error
+            raise ValueError(
+                f"JSONPath {cut(text, 120)!r} does not compile: {cut(detail, 300)}"
+            ) from error
         return cls(text, query)
 
     def values(self, obj: Mapping[str, Any]) -> list[Any]:

@@ -71,7 +71,10 @@ class _Model(BaseModel):
     # defer_build: the schemas are built at the first configuration with resources, not when
     # the core is imported.
     model_config = ConfigDict(
-        frozen=True, extra="forbid", populate_by_name=True, arbitrary_types_allowed=True,
+        frozen=True,
+        extra="forbid",
+        populate_by_name=True,
+        arbitrary_types_allowed=True,
         defer_build=True,
     )
 
