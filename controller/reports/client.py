@@ -3,7 +3,9 @@
 One call, `ReportClient.report`, returns the verdict as the server sent it. It retries what the
 server could not judge (connection errors, 502/503/504, honouring `Retry-After`) with urllib3's
 `Retry`, but never waits without bound: every attempt has connect and read timeouts, and the call
-as a whole a deadline. Retrying is safe because a repeated report is a heartbeat. A 4xx is not
+as a whole a deadline that holds whatever the server does (a watchdog shuts the socket down when
+it passes, so a server trickling one byte at a time cannot hold the caller), and an answer larger
+than `ANSWER_LIMIT` is not read. Retrying is safe because a repeated report is a heartbeat. A 4xx is not
 retried: it raises `ReportRejected` with the field the server named. Over https the server's
 certificate is verified, hostname included, against `ca_file` or the system's CAs: a report
 carries a bearer token, which must never reach a server that only claims to be the controller.
@@ -12,21 +14,27 @@ carries a bearer token, which must never reach a server that only claims to be t
 from __future__ import annotations
 
 import json
+import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any, Self
 from urllib.parse import urlsplit
 
 import urllib3
+from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import HTTPError
 from urllib3.util.retry import Retry
 
 from statemachines.errors import AddonStatusError
 
-__all__ = ["ReportClient", "ReportRejected", "ReportUnavailable"]
+__all__ = ["ANSWER_LIMIT", "ReportClient", "ReportRejected", "ReportUnavailable"]
 
 _RETRIED_STATUS = frozenset({502, 503, 504})
+# A verdict is a few hundred bytes; an answer beyond this is not the report API's.
+ANSWER_LIMIT = 1 << 20
 
 
 class ReportRejected(AddonStatusError):  # noqa: N818 (the server rejected it; not a failure of ours)
@@ -73,6 +81,53 @@ class _DeadlineRetry(Retry):
             time.sleep(wait)
 
 
+class _Watchdog:
+    """Shuts down, at the deadline, the sockets of one call: a read blocked on a server that
+    sends a byte just before every read timeout returns at once instead of going on for ever."""
+
+    def __init__(self, deadline: float) -> None:
+        self._lock = threading.Lock()
+        self._connections: list[HTTPConnection] = []
+        self.fired = False
+        self._timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def watch(self, connection: HTTPConnection) -> None:
+        with self._lock:
+            self._connections.append(connection)
+
+    def stop(self) -> None:
+        self._timer.cancel()
+
+    def _fire(self) -> None:
+        with self._lock:
+            self.fired = True
+            for connection in self._connections:
+                if connection.sock is not None:
+                    try:
+                        connection.sock.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass  # closed already
+
+
+_CALL: ContextVar[_Watchdog | None] = ContextVar("report_call", default=None)
+
+
+class _WatchedConnection(HTTPConnection):
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        if (watchdog := _CALL.get()) is not None:
+            watchdog.watch(self)
+        super().request(*args, **kwargs)
+
+
+class _WatchedTLSConnection(HTTPSConnection):
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        if (watchdog := _CALL.get()) is not None:
+            watchdog.watch(self)
+        super().request(*args, **kwargs)
+
+
 class ReportClient:
     """Reports reasons to one controller. `token` may be a callable, so that a projected service
     account token, which the kubelet rotates, is read afresh for every call.
@@ -103,12 +158,16 @@ class ReportClient:
         self._retries = retries
         self._backoff = backoff
         self._deadline = deadline
-        context = None
+        self._pool: urllib3.HTTPConnectionPool
         if parts.scheme == "https":
             # Verifies the chain and the hostname (or IP address) of the certificate.
             context = ssl.create_default_context(cafile=ca_file)
             context.minimum_version = ssl.TLSVersion.TLSv1_2
-        self._pool = urllib3.PoolManager(num_pools=2, maxsize=2, ssl_context=context)
+            self._pool = urllib3.connection_from_url(url, maxsize=2, ssl_context=context)
+            self._pool.ConnectionCls = _WatchedTLSConnection
+        else:
+            self._pool = urllib3.connection_from_url(url, maxsize=2)
+            self._pool.ConnectionCls = _WatchedConnection
 
     def __repr__(self) -> str:
         return f"ReportClient({self._endpoint!r})"  # never the token
@@ -135,16 +194,16 @@ class ReportClient:
             body["observedGeneration"] = observed_generation
         if version is not None:  # with UpdateSuccessful only: the version the update installs
             body["version"] = version
-        response = self._post(json.dumps(body).encode())
-        payload = _decode(response)
-        if 200 <= response.status < 300 and isinstance(payload, dict):
+        status, answer = self._post(json.dumps(body).encode())
+        payload = _decode(answer)
+        if 200 <= status < 300 and isinstance(payload, dict):
             return payload
-        if 400 <= response.status < 500:
-            raise _rejection(response.status, payload)
-        raise ReportUnavailable(f"{self._endpoint} answered {response.status}: {_summary(payload)}")
+        if 400 <= status < 500:
+            raise _rejection(status, payload)
+        raise ReportUnavailable(f"{self._endpoint} answered {status}: {_summary(payload)}")
 
     def close(self) -> None:
-        self._pool.clear()
+        self._pool.close()
 
     def __enter__(self) -> Self:
         return self
@@ -152,7 +211,8 @@ class ReportClient:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _post(self, body: bytes) -> urllib3.BaseHTTPResponse:
+    def _post(self, body: bytes) -> tuple[int, bytes]:
+        """The status and the body of the answer, read within the deadline."""
         retry = _DeadlineRetry(
             total=self._retries,
             connect=self._retries,
@@ -175,24 +235,45 @@ class ReportClient:
                 # The HTTP library's own error would quote the header, token included.
                 raise ValueError("the bearer token holds characters a header cannot carry")
             headers["Authorization"] = f"Bearer {token}"
+        watchdog = _Watchdog(retry.deadline)
+        call = _CALL.set(watchdog)
         try:
-            return self._pool.request(
+            response = self._pool.urlopen(
                 "POST",
                 self._endpoint,
                 body=body,
                 headers=headers,
                 timeout=self._timeout,
                 retries=retry,
+                preload_content=False,
             )
+            answer = response.read(ANSWER_LIMIT + 1)
+            if watchdog.fired:  # a body that ends with the connection was cut short
+                raise OSError("the deadline passed")
+            if len(answer) > ANSWER_LIMIT:
+                response.close()  # the rest is never read
+                raise ReportUnavailable(
+                    f"{self._endpoint} answered more than {ANSWER_LIMIT} bytes; not a verdict"
+                )
+            response.release_conn()
+            return response.status, answer
         except _DeadlinePassedError as error:
             raise ReportUnavailable(f"{self._endpoint}: gave up: {error}") from None
-        except HTTPError as error:
+        except (HTTPError, OSError) as error:
+            if watchdog.fired:
+                raise ReportUnavailable(
+                    f"{self._endpoint}: gave up: the deadline ({self._deadline:g}s) passed "
+                    "before the answer was read"
+                ) from None
             raise ReportUnavailable(f"{self._endpoint}: {_cause(error)}") from None
+        finally:
+            _CALL.reset(call)
+            watchdog.stop()
 
 
-def _decode(response: urllib3.BaseHTTPResponse) -> object:
+def _decode(answer: bytes) -> object:
     try:
-        return json.loads(response.data)
+        return json.loads(answer)
     except ValueError:
         return None
 
@@ -216,7 +297,7 @@ def _summary(payload: object) -> str:
     return "no JSON error in the answer"
 
 
-def _cause(error: HTTPError) -> str:
+def _cause(error: Exception) -> str:
     """The innermost reason urllib3 gives (connection refused, read timed out...)."""
     reason = getattr(error, "reason", None)
     return f"{type(reason).__name__}: {reason}" if reason is not None else str(error)

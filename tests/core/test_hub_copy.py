@@ -1,14 +1,15 @@
 """Sections 7, 9 and 10 on the hub: what the hub copy gets of the spoke's status. `conditions`
 copies every condition (Ready and ResourcesHealthy too); `status` copies the status a reader
 wants (history, versions, related objects, the last known good generation) but never the
-dampening bookkeeping, so a window opening or closing costs no hub write in either mode."""
+dampening bookkeeping (`collectors`, each resource's `pending`), so a window opening or closing
+costs no hub write in either mode."""
 
 from __future__ import annotations
 
 import pytest
 
 from statemachines.config import Config
-from statemachines.core import apply, start
+from statemachines.core import apply, observe_object, start
 from statemachines.hub_copy import CopyMode, for_hub
 from statemachines.related import RelatedObject
 from statemachines.reports import Report, VerdictKind
@@ -16,6 +17,7 @@ from statemachines.settings import Settings
 from statemachines.stored import to_status
 from statemachines.vocabulary import READY, Reason
 from tests.core.conftest import MC, MIN, T0
+from tests.core.health import condition, resource
 
 R = Reason
 
@@ -68,3 +70,26 @@ def test_a_dampening_window_never_changes_the_hub_copy(mode: CopyMode) -> None:
     assert for_hub(after, mode) == for_hub(before, mode)  # ...the hub copy does not change
     cancelled = apply(pending.state, Report(R.FORWARD_SUCCESSFUL, MC), T0 + 2 * MIN, config=config)
     assert for_hub(to_status(cancelled.state), mode) == for_hub(before, mode)
+
+
+@pytest.mark.parametrize("mode", ["conditions", "status"])
+def test_hub_copy_status_never_copies_resources_pending(mode: CopyMode) -> None:
+    """A blip absorbed by `for` opens and closes `status.resources[].pending` on the spoke and
+    changes nothing on the hub (the issue: it cost 2 hub writes with no visible change)."""
+    watched = resource({"singleConditionType": "Available"}, name="mc", for_="5m")
+    config = Config.create(collectors=[MC], resources=[watched])
+
+    def deployment(available: str) -> dict[str, object]:
+        return {
+            "metadata": {"generation": 1},
+            "status": {"conditions": [condition("Available", available)]},
+        }
+
+    state = apply(start(config, T0), Report(R.FORWARD_SUCCESSFUL, MC), T0, config=config).state
+    state = observe_object(state, "mc", deployment("True"), T0, config=config).state
+    before = to_status(state)
+    blip = observe_object(state, "mc", deployment("False"), T0 + MIN, config=config).state
+    assert to_status(blip)["resources"][0].get("pending"), "the spoke CR stores the window..."
+    assert for_hub(to_status(blip), mode) == for_hub(before, mode), "...the hub copy does not"
+    healed = observe_object(blip, "mc", deployment("True"), T0 + 2 * MIN, config=config).state
+    assert for_hub(to_status(healed), mode) == for_hub(before, mode)

@@ -4,16 +4,17 @@ Retry-After, and no call outlives its deadline, whatever the server does."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from controller.reports.client import ReportClient, ReportRejected, ReportUnavailable
+from controller.reports.client import ANSWER_LIMIT, ReportClient, ReportRejected, ReportUnavailable
 from controller.reports.server import ReportServer
 from controller.reports.sink import SinkNotLeaderError
 from statemachines.reports import Report, Verdict
@@ -220,3 +221,91 @@ def test_a_token_a_header_cannot_carry_is_never_quoted() -> None:
 def test_a_url_that_is_not_http_is_refused(url: str) -> None:
     with pytest.raises(ValueError, match="http"):
         ReportClient(url)
+
+
+class _Misbehaving:
+    """A server speaking just enough HTTP to misbehave: `answer` gets each accepted socket
+    after the request has been read."""
+
+    def __init__(self, answer: Callable[[socket.socket], None]) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self.sent = 0
+        self._answer = answer
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                peer, _ = self._listener.accept()
+                with peer, contextlib.suppress(OSError):
+                    peer.recv(65536)
+                    self._answer(peer)
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+@pytest.fixture
+def misbehaving() -> Iterator[Callable[[Callable[[socket.socket], None]], _Misbehaving]]:
+    servers: list[_Misbehaving] = []
+
+    def start(answer: Callable[[socket.socket], None]) -> _Misbehaving:
+        servers.append(_Misbehaving(answer))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def _trickle(peer: socket.socket, head: bytes) -> None:
+    peer.sendall(head)
+    for _ in range(200):  # one byte well within every read timeout, for 20 s
+        peer.sendall(b" ")
+        time.sleep(0.1)
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        pytest.param(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n", id="body"),
+        pytest.param(b"HTTP/1.1 200 OK\r\nX-Slow: ", id="headers"),
+    ],
+)
+def test_the_client_enforces_its_total_deadline_while_reading_a_body(
+    misbehaving: Callable[[Callable[[socket.socket], None]], _Misbehaving], head: bytes
+) -> None:
+    """Issue item: deadline=5 took 100 s against a server trickling its answer."""
+    server = misbehaving(lambda peer: _trickle(peer, head))
+    started = time.monotonic()
+    with (
+        ReportClient(server.url, timeout=0.5, retries=3, deadline=1.0) as client,
+        pytest.raises(ReportUnavailable, match="deadline"),
+    ):
+        client.report(reason="UpdateSuccessful")
+    assert time.monotonic() - started < 1.0 + 0.5
+
+
+def test_the_client_does_not_read_an_answer_larger_than_its_limit(
+    misbehaving: Callable[[Callable[[socket.socket], None]], _Misbehaving],
+) -> None:
+    """Issue item: a 300 MiB answer was read whole into memory."""
+    size = 300 << 20
+
+    def flood(peer: socket.socket) -> None:
+        peer.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % size)
+        chunk = b"x" * 65536
+        while server.sent < size:
+            peer.sendall(chunk)
+            server.sent += len(chunk)
+
+    server = misbehaving(flood)
+    with (
+        ReportClient(server.url, retries=0, deadline=10) as client,
+        pytest.raises(ReportUnavailable, match=f"more than {ANSWER_LIMIT} bytes"),
+    ):
+        client.report(reason="UpdateSuccessful")
+    time.sleep(0.2)  # whatever the kernel's buffers still take
+    assert server.sent < 16 * ANSWER_LIMIT, "the client stopped reading near its limit"
