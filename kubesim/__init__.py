@@ -8,6 +8,7 @@ from kubesim.faults import Faults, Matcher
 from kubesim.resources import CRDError, ResourceType, load_crds
 from kubesim.routing import RequestInfo
 from kubesim.server import DEFAULT_NAMESPACES, APIServer
+from kubesim.transport import ServingTLS
 
 __all__ = [
     "DEFAULT_NAMESPACES",
@@ -20,6 +21,7 @@ __all__ = [
     "Matcher",
     "RequestInfo",
     "ResourceType",
+    "ServingTLS",
     "UserInfo",
     "load_crds",
 ]

@@ -1,7 +1,7 @@
-"""Who is calling and what they did: bearer-token authentication from a table that a test can
-rotate at runtime, and the audit log of every request in Kubernetes' own terms (user, verb,
-group, resource, subresource, namespace, name, code), to compare a controller's calls with
-its RBAC Role."""
+"""Who is calling and what they did: x509 client certificates (over TLS) and bearer tokens from
+a table that a test can rotate at runtime, and the audit log of every request in Kubernetes'
+own terms (user, verb, group, resource, subresource, namespace, name, code), to compare a
+controller's calls with its RBAC Role."""
 
 from __future__ import annotations
 
@@ -47,8 +47,14 @@ class Authenticator:
         with self._lock:
             return None if self._tokens is None else self._tokens.get(token)
 
-    def authenticate(self, authorization: str | None) -> UserInfo | None:
-        """The caller, or None for a request kube-apiserver would answer with 401."""
+    def authenticate(
+        self, authorization: str | None, certificate: tuple[str, tuple[str, ...]] | None = None
+    ) -> UserInfo | None:
+        """The caller, or None for a request kube-apiserver would answer with 401. A verified
+        client certificate (`(CN, Os)`) is asked first, as kube-apiserver's x509 authenticator
+        comes before its token authenticators."""
+        if certificate is not None:
+            return UserInfo(certificate[0], groups=certificate[1])
         with self._lock:
             tokens = self._tokens
         if tokens is None:

@@ -40,7 +40,7 @@ from kubesim.registry import Registry
 from kubesim.resources import ResourceType, load_crds
 from kubesim.routing import RequestInfo, request_info
 from kubesim.store import Store
-from kubesim.transport import Handler, HTTPServer, accepts_json
+from kubesim.transport import Handler, HTTPServer, ServingTLS, accepts_json
 from kubesim.watch import serve_watch
 from kubesim.workloads import workload_types
 
@@ -53,7 +53,8 @@ _STOP_GRACE: Final = 2.0
 
 class APIServer:
     """A strict Kubernetes API server for tests and the demo: the CRDs from `crd_paths`, the
-    built-in Namespace, Event, Lease and TokenReview, over real HTTP on `host:port`."""
+    built-in Namespace, Event, Lease and TokenReview, over real HTTP on `host:port` (HTTPS with
+    `tls`)."""
 
     def __init__(
         self,
@@ -65,6 +66,7 @@ class APIServer:
         watch_history: int = 1000,
         namespaces: Sequence[str] = DEFAULT_NAMESPACES,
         bookmark_interval: float = 60.0,
+        tls: ServingTLS | None = None,
     ) -> None:
         self._types: list[ResourceType] = [
             *builtin_types(),
@@ -82,6 +84,7 @@ class APIServer:
         self.faults = Faults()
         self._host, self._port = host, port
         self._bookmark_interval = bookmark_interval
+        self._tls = tls.context() if tls is not None else None
         self._lifecycle = threading.Lock()
         self._httpd: HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -98,7 +101,7 @@ class APIServer:
         if self._port == 0:
             raise RuntimeError("the port is chosen on start(); start the server first")
         host = f"[{self._host}]" if ":" in self._host else self._host
-        return f"http://{host}:{self._port}"
+        return f"{'https' if self._tls else 'http'}://{host}:{self._port}"
 
     @property
     def port(self) -> int:
@@ -113,7 +116,7 @@ class APIServer:
         with self._lifecycle:
             if self._httpd is not None:
                 return self
-            httpd = HTTPServer((self._host, self._port), self._serve)
+            httpd = HTTPServer((self._host, self._port), self._serve, self._tls)
             self._port = httpd.server_address[1]
             self._discovery = Discovery(self._types, f"{self._host}:{self._port}")
             thread = threading.Thread(
@@ -247,7 +250,9 @@ class APIServer:
                 handler, info, too_large.code, too_large.status(), headers=too_large.headers
             )
             return
-        user = self._auth.authenticate(handler.headers.get("Authorization"))
+        user = self._auth.authenticate(
+            handler.headers.get("Authorization"), handler.client_certificate()
+        )
         if user is None:
             self._answer(handler, info, 401, unauthorized().status())
             return

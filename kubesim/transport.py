@@ -1,16 +1,20 @@
 """HTTP/1.1 plumbing under the API server: a threading server that knows its connections (so
-stopping it really cuts them), request bodies within kube-apiserver's size limit, JSON
-answers, and chunked streams for watches."""
+stopping it really cuts them), optionally over TLS with client certificates (kube-apiserver's
+`--tls-cert-file`, `--tls-private-key-file`, `--client-ca-file`), request bodies within
+kube-apiserver's size limit, JSON answers, and chunked streams for watches."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import socket
+import ssl
 import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Final
 
 import yaml
@@ -19,10 +23,31 @@ from kubesim.codec import decode_json
 from kubesim.errors import APIError, bad_request, unsupported_media_type
 from kubesim.fields import go_quote
 
-__all__ = ["MAX_BODY", "HTTPServer", "Handler", "accepts_json"]
+__all__ = ["MAX_BODY", "HTTPServer", "Handler", "ServingTLS", "accepts_json"]
 
 _log = logging.getLogger(__name__)
 MAX_BODY: Final = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes
+_HANDSHAKE_TIMEOUT: Final = 10.0
+
+
+@dataclass(frozen=True)
+class ServingTLS:
+    """The serving certificate and, optionally, the CA whose client certificates authenticate
+    a caller (as kube-apiserver's `--client-ca-file`: the subject's CN is the user, each O a
+    group). The files are read once, at start."""
+
+    cert_file: Path
+    key_file: Path
+    client_ca_file: Path | None = None
+
+    def context(self) -> ssl.SSLContext:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.minimum_version = ssl.TLSVersion.TLSv1_2
+        context.load_cert_chain(self.cert_file, self.key_file)
+        if self.client_ca_file is not None:
+            context.load_verify_locations(self.client_ca_file)
+            context.verify_mode = ssl.CERT_OPTIONAL  # a token may authenticate instead
+        return context
 
 
 class _YAMLBody(yaml.SafeLoader):
@@ -39,8 +64,14 @@ class HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True  # a restart binds the same port while old sockets linger
 
-    def __init__(self, address: tuple[str, int], serve: Callable[[Handler], None]) -> None:
+    def __init__(
+        self,
+        address: tuple[str, int],
+        serve: Callable[[Handler], None],
+        tls: ssl.SSLContext | None = None,
+    ) -> None:
         self.serve = serve
+        self._tls = tls
         self._connections: set[socket.socket] = set()
         self._connections_lock = threading.Lock()
         super().__init__(address, Handler)
@@ -50,7 +81,14 @@ class HTTPServer(ThreadingHTTPServer):
         # headers and body go out in separate writes: without this, Nagle's algorithm and the
         # client's delayed ACK add 40 ms to every answer
         connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self._tls is not None:  # the handshake runs on the connection's own thread
+            connection = self._tls.wrap_socket(
+                connection, server_side=True, do_handshake_on_connect=False
+            )
         return connection, address
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        _log.debug("apiserver: connection from %s failed", client_address, exc_info=True)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         with self._connections_lock:
@@ -74,6 +112,24 @@ class HTTPServer(ThreadingHTTPServer):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: HTTPServer
+
+    def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):
+            self.request.settimeout(_HANDSHAKE_TIMEOUT)
+            self.request.do_handshake()
+            self.request.settimeout(None)
+        super().setup()
+
+    def client_certificate(self) -> tuple[str, tuple[str, ...]] | None:
+        """The user (CN) and groups (O) of a verified client certificate, if one was sent."""
+        if not isinstance(self.connection, ssl.SSLSocket):
+            return None
+        subject: Any = (self.connection.getpeercert() or {}).get("subject", ())
+        fields = [(str(key), str(value)) for rdn in subject for key, value in rdn]
+        user = next((value for key, value in fields if key == "commonName"), None)
+        if user is None:
+            return None
+        return user, tuple(value for key, value in fields if key == "organizationName")
 
     def do_GET(self) -> None:
         self.server.serve(self)

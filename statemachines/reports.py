@@ -14,7 +14,7 @@ from statemachines.config import Config
 from statemachines.errors import ReportError
 from statemachines.readback import GENERATION_LIMIT  # observedGeneration is an int64
 from statemachines.size import REPORT_MESSAGE, cut
-from statemachines.vocabulary import Actor, Reason, Rule, State
+from statemachines.vocabulary import Actor, Profile, Reason, Rule, State
 
 __all__ = [
     "GENERATION_LIMIT",
@@ -91,13 +91,14 @@ class Verdict:
     rule: Rule | None = None  # the rule that refused it
     deadline: datetime | None = None  # when a pending window ends, exactly
 
-    def to_api(self) -> dict[str, Any]:
+    def to_api(self, profile: Profile) -> dict[str, Any]:
+        """The report API's answer, reasons spelled as `profile` writes them on the CR."""
         out: dict[str, Any] = {
             "verdict": self.kind.value,
             "collector": self.collector,
             "state": self.state.value,
-            "reason": self.reason.value if self.reason else None,
-            "detail": self.detail,
+            "reason": profile.name_of(self.reason) if self.reason else None,
+            "detail": profile.spelled(self.detail),
         }
         if self.rule:
             out["rule"] = self.rule.value

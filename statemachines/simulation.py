@@ -110,7 +110,9 @@ def run(scenario: Scenario) -> Run:
             state, written = outcome.state, store.take(outcome) or written
             events.append(_report_event(step.report))
         verdict = outcome.verdict if outcome else None
-        failures = check(step, store.status, config, verdict=verdict.to_api() if verdict else None)
+        failures = check(
+            step, store.status, config, verdict=verdict.to_api(config.profile) if verdict else None
+        )
         event = "; ".join(events) or "expect"
         if step.note:
             event = f"{event}  # {step.note}"
@@ -179,7 +181,7 @@ def check(
     verdict: Mapping[str, Any] | None,
 ) -> tuple[str, ...]:
     """What of `step.expect` does not hold: `status` is the CR's status as stored, `verdict` the
-    answer to the step's report as the report API sends it (`Verdict.to_api()`). The same check
+    answer to the step's report as the report API sends it (`Verdict.to_api`). The same check
     serves `simulate` and a scenario played end to end against a real CR."""
     expect = step.expect
     if expect is None:

@@ -153,6 +153,14 @@ class Profile(BaseModel):
         """How this profile writes `reason` on the CR."""
         return self.written.get(reason, reason.value)
 
+    def spelled(self, text: str) -> str:
+        """`text` (a verdict's detail, an Event's message: words the core puts together from
+        reasons' own names) with each reason spelled as this profile writes it."""
+        if not self.written:
+            return text
+        names = "|".join(sorted((r.value for r in self.written), key=len, reverse=True))
+        return re.sub(rf"\b({names})\b", lambda m: self.name_of(Reason(m[1])), text)
+
     def spec(self, reason: Reason) -> ReasonSpec:
         for row in self.reasons:
             if row.reason is reason:

@@ -11,6 +11,7 @@ from statemachines.reports import Verdict, VerdictKind
 from statemachines.scenario import EPOCH
 from statemachines.settings import format_duration
 from statemachines.simulation import Run, TimelineRow
+from statemachines.vocabulary import Profile
 
 __all__ = ["as_json", "as_table"]
 
@@ -75,20 +76,20 @@ def as_json(run: Run) -> str:
             "ok": run.ok,
             "failures": run.failures,
             "writes": run.writes,
-            "timeline": [_row(r) for r in run.timeline],
+            "timeline": [_row(r, run.scenario.config.profile) for r in run.timeline],
             "status": run.status,
         },
         indent=2,
     )
 
 
-def _row(row: TimelineRow) -> dict[str, Any]:
+def _row(row: TimelineRow, profile: Profile) -> dict[str, Any]:
     return {
         "at": format_duration(row.at),
         "seconds": row.at / timedelta(seconds=1),
         "step": row.step,
         "event": row.event,
-        "verdict": row.verdict.to_api() if row.verdict else None,
+        "verdict": row.verdict.to_api(profile) if row.verdict else None,
         "collectors": dict(row.collectors),
         "addon": row.addon,
         "written": row.written,

@@ -6,6 +6,11 @@ would be both unparseable and a leak. Fields are passed the standard way,
 `log.info("status written", extra={"resourceVersion": rv})`; any key that names a secret
 (`token`, `authorization`, `password`, ...) is replaced, and so is a bearer token in the text.
 
+Python warnings become log records too (a library's `warnings.warn` would otherwise print two
+lines of free text to stderr); urllib3's warning for a request made without verifying the
+server's certificate (`insecure-skip-tls-verify`), issued on every request, is told once per
+host.
+
 urllib3 warns on each of its immediate retries of a refused connection, three lines per call
 while an API server is away; those lines are dropped, because the loops that make the calls tell
 an outage once when it starts and once when it ends, and count the tries in the metrics.
@@ -17,6 +22,7 @@ import json
 import logging
 import re
 import sys
+import warnings
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import IO, Any
@@ -124,4 +130,21 @@ def configure_logging(level: str = "info", *, stream: IO[str] | None = None) -> 
     root.setLevel(level.upper())
     for name in _QUIET:
         logging.getLogger(name).setLevel(max(logging.WARNING, root.level))
+    warnings.showwarning = _log_warning
+    warnings.filterwarnings("once", message="Unverified HTTPS request")
     return handler
+
+
+def _log_warning(  # noqa: PLR0917 (warnings.showwarning's signature)
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: IO[str] | None = None,
+    line: str | None = None,
+) -> None:
+    """`warnings.showwarning` as a record of the `py.warnings` logger (as
+    `logging.captureWarnings` names it), so that it goes out as one JSON object."""
+    logging.getLogger("py.warnings").warning(
+        "%s: %s", category.__name__, message, extra={"source": f"{filename}:{lineno}"}
+    )

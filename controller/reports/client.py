@@ -5,14 +5,15 @@ server could not judge (connection errors, 502/503/504, honouring `Retry-After`)
 `Retry`, but never waits without bound: every attempt has connect and read timeouts, and the call
 as a whole a deadline that holds whatever the server does (a watchdog shuts the socket down when
 it passes, so a server trickling one byte at a time cannot hold the caller), and an answer larger
-than `ANSWER_LIMIT` is not read. Retrying is safe because a repeated report is a heartbeat. A 4xx is not
-retried: it raises `ReportRejected` with the field the server named. Over https the server's
+than `ANSWER_LIMIT` is not read. Retrying is safe because a repeated report is a heartbeat. A 4xx
+is not retried: it raises `ReportRejected` with the field the server named. Over https the server's
 certificate is verified, hostname included, against `ca_file` or the system's CAs: a report
 carries a bearer token, which must never reach a server that only claims to be the controller.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import ssl
@@ -105,10 +106,8 @@ class _Watchdog:
             self.fired = True
             for connection in self._connections:
                 if connection.sock is not None:
-                    try:
+                    with contextlib.suppress(OSError):  # closed already
                         connection.sock.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass  # closed already
 
 
 _CALL: ContextVar[_Watchdog | None] = ContextVar("report_call", default=None)

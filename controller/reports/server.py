@@ -217,9 +217,13 @@ class _Handler(BaseHTTPRequestHandler):
             raise _RefusalError(403, str(error), field=error.field) from error
         verdict = self._judge(report)
         about: dict[str, str | None] = {"identity": identity.username}
-        about |= {"collector": report.collector, "reason": report.reason.value}
+        about |= {
+            "collector": report.collector,
+            "reason": self.service.config.profile.name_of(report.reason),
+        }
         log.info("report judged", extra=about | {"verdict": verdict.kind.value})
-        return _Answer(200, _encode(verdict.to_api()), verdict.kind.value)
+        answer = verdict.to_api(self.service.config.profile)
+        return _Answer(200, _encode(answer), verdict.kind.value)
 
     def _authenticate(self) -> Identity:
         header = self.headers.get("Authorization")

@@ -24,7 +24,7 @@ from controller.spoke.addon import AddonStore, EventRecord
 from controller.spoke.event_series import EventCorrelator
 from statemachines import AddonState, Cause, Change, Outcome
 from statemachines.history import moved
-from statemachines.vocabulary import ConditionType, State
+from statemachines.vocabulary import ConditionType, Profile, State
 
 __all__ = ["ADDON_CHANGED", "COLLECTOR_CHANGED", "EventRecorder", "records_for"]
 
@@ -35,10 +35,11 @@ ADDON_CHANGED = "AddonStatusChanged"
 
 
 def records_for(
-    outcome: Outcome, before: AddonState, now: datetime, *, uid: str | None
+    outcome: Outcome, before: AddonState, now: datetime, *, uid: str | None, profile: Profile
 ) -> list[EventRecord]:
-    """The Events that `outcome` deserves: one per collector move, one if the addon moved."""
-    records = [_collector_record(change, uid) for change in outcome.changes]
+    """The Events that `outcome` deserves: one per collector move, one if the addon moved;
+    reasons spelled as `profile` writes them on the CR."""
+    records = [_collector_record(change, uid, profile) for change in outcome.changes]
     addon = moved(before.conditions, outcome.state.conditions)
     if addon is not None:
         old, new = addon
@@ -55,12 +56,12 @@ def records_for(
     return records
 
 
-def _collector_record(change: Change, uid: str | None) -> EventRecord:
+def _collector_record(change: Change, uid: str | None, profile: Profile) -> EventRecord:
     warn = change.after.state is State.DEGRADED or change.cause is Cause.STALENESS
     kind: Literal["Normal", "Warning"] = "Warning" if warn else "Normal"
     return EventRecord(
         reason=COLLECTOR_CHANGED,
-        message=f"{change.collector}: {change.label} (by {change.cause.value})",
+        message=profile.spelled(f"{change.collector}: {change.label} (by {change.cause.value})"),
         type=kind,
         at=change.at,
         uid=uid,

@@ -268,7 +268,9 @@ class Reconciler:
         if outcome.conditions is None or not self.leading:
             return  # nothing to write, or not ours to write
         log.debug("status changed", extra={"trigger": cause})
-        records = records_for(outcome, before, self._clock(), uid=self._uid)
+        records = records_for(
+            outcome, before, self._clock(), uid=self._uid, profile=self.config.profile
+        )
         rejections = self._rejections
         self.status.owe()
         if self.status.retry.due:

@@ -49,7 +49,7 @@ def measure(count: int, step: float) -> tuple[int, int, int]:
         for index, report in enumerate(workload(count)):
             now = T0 + timedelta(seconds=step * index)
             outcome = apply(state, report, now, config=config)
-            records = records_for(outcome, state, now, uid="uid-1")
+            records = records_for(outcome, state, now, uid="uid-1", profile=config.profile)
             deserved += len(records)
             recorder.record(records)
             state = outcome.state

@@ -17,7 +17,7 @@ import pytest
 from statemachines.conditions import parse_time
 from statemachines.reports import VerdictKind
 from statemachines.stored import to_status
-from statemachines.vocabulary import ConditionType, Reason, State
+from statemachines.vocabulary import SEED, ConditionType, Reason, State
 from tests.core.conftest import MC, T0, Run, expect
 
 R, S, V, T = Reason, State, VerdictKind, ConditionType
@@ -321,5 +321,5 @@ def test_pending_deadline_is_the_instant_the_cr_stores() -> None:
     assert verdict is not None and verdict.kind is V.PENDING
     since = parse_time(to_status(run.state)["collectors"][0]["pendingSince"])
     assert verdict.deadline == since + timedelta(minutes=10)
-    assert verdict.to_api()["deadline"] == "2025-01-01T12:11:00.400000Z"
-    assert parse_time(verdict.to_api()["deadline"]) == since + timedelta(minutes=10)
+    assert verdict.to_api(SEED)["deadline"] == "2025-01-01T12:11:00.400000Z"
+    assert parse_time(verdict.to_api(SEED)["deadline"]) == since + timedelta(minutes=10)

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from statemachines.reports import VerdictKind
-from statemachines.vocabulary import ConditionType, Reason, Rule, State
+from statemachines.vocabulary import SEED, ConditionType, Reason, Rule, State
 from tests.core.conftest import MC, MIN, T0, UWL, Run, expect
 
 R, S, V = Reason, State, VerdictKind
@@ -195,7 +195,7 @@ def test_refused_report_names_state_reason_and_rule(
         written=False,
     )
     assert outcome.verdict is not None
-    answer = outcome.verdict.to_api()
+    answer = outcome.verdict.to_api(SEED)
     assert answer["verdict"] == "refused"
     assert (answer["state"], answer["reason"], answer["rule"]) == (state.value, current, rule)
     assert state.value in answer["detail"] and current.value in answer["detail"]

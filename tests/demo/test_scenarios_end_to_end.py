@@ -8,6 +8,9 @@ follow the spoke CR."""
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -154,3 +157,25 @@ def test_an_object_of_a_kind_the_spoke_does_not_serve_fails_the_run_saying_so(
     code, _, err = _demo(certificate, capsys)
     assert code == 1
     assert "cert-manager.io/v1 Certificate is not served by the embedded spoke" in err
+
+
+def test_run_and_demo_leave_no_discovery_directory_behind(tmp_path: Path) -> None:
+    """Issue item: every `run` with health rules and every `demo` left an
+    `/tmp/addon-status-discovery-*` directory behind. The demo runs the spoke's replica with
+    object watches (discovery included) in its own process; its temporary files go under
+    TMPDIR, which must be empty again when it exits."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    scenario = Path(__file__).parents[1] / "scenarios" / "object-deleted.yaml"
+    env = {**os.environ, "TMPDIR": str(temporary)}
+    ran = subprocess.run(
+        [sys.executable, "-m", "controller.cli", "demo", "--scenario", str(scenario)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "every expectation held." in ran.stdout
+    assert list(temporary.iterdir()) == []

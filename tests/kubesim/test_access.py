@@ -4,11 +4,14 @@ and the audit log, whose verbs and resources are what an RBAC Role must grant.""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import urllib3
 from kubernetes import client, watch
 
-from kubesim import APIServer, AuditRecord, UserInfo
+from kubesim import APIServer, AuditRecord, ServingTLS, UserInfo
+from tests.certificates import Authority, KeyPair, write_whole
 from tests.kubesim.conftest import (
     CRD,
     GROUP,
@@ -125,3 +128,62 @@ def test_discovery_and_version_are_audited_as_non_resource_urls(
     client.VersionApi(api).get_code()
     [entry] = server.audit
     assert (entry.verb, entry.path, entry.resource, entry.code) == ("get", "/version/", "", 200)
+
+
+class TestClientCertificates:
+    """Over TLS with `--client-ca-file`, as kube-apiserver's x509 authenticator: a client
+    certificate signed by the CA is the user named by its subject's CN, in the groups of its
+    O entries; it is asked before any token; one signed by another CA ends the handshake."""
+
+    @pytest.fixture
+    def authority(self) -> Authority:
+        return Authority("cluster")
+
+    @pytest.fixture
+    def tls_server(self, authority: Authority, tmp_path: Path) -> Iterator[APIServer]:
+        cert, key = authority.server().write(tmp_path, "apiserver")
+        ca = write_whole(tmp_path / "ca.crt", authority.ca)
+        tls = ServingTLS(cert, key, client_ca_file=ca)
+        with APIServer([CRD], tokens={"controller-token": CONTROLLER}, tls=tls) as server:
+            yield server
+
+    def _client(self, server: APIServer, ca: Path, pair: KeyPair | None) -> client.ApiClient:
+        configuration = client.Configuration(host=server.url)
+        configuration.ssl_ca_cert = str(ca)
+        if pair is not None:
+            configuration.cert_file, configuration.key_file = map(
+                str, pair.write(ca.parent, "client")
+            )
+        return client.ApiClient(configuration)
+
+    def test_the_subject_names_the_user_and_groups(
+        self, tls_server: APIServer, authority: Authority, tmp_path: Path
+    ) -> None:
+        ca = write_whole(tmp_path / "trusted.crt", authority.ca)
+        pair = authority.client(
+            "system:open-cluster-management:cluster:c1:addon:a:agent:x", ("g1",)
+        )
+        with self._client(tls_server, ca, pair) as api:
+            client.CoreV1Api(api).list_namespace()
+        [record] = tls_server.audit
+        assert record.user == "system:open-cluster-management:cluster:c1:addon:a:agent:x"
+        assert tls_server.url.startswith("https://")
+
+    def test_no_certificate_and_no_token_is_401(
+        self, tls_server: APIServer, authority: Authority, tmp_path: Path
+    ) -> None:
+        ca = write_whole(tmp_path / "trusted.crt", authority.ca)
+        with self._client(tls_server, ca, None) as api, pytest.raises(client.ApiException) as e:
+            client.CoreV1Api(api).list_namespace()
+        assert e.value.status == 401
+
+    def test_a_certificate_from_another_authority_ends_the_handshake(
+        self, tls_server: APIServer, authority: Authority, tmp_path: Path
+    ) -> None:
+        ca = write_whole(tmp_path / "trusted.crt", authority.ca)
+        stranger = Authority("elsewhere").client("mallory", ("system:masters",))
+        api = self._client(tls_server, ca, stranger)
+        api.configuration.retries = 0
+        with api, pytest.raises(urllib3.exceptions.HTTPError):
+            client.CoreV1Api(api).list_namespace()
+        assert tls_server.audit == []

@@ -7,11 +7,17 @@ import io
 import json
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from kubernetes import client
 
+from controller.kube.kubeconfig import client_for, kubeconfig_yaml
 from controller.ops.logs import REDACTED, configure_logging, redact
+from kubesim import APIServer, ServingTLS
+from tests.certificates import Authority
 
 TOKEN = "eyJhbGciOiJSUzI1NiJ9.c2VjcmV0.c2ln"
 
@@ -80,3 +86,31 @@ def test_redact_leaves_ordinary_values_alone() -> None:
         "collector": "metrics-collector",
         "n": 3,
     }
+
+
+def test_an_insecure_kubeconfig_keeps_the_logs_one_json_object_per_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue item: with `insecure-skip-tls-verify`, urllib3's InsecureRequestWarning (one per
+    request, two lines of free text on stderr) broke the one-object-per-line logs. Against an
+    API server over TLS (kubesim, as kube-apiserver serves HTTPS), through the real client
+    built from such a kubeconfig: the warning is a JSON record, told once."""
+    cert, key = Authority("apiserver").server().write(tmp_path, "apiserver")
+    kubeconfig = tmp_path / "kubeconfig"
+    with APIServer([], tls=ServingTLS(cert, key)) as server:
+        config = yaml.safe_load(kubeconfig_yaml(server=server.url, token="any"))
+        config["clusters"][0]["cluster"]["insecure-skip-tls-verify"] = True
+        kubeconfig.write_text(yaml.safe_dump(config))
+        stream = io.StringIO()
+        handler = configure_logging("info", stream=stream)
+        try:
+            with client_for(kubeconfig) as api:
+                for _ in range(3):
+                    client.CoreV1Api(api).list_namespace()
+        finally:
+            logging.getLogger().removeHandler(handler)
+    assert capsys.readouterr().err == "", "nothing bypasses the JSON handler"
+    records = lines(stream)
+    insecure = [r for r in records if "Unverified HTTPS request" in r["message"]]
+    assert len(insecure) == 1, records
+    assert (insecure[0]["level"], insecure[0]["logger"]) == ("warning", "py.warnings")

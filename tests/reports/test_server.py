@@ -15,6 +15,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from controller.reports.server import ReportServer
+from statemachines.config import Config
+from statemachines.vocabulary import ACM
 from tests.reports.conftest import TOKENS, CoreSink, ServerFactory, call
 from tests.support import MC, UWL
 
@@ -381,3 +383,22 @@ def test_stop_ends_idle_keep_alive_connections(make_server: ServerFactory) -> No
     finally:
         connection.close()
     assert not [t for t in threading.enumerate() if t.name.startswith("report-api")]
+
+
+@pytest.mark.parametrize("config", [Config.create(profile=ACM)], ids=["acm"])
+def test_acm_profile_report_answers_use_acm_reason_names(server: ReportServer) -> None:
+    """Issue item: under `--profile acm` the answers named reasons as the seed does. A report
+    may use either spelling; the answer spells them as the CR does (`UpdateFailed`)."""
+    failed = call(server.url, body={"reason": "UpdateFailure"}, token=TOKENS["operator"])
+    assert failed.status == 200
+    assert failed.body["reason"] == "UpdateFailed"
+    refused = call(
+        server.url,
+        body={"collector": MC, "reason": "ForwardFailed"},
+        token=TOKENS["mc"],
+    )
+    assert refused.body["verdict"] == "refused"
+    assert "UpdateFailed" in refused.body["detail"], refused.body
+    assert "UpdateFailure" not in refused.body["detail"] and "ForwardFailure" not in str(
+        refused.body
+    )

@@ -6,19 +6,11 @@ the TLS flags of `run` fail at start naming the flag. Certificates are made here
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-import ipaddress
-import os
 import socket
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from prometheus_client import CollectorRegistry
 
 from controller.reports.cli import add_report_parser, build_report_server
@@ -27,6 +19,7 @@ from controller.reports.server import ReportServer, ServingCertificate
 from controller.spoke.options import RunOptions, add_run_flags
 from statemachines.config import Config
 from statemachines.errors import ConfigError
+from tests.certificates import Issued, issue
 from tests.reports.conftest import (
     GRANTS,
     OPERATOR_SA,
@@ -37,68 +30,6 @@ from tests.reports.conftest import (
     call,
 )
 from tests.support import run_options
-
-_KEY_PEM = serialization.PrivateFormat.TraditionalOpenSSL
-
-
-@dataclass(frozen=True)
-class Issued:
-    """A CA's certificate, and a server certificate for 127.0.0.1 it signed, as PEM bytes."""
-
-    ca: bytes
-    cert: bytes
-    key: bytes
-
-    def write(
-        self, directory: Path, *, stem: str = "tls", ca: str = "ca"
-    ) -> tuple[Path, Path, Path]:
-        """Writes ca.crt, tls.crt, tls.key; each replaced whole, as the kubelet swaps a Secret."""
-        paths = (directory / f"{ca}.crt", directory / f"{stem}.crt", directory / f"{stem}.key")
-        for path, data in zip(paths, (self.ca, self.cert, self.key), strict=True):
-            scratch = path.with_suffix(".new")
-            scratch.write_bytes(data)
-            os.replace(scratch, path)
-        return paths
-
-
-def issue(name: str) -> Issued:
-    now = dt.datetime.now(dt.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{name} test CA")])
-    ca = (
-        _builder(ca_name, ca_name, ca_key.public_key(), now)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    server_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "addon-status-reports")])
-    address = x509.IPAddress(ipaddress.ip_address("127.0.0.1"))
-    cert = (
-        _builder(server_name, ca_name, key.public_key(), now)
-        .add_extension(x509.SubjectAlternativeName([address]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    pem = serialization.Encoding.PEM
-    return Issued(
-        ca.public_bytes(pem),
-        cert.public_bytes(pem),
-        key.private_bytes(pem, _KEY_PEM, serialization.NoEncryption()),
-    )
-
-
-def _builder(
-    subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey, now: dt.datetime
-) -> x509.CertificateBuilder:
-    return (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(issuer)
-        .public_key(public_key)
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(hours=1))
-    )
 
 
 @pytest.fixture(scope="module")

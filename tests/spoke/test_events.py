@@ -12,7 +12,7 @@ from controller.spoke.addon import EventRecord
 from controller.spoke.events import ADDON_CHANGED, COLLECTOR_CHANGED, EventRecorder, records_for
 from statemachines import Config, Report, Settings, apply, start
 from statemachines.core import advance
-from statemachines.vocabulary import Reason
+from statemachines.vocabulary import ACM, Reason
 from tests.spoke.fakes import T0, FakeAddonStore
 from tests.spoke.support import MC, UWL, WAIT
 
@@ -22,7 +22,7 @@ CONFIG = Config.create(settings=Settings.model_validate({"reportInterval": "1m"}
 def test_a_move_and_the_addons_change_are_named() -> None:
     state = start(CONFIG, T0)
     outcome = apply(state, Report(Reason.UPDATE_FAILURE, None, "rollout failed"), T0, config=CONFIG)
-    records = records_for(outcome, state, T0, uid="u")
+    records = records_for(outcome, state, T0, uid="u", profile=CONFIG.profile)
     assert [r.reason for r in records] == [COLLECTOR_CHANGED, COLLECTOR_CHANGED, ADDON_CHANGED]
     assert records[0].message == (
         f"{MC}: Progressing (no reason) -> Degraded (UpdateFailure) (by report)"
@@ -38,9 +38,14 @@ def test_staleness_is_a_warning_and_recovery_is_normal() -> None:
     state = start(CONFIG, T0)
     later = T0 + timedelta(minutes=3)
     stale = advance(state, later, config=CONFIG)
-    assert {r.type for r in records_for(stale, state, later, uid=None)} == {"Warning"}
+    assert {r.type for r in records_for(stale, state, later, uid=None, profile=CONFIG.profile)} == {
+        "Warning"
+    }
     back = apply(stale.state, Report(Reason.FORWARD_SUCCESSFUL, UWL), later, config=CONFIG)
-    kinds = {r.reason: r.type for r in records_for(back, stale.state, later, uid=None)}
+    kinds = {
+        r.reason: r.type
+        for r in records_for(back, stale.state, later, uid=None, profile=CONFIG.profile)
+    }
     assert kinds[COLLECTOR_CHANGED] == "Normal"
 
 
@@ -93,3 +98,12 @@ def test_a_full_queue_drops_instead_of_blocking() -> None:
     release.set()
     recorder.stop(WAIT)
     assert [e.message for e in slow.events] == ["m1", "m2"]
+
+
+def test_acm_profile_events_use_acm_reason_names() -> None:
+    """Issue item: under `--profile acm` CollectorStateChanged Events used the seed's names."""
+    config = Config.create(profile=ACM, collectors=[MC])
+    state = start(config, T0)
+    outcome = apply(state, Report(Reason.UPDATE_FAILURE, None, "rollout failed"), T0, config=config)
+    [moved, _addon] = records_for(outcome, state, T0, uid="u", profile=config.profile)
+    assert moved.message == f"{MC}: Progressing (no reason) -> Degraded (UpdateFailed) (by report)"
