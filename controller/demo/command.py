@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import queue
 import signal
 import sys
 import tempfile
@@ -37,6 +38,7 @@ from controller.spoke.bookkeeping import KEY, config_map_name
 from controller.spoke.options import DEFAULT_NAME, DEFAULT_NAMESPACE
 from kubesim import APIServer
 from statemachines.errors import AddonStatusError, ScenarioError
+from statemachines.reports import Report, Verdict
 from statemachines.settings import format_duration
 from statemachines.stored import OWNED_FIELDS
 
@@ -266,6 +268,8 @@ def running_fleet(
                 )
             )
             client = stack.enter_context(ReportClient(controller.report_url, deadline=10.0))
+            heard: queue.SimpleQueue[tuple[Report, Verdict]] = queue.SimpleQueue()
+            controller.sink.on_verdict.append(partial(_hear, heard))
             system = System(
                 worker=controller.worker,
                 report=client.report,
@@ -275,6 +279,7 @@ def running_fleet(
                 change_generation=partial(_change_generation, spoke),
                 change_object=partial(change_object, spoke),
                 checked=partial(_with_bookkeeping, spoke),
+                heard=partial(_drained, heard),
             )
             spokes.append(Demo(cluster, spoke, hub, controller, system))
         yield Fleet(hub, kubeconfig, spokes)
@@ -318,7 +323,15 @@ def _demo(
         else:
             results = [players[0].run()]
         if duration is not None:
-            stop.wait()
+            with ThreadPoolExecutor(len(players), "demo-follower") as pool:
+                list(pool.map(Player.follow, players))
+        closing = [  # the CRs as they are at exit
+            (
+                View.summary("spoke", d.system.spoke_status()),
+                View.summary("hub", d.system.hub_status()),
+            )
+            for d in fleet.spokes
+        ]
         spoke_writes = sum(
             d.spoke.count_requests(resource=PLURAL, subresource="status") for d in fleet.spokes
         )
@@ -332,11 +345,23 @@ def _demo(
         f"writes, {hub_writes} hub status writes.\n"
         f"{result.checked} checked steps: {held}{stopped}."
     )
-    for demo, view in zip(fleet.spokes, views, strict=True):
+    for demo, (spoke, hub) in zip(fleet.spokes, closing, strict=True):
         who = f"{demo.cluster} " if fleet_wide else ""
-        latest = view.latest
-        print(f"{who}spoke: {latest.get('spoke', '')}\n{who}hub:   {latest.get('hub', '')}")
+        print(f"{who}spoke: {spoke}\n{who}hub:   {hub}")
     return result
+
+
+def _hear(
+    heard: queue.SimpleQueue[tuple[Report, Verdict]], report: Report, verdict: Verdict
+) -> None:
+    heard.put((report, verdict))
+
+
+def _drained(heard: queue.SimpleQueue[tuple[Report, Verdict]]) -> list[tuple[Report, Verdict]]:
+    out = []
+    while not heard.empty():
+        out.append(heard.get_nowait())
+    return out
 
 
 def _merged(results: Sequence[Result], clusters: Sequence[str]) -> Result:

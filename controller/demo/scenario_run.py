@@ -19,13 +19,18 @@ transition time. For each step, in the order of the rules (docs/reference/scenar
 
 With a time scale, the player waits the scaled distance before each move of the clock (a show);
 without, the next move comes as soon as the worker has handled everything (a check).
+
+After the play, `follow` keeps the demo alive until it is stopped (`--duration`, Ctrl-C): the
+clock runs on at the time scale (real time without one), so windows and staleness fire; each
+report someone else sends (curl, a collector) is printed with its verdict, and each change of
+the CRs as it happens.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -39,6 +44,7 @@ from controller.spoke.worker import Worker
 from statemachines import next_wakeup
 from statemachines.conditions import parse_time
 from statemachines.errors import AddonStatusError
+from statemachines.reports import Report, Verdict
 from statemachines.settings import format_duration
 
 __all__ = ["PlayError", "Player", "Result", "SteppedClock", "System"]
@@ -79,6 +85,8 @@ class System:
     # The status the expectations are checked against, from the spoke CR's: with what a profile
     # keeps beside the CR (acm: Ready, history, versions... in the bookkeeping ConfigMap).
     checked: Callable[[Mapping[str, Any]], Mapping[str, Any]] = lambda status: status
+    # The reports answered since the last call, whoever sent them, with their verdicts.
+    heard: Callable[[], Sequence[tuple[Report, Verdict]]] = lambda: ()
 
 
 @dataclass
@@ -153,6 +161,25 @@ class Player:
             result.played += 1
             result.checked += play.checks
         return result
+
+    def follow(self) -> None:
+        """Until stopped: the clock runs on, reports sent by others and changes of the CRs are
+        printed (see the module docstring)."""
+        self._system.heard()  # the play's own reports: printed already
+        self._view.line("follow", "the play is over; reports sent now are judged and shown")
+        profile = self._scenario.config.profile
+        pace = self._scale or 1.0
+        last = time.monotonic()
+        while not self._stop.wait(0.05):
+            now = time.monotonic()
+            self._clock.move_to(self._clock() + timedelta(seconds=(now - last) * pace))
+            last = now
+            for report, verdict in self._system.heard():
+                text = _report_text(_as_sent(report, profile.name_of(report.reason)))
+                self._view.line("report", f"{text} => {_answer_text(verdict.to_api(profile))}")
+            self._settle()
+            self._look()
+            self._view.status("hub", self._system.hub_status())
 
     def _advance_to(self, play: Play, result: Result) -> bool:
         """Fire the timers due by the step's time, each at its own; False when stopped."""
@@ -270,6 +297,17 @@ def _report_text(report: Mapping[str, Any]) -> str:
     if report.get("version") is not None:
         text += f" version {report['version']}"
     return text
+
+
+def _as_sent(report: Report, reason: str) -> dict[str, Any]:
+    """A judged report in the shape of a scenario step's `report`."""
+    return {
+        "collector": report.collector,
+        "reason": reason,
+        "message": report.message,
+        "observed_generation": report.observed_generation,
+        "version": report.version,
+    }
 
 
 def _answer_text(answer: Mapping[str, Any]) -> str:

@@ -64,7 +64,7 @@ class View:
         self._start = start
         self._out = out
         self._label = f"{label} " if label else ""
-        self.latest: dict[str, str] = {}  # "spoke" / "hub" -> the last line printed for it
+        self.latest: dict[str, str] = {}  # "spoke" / "hub" / "health" -> the last line printed
 
     def line(self, kind: str, text: str) -> None:
         # One write per line: the players of a fleet print from threads of their own.
@@ -72,10 +72,15 @@ class View:
         self._out.write(f"[{when}] {self._label}{kind:<7} {text}\n")
         self._out.flush()
 
+    @staticmethod
+    def summary(where: str, status: Mapping[str, Any]) -> str:
+        """The addon's condition, and on the spoke each collector's state."""
+        detail = collectors_summary(status) if where == "spoke" else ""
+        return f"{addon_summary(status):<32} {detail}".rstrip()
+
     def status(self, where: str, status: Mapping[str, Any]) -> None:
         """Print the CR's status at `where` if it changed since it was last printed."""
-        detail = collectors_summary(status) if where == "spoke" else ""
-        text = f"{addon_summary(status):<32} {detail}".rstrip()
+        text = self.summary(where, status)
         if self.latest.get(where) != text:
             self.latest[where] = text
             self.line(where, text)

@@ -83,12 +83,20 @@ def related_objects(options: RunOptions) -> list[RelatedObject]:
 
 class WorkerSink:
     """The report API's sink (`controller.reports.sink.ReportSink`) on the worker: its errors
-    in the words of the report API."""
+    in the words of the report API. `on_verdict` hears every report answered with a verdict
+    (the demo prints the ones sent by hand)."""
 
     def __init__(self, worker: Worker) -> None:
         self._worker = worker
+        self.on_verdict: list[Callable[[Report, Verdict], None]] = []
 
     def submit(self, report: Report, *, timeout: float) -> Verdict:
+        verdict = self._submit(report, timeout=timeout)
+        for listener in self.on_verdict:
+            listener(report, verdict)
+        return verdict
+
+    def _submit(self, report: Report, *, timeout: float) -> Verdict:
         try:
             return self._worker.submit(report, timeout=timeout)
         except StatusRejectedError as error:
@@ -224,9 +232,10 @@ class Replica:
         for reflector in self.object_watches:
             process.watch_metrics.watch(reflector.name)
             _add_watch(process, reflector)
+        self.sink = WorkerSink(worker)
         self.report_server: ReportServer = build_report_server(
             options,
-            sink=WorkerSink(worker),
+            sink=self.sink,
             config=config,
             registry=self.registry,
             kube=lambda: self.kube,

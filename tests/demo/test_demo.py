@@ -15,7 +15,9 @@ import yaml
 
 from controller.cli import main
 from controller.demo.command import DEFAULT_SCENARIO
+from controller.reports.client import ReportClient
 from tests.manifests.kustomize import MANIFESTS, build, find
+from tests.support import MC
 
 pytestmark = pytest.mark.slow
 
@@ -100,3 +102,50 @@ def test_an_invalid_scenario_exits_2(tmp_path: Path) -> None:
     result = demo("--scenario", str(path))
     assert result.returncode == 2
     assert "steps[0].report.reason" in result.stderr
+
+
+HAND_SENT = """
+name: short
+settings: {degradeAfter: 0s}
+collectors: [metrics-collector]
+steps:
+  - at: 0s
+    report: {reason: UpdateSuccessful}
+  - at: 1m
+    report: {collector: metrics-collector, reason: ForwardSuccessful}
+    expect: {addon: Available}
+"""
+
+
+def test_demo_duration_prints_hand_sent_reports_and_closes_with_the_crs_at_exit(
+    tmp_path: Path,
+) -> None:
+    """Issue item: with --scenario and --duration, reports sent by hand after the play were
+    judged and written but not printed, and the closing spoke:/hub: lines showed the state at
+    the end of the play instead of the CRs' at exit."""
+    scenario = tmp_path / "short.yaml"
+    scenario.write_text(HAND_SENT)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "controller.cli", "demo", "--scenario", str(scenario),
+         "--duration", "8"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    seen: list[str] = []
+    url = ""
+    for line in process.stdout:
+        seen.append(line)
+        if "report API" in line:
+            url = line.split()[2].removesuffix("/v1/reports")
+        if "the play is over" in line:
+            break
+    assert url, "".join(seen)
+    with ReportClient(url) as reporter:
+        answer = reporter.report(MC, reason="ForwardFailure", message="remote write 503")
+    assert answer["verdict"] == "accepted"  # no window configured: at once
+    out = "".join(seen) + process.stdout.read()
+    assert process.wait(30) == 0, process.stderr.read() if process.stderr else ""
+    assert "metrics-collector: ForwardFailure 'remote write 503' => accepted" in out
+    summary = out.split("\n\n")[-1].splitlines()
+    assert summary[-2].startswith("spoke: Degraded (ForwardFailure)"), out
+    assert summary[-1].startswith("hub:   Degraded (ForwardFailure)"), out
