@@ -193,3 +193,13 @@ def test_object_changes_write_each_change_of_the_result_once_and_nothing_else() 
     figures = rows(run("object_changes.py", "--changes", "6", "--runs", "1"))
     assert figures["spoke writes per change of the result (goal 1)"] == [1.0, 1.0]
     assert figures["spoke writes per change keeping the result (goal 0)"] == [0.0, 0.0]
+
+
+def test_churn_answers_every_report_while_a_large_object_changes() -> None:
+    out = run("churn.py", "--items", "500", "--rate", "5", "--seconds", "2")
+    table = {line.split()[0]: line.split()[1:] for line in out.splitlines()[2:]}
+    assert set(table) == {"multiMatch", "cel"}, out
+    for rule, cells in table.items():
+        answered, failed, changes, writes = (int(c) for c in cells[3:7])
+        assert answered > 0 and failed == 0, (rule, out)
+        assert changes > 0 and writes > 0, "the object's changes reached the CR"
