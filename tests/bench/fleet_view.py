@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from kubernetes import client  # noqa: E402
 
-from controller.fleet.copies import list_hub_copies  # noqa: E402
+from controller.fleet.copies import COPY_NAME, list_hub_copies  # noqa: E402
 from controller.fleet.view import Filters, as_json, as_table, rows_of, summarise  # noqa: E402
 from controller.kube.official import OfficialKube  # noqa: E402
 from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION  # noqa: E402
@@ -50,7 +50,7 @@ def hub_copy(cluster: str, rng: random.Random) -> dict[str, Any]:
     state, reason = rng.choices([(s, r) for s, r, _ in MIX], [w for *_, w in MIX])[0]
     obj: dict[str, Any] = {
         "apiVersion": f"{GROUP}/{VERSION}", "kind": KIND,
-        "metadata": {"name": "observability-controller", "namespace": cluster},
+        "metadata": {"name": COPY_NAME, "namespace": cluster},
         "spec": {"enableMetrics": True},
     }  # fmt: skip
     if state is None:
