@@ -160,7 +160,7 @@ def serve_uvicorn(port: int) -> None:
         authorizer.authorize(identity, report)
         submit = partial(sink.submit, report, timeout=3.0)
         verdict = await anyio.to_thread.run_sync(submit, limiter=limiter)
-        return Response(json.dumps(verdict.to_api()), media_type="application/json")
+        return Response(json.dumps(verdict.to_api(config.profile)), media_type="application/json")
 
     app = Starlette(routes=[Route("/v1/reports", reports, methods=["POST"])])
     settings = uvicorn.Config(

@@ -28,9 +28,18 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from statemachines.health.counted import observe  # noqa: E402
-from statemachines.health.resources import load_resources  # noqa: E402
+from statemachines.health.counted import CountedHealth, count  # noqa: E402
+from statemachines.health.resources import Resource, load_resources  # noqa: E402
 from statemachines.health.rules import evaluate  # noqa: E402
+
+
+def observe(
+    resource: Resource, counted: CountedHealth | None, obj: dict[str, Any], now: datetime
+) -> CountedHealth:
+    """What the spoke does with a watched object: evaluate its rule, count the result."""
+    return count(counted, evaluate(resource, obj), now, for_=resource.for_)
+
+
 from tests.core.health import (  # noqa: E402
     CERTIFICATE_RULE,
     KAPP_RULE,
