@@ -191,7 +191,7 @@ def _validate(
     elif _number_format_mismatch(value, schema):
         # kube-openapi's typeValidator checks a format before the type, and names a float64's
         # format "float64"; apiextensions makes that a TypeInvalid field error.
-        message = f"{where} in body must be of type {schema['format']}: \"float64\""
+        message = f'{where} in body must be of type {schema["format"]}: "float64"'
         errors.append(FieldError.type_invalid(where, "float64", message))
         return
     elif "type" in schema and not _type_ok(value, schema["type"]):

@@ -35,6 +35,7 @@ from kubesim.errors import (
     unauthorized,
 )
 from kubesim.faults import Faults
+from kubesim.rbac import RBAC_GROUP, Authorizer, rbac_types
 from kubesim.reads import Result, Target
 from kubesim.registry import Registry
 from kubesim.resources import ResourceType, load_crds
@@ -53,8 +54,8 @@ _STOP_GRACE: Final = 2.0
 
 class APIServer:
     """A strict Kubernetes API server for tests and the demo: the CRDs from `crd_paths`, the
-    built-in Namespace, Event, Lease and TokenReview, over real HTTP on `host:port` (HTTPS with
-    `tls`)."""
+    built-in types (`builtins`, `workloads`, `rbac`), over real HTTP on `host:port` (HTTPS with
+    `tls`), authorizing every request with RBAC when `rbac` is on."""
 
     def __init__(
         self,
@@ -67,10 +68,12 @@ class APIServer:
         namespaces: Sequence[str] = DEFAULT_NAMESPACES,
         bookmark_interval: float = 60.0,
         tls: ServingTLS | None = None,
+        rbac: bool = False,
     ) -> None:
         self._types: list[ResourceType] = [
             *builtin_types(),
             *workload_types(),
+            *rbac_types(),
             *load_crds(crd_paths),
         ]
         self._store = Store(watch_history)
@@ -85,6 +88,12 @@ class APIServer:
         self._host, self._port = host, port
         self._bookmark_interval = bookmark_interval
         self._tls = tls.context() if tls is not None else None
+        # kube-apiserver's --authorization-mode=RBAC; off, every authenticated request is allowed
+        self._authorizer = (
+            Authorizer(lambda plural, namespace: self._store.items((RBAC_GROUP, plural), namespace))
+            if rbac
+            else None
+        )
         self._lifecycle = threading.Lock()
         self._httpd: HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -257,6 +266,10 @@ class APIServer:
             self._answer(handler, info, 401, unauthorized().status())
             return
         info = replace(info, user=user.username)
+        denied = self._authorizer.authorize(user, info) if self._authorizer else None
+        if denied is not None:
+            self._answer(handler, info, denied.code, denied.status())
+            return
         wait, fault = self.faults.take(info)
         if wait:
             time.sleep(wait)

@@ -1,6 +1,8 @@
 """The built-in types health rules watch (section 8) beyond those of `builtins.py` (which has
 ConfigMaps): apps/v1 Deployment and core/v1 Secret, with the create/update rules kube-apiserver
-applies to each (the strategies of `pkg/registry/apps/deployment` and `pkg/registry/core/secret`).
+applies to each (the strategies of `pkg/registry/apps/deployment` and `pkg/registry/core/secret`);
+and the other kinds the controller's manifests install (ServiceAccount, Service,
+PodDisruptionBudget, NetworkPolicy), stored so that a rollout can be applied and read back.
 
 Unlike `builtins.py`, these are not decoded into their full Go structs: the fields of the top
 level that the type has are kept and the rest dropped, and what is inside `spec` and `status` is
@@ -167,8 +169,50 @@ def _immutable(new: Obj, old: Obj) -> list[FieldError]:
     return [FieldError.forbidden(k, "field is immutable when `immutable` is set") for k in changed]
 
 
+class _Kept(_TopLevelStrategy):
+    """A kind stored with its fields of the top level; `status` only through `/status`."""
+
+    def __init__(self, *fields: str) -> None:
+        self.fields = fields
+
+    def prepare_create(self, obj: Obj, version: str) -> None:
+        if "status" in self.fields:
+            obj["status"] = {}
+
+    def prepare_update(self, new: Obj, old: Obj, subresource: str, version: str) -> Obj:
+        if "status" in self.fields:
+            new["status"] = copy.deepcopy(old.get("status") or {})
+        return new
+
+
+def _kept(
+    group: str, plural: str, kind: str, *fields: str, short: tuple[str, ...] = ()
+) -> ResourceType:
+    return ResourceType(group, ("v1",), plural, kind.lower(), kind, f"{kind}List", namespaced=True,
+                        strategy=_Kept(*fields), short_names=short)  # fmt: skip
+
+
 def workload_types() -> list[ResourceType]:
     return [
+        _kept(
+            "",
+            "serviceaccounts",
+            "ServiceAccount",
+            "secrets",
+            "imagePullSecrets",
+            "automountServiceAccountToken",
+            short=("sa",),
+        ),
+        _kept("", "services", "Service", "spec", "status", short=("svc",)),
+        _kept(
+            "policy",
+            "poddisruptionbudgets",
+            "PodDisruptionBudget",
+            "spec",
+            "status",
+            short=("pdb",),
+        ),
+        _kept("networking.k8s.io", "networkpolicies", "NetworkPolicy", "spec", short=("netpol",)),
         ResourceType(
             "apps",
             ("v1",),

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kubernetes import client
 
+from controller.kube.api import ConflictError, Kube
+from controller.kube.official import OfficialKube
 from controller.spoke.options import RunOptions, add_run_flags
 from kubesim import APIServer
 from statemachines.conditions import standard_true_in
@@ -21,7 +23,9 @@ __all__ = [
     "UWL",
     "WAIT",
     "api_client",
+    "apply_objects",
     "collector",
+    "kube_of",
     "condition",
     "eventually",
     "run_options",
@@ -73,3 +77,26 @@ def true_type(status: dict[str, Any]) -> str:
 
 def collector(status: dict[str, Any], name: str) -> dict[str, Any]:
     return next(c for c in status.get("collectors", []) if c["name"] == name)
+
+
+def kube_of(server: APIServer, token: str | None = None) -> OfficialKube:
+    """The project's seam over a real client of `server`, as the bearer of `token`."""
+    return OfficialKube(api_client(server, token))
+
+
+def apply_objects(kube: Kube, objects: Iterable[Mapping[str, Any]]) -> None:
+    """Create each object as `kubectl apply` does a new one, in order; one that exists already
+    is replaced (a second apply). Raises the seam's KubeError on a refusal."""
+    for obj in objects:
+        resource = kube.discover(obj["apiVersion"], obj["kind"])
+        namespace = obj["metadata"].get("namespace", "")
+        try:
+            kube.create(resource, namespace, obj)
+        except ConflictError:  # 409 AlreadyExists
+            found = kube.get(resource, namespace, obj["metadata"]["name"])
+            body = {**obj, "metadata": {**obj["metadata"], **_version_of(found)}}
+            kube.replace(resource, namespace, obj["metadata"]["name"], body)
+
+
+def _version_of(found: Mapping[str, Any]) -> dict[str, Any]:
+    return {"resourceVersion": found["metadata"]["resourceVersion"]}

@@ -34,9 +34,10 @@ __all__ = [
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 MANIFESTS: Final = ROOT / "manifests"
-CLUSTER_SCOPED: Final = frozenset(
-    {"CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Namespace"}
-)
+CLUSTER_SCOPED: Final = frozenset({
+    "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Namespace",
+    "ClusterManagementAddOn", "AddOnTemplate",
+})  # fmt: skip
 _FIELDS: Final = frozenset(
     {"apiVersion", "kind", "resources", "components", "namespace", "patches", "images"}
 )
@@ -133,9 +134,10 @@ def _apply_component(result: Build, directory: Path, entry: str, *, source: Path
 
 
 def _set_namespace(obj: Obj, namespace: str) -> None:
-    if obj["kind"] in CLUSTER_SCOPED:
-        return
-    obj["metadata"]["namespace"] = namespace
+    """Namespaced objects move; every binding's service accounts follow (a ClusterRoleBinding's
+    too, as kustomize does)."""
+    if obj["kind"] not in CLUSTER_SCOPED:
+        obj["metadata"]["namespace"] = namespace
     for subject in obj.get("subjects") or []:
         if subject.get("kind") == "ServiceAccount":
             subject["namespace"] = namespace

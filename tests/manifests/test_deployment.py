@@ -17,7 +17,7 @@ import pytest
 
 from controller.spoke.addon import AddonRef
 from controller.spoke.options import DEFAULT_LEASE, Address, RunOptions
-from tests.manifests.kustomize import ROOT, find
+from tests.manifests.kustomize import MANIFESTS, ROOT, build, find
 from tests.manifests.pod import flag_value, options_of, pod_environment, run_parser
 
 Obj = dict[str, Any]
@@ -154,6 +154,7 @@ def test_services_select_the_pods_and_forward_to_their_named_port(
 
 
 def test_the_service_monitor_scrapes_only_the_metrics_service(spoke: list[Obj]) -> None:
+    spoke = build(MANIFESTS / "components" / "monitoring", onto=spoke).objects
     monitor = find(spoke, "ServiceMonitor")["spec"]
     chosen = [
         s["metadata"]["name"]

@@ -79,6 +79,7 @@ def test_the_hub_gets_the_spoke_crd_and_nothing_of_the_spoke_controller(
             assert labels.get(SPOKE_LABEL[0]) == SPOKE_LABEL[1], identity(obj)
     assert sorted(o["kind"] for o in hub) == [
         "ClusterRole",
+        "ClusterRole",
         "CustomResourceDefinition",
         "RoleBinding",
         "ServiceAccount",

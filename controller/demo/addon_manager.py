@@ -1,0 +1,170 @@
+"""What Open Cluster Management's addon manager does with an AddOnTemplate for one cluster, so
+that the demo and the tests run each spoke's controller exactly as a fleet rollout installs it
+(in a real fleet the addon manager does this; the project never does).
+
+For cluster `C` and addon `A` (following the addon framework's template agent):
+
+1. Values: `HUB_KUBECONFIG` (`/managed/hub-kubeconfig/kubeconfig`, when the template registers a
+   KubeClient), then the AddOnDeploymentConfig's `customizedVariables` (which may override it),
+   then the built-ins no one overrides: `CLUSTER_NAME` (C) and `INSTALL_NAMESPACE` (the config's
+   `agentInstallNamespace`, when set).
+2. Each manifest, as JSON text, has every `{{NAME}}` replaced by its value (a name without a
+   value becomes empty, as the framework's templating does) and is parsed again.
+3. With an install namespace, every namespaced object moves there, a Namespace is renamed to it,
+   and every subject of a (Cluster)RoleBinding gets it.
+4. Each Deployment's containers get the values above as environment variables, and the hub
+   kubeconfig Secret `A-hub-kubeconfig` mounted at `/managed/hub-kubeconfig` (volume
+   `hub-kubeconfig`); the config's node placement replaces the pod's node selector and
+   tolerations, and its registries rewrite images.
+5. Registration: the agent's hub identity is user
+   `system:open-cluster-management:cluster:C:addon:A:agent:A-agent` in the groups
+   `system:open-cluster-management:cluster:C:addon:A`, `system:open-cluster-management:addon:A`
+   and `system:authenticated`; each `CurrentCluster` hub permission becomes the RoleBinding
+   `open-cluster-management:A:clusterrole:agent` in the namespace C, binding that ClusterRole
+   to the first group.
+
+Not rendered (the project's configs use none of them): proxy settings, resource requirements,
+custom signers, `SingleNamespace` permissions.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+__all__ = ["HUB_KUBECONFIG_DIR", "AgentIdentity", "Rendered", "render"]
+
+Obj = dict[str, Any]
+HUB_KUBECONFIG_DIR: Final = "/managed/hub-kubeconfig"
+_VARIABLE: Final = re.compile(r"\{\{([^{}]*)\}\}")
+_RBAC: Final = "rbac.authorization.k8s.io"
+
+
+@dataclass(frozen=True)
+class AgentIdentity:
+    """Who the agent is on the hub (its client certificate's subject)."""
+
+    user: str
+    groups: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Rendered:
+    """One cluster's share: what goes to the spoke, what the manager creates on the hub."""
+
+    agent: list[Obj]  # the ManifestWork's manifests, in the template's order
+    hub: list[Obj]  # the RoleBindings of `hubPermissions`
+    identity: AgentIdentity
+
+
+def render(
+    template: Mapping[str, Any], cluster: str, config: Mapping[str, Any] | None = None
+) -> Rendered:
+    """`template` (an AddOnTemplate) for `cluster`, with `config` (an AddOnDeploymentConfig)."""
+    spec = template["spec"]
+    addon = str(spec["addonName"])
+    settings = (config or {}).get("spec") or {}
+    kube_clients = [r for r in spec.get("registration") or [] if r.get("type") == "KubeClient"]
+    values: dict[str, str] = {}
+    if kube_clients:
+        values["HUB_KUBECONFIG"] = f"{HUB_KUBECONFIG_DIR}/kubeconfig"
+    values |= {
+        v["name"]: str(v.get("value", "")) for v in settings.get("customizedVariables") or []
+    }
+    builtins = {"CLUSTER_NAME": cluster}
+    if settings.get("agentInstallNamespace"):
+        builtins["INSTALL_NAMESPACE"] = str(settings["agentInstallNamespace"])
+    values |= builtins
+    preset = [(k, values[k]) for k in ("HUB_KUBECONFIG",) if k in values]
+    preset += sorted(builtins.items())
+    namespace = builtins.get("INSTALL_NAMESPACE", "")
+    agent = []
+    for manifest in spec["agentSpec"]["workload"]["manifests"]:
+        text = _VARIABLE.sub(lambda m: values.get(m[1], ""), json.dumps(manifest))
+        obj = _moved(json.loads(text), namespace)
+        if obj.get("kind") == "Deployment":
+            _decorate(obj["spec"]["template"]["spec"], addon, preset, settings, bool(kube_clients))
+        agent.append(obj)
+    groups = (
+        f"system:open-cluster-management:cluster:{cluster}:addon:{addon}",
+        f"system:open-cluster-management:addon:{addon}",
+        "system:authenticated",
+    )
+    identity = AgentIdentity(
+        f"system:open-cluster-management:cluster:{cluster}:addon:{addon}:agent:{addon}-agent",
+        groups,
+    )
+    hub = [
+        _binding(addon, cluster, permission["currentCluster"]["clusterRoleName"], groups[0])
+        for registration in kube_clients
+        for permission in (registration.get("kubeClient") or {}).get("hubPermissions") or []
+        if permission.get("type") == "CurrentCluster"
+    ]
+    return Rendered(agent, hub, identity)
+
+
+def _moved(obj: Obj, namespace: str) -> Obj:
+    if not namespace:
+        return obj
+    metadata = obj.setdefault("metadata", {})
+    if metadata.get("namespace"):
+        metadata["namespace"] = namespace
+    if obj.get("kind") == "Namespace":
+        metadata["name"] = namespace
+    if obj.get("kind") in ("RoleBinding", "ClusterRoleBinding"):
+        for subject in obj.get("subjects") or []:
+            subject["namespace"] = namespace
+    return obj
+
+
+def _decorate(
+    pod: Obj,
+    addon: str,
+    preset: Sequence[tuple[str, str]],
+    settings: Mapping[str, Any],
+    mount_hub_kubeconfig: bool,
+) -> None:
+    environment = [{"name": name, "value": value} for name, value in preset]
+    for container in pod.get("containers") or []:
+        container["env"] = [*(container.get("env") or []), *copy.deepcopy(environment)]
+        if mount_hub_kubeconfig:
+            mount = {"name": "hub-kubeconfig", "mountPath": HUB_KUBECONFIG_DIR}
+            container["volumeMounts"] = [*(container.get("volumeMounts") or []), mount]
+        container["image"] = _mirrored(
+            str(container.get("image", "")), settings.get("registries") or []
+        )
+    if mount_hub_kubeconfig:
+        volume = {"name": "hub-kubeconfig", "secret": {"secretName": f"{addon}-hub-kubeconfig"}}
+        pod["volumes"] = [*(pod.get("volumes") or []), volume]
+    placement = settings.get("nodePlacement") or {}
+    if placement.get("nodeSelector") is not None:
+        pod["nodeSelector"] = placement["nodeSelector"]
+        pod["tolerations"] = placement.get("tolerations") or []
+
+
+def _mirrored(image: str, registries: Sequence[Mapping[str, str]]) -> str:
+    """The last registry whose `source` starts the image puts its `mirror` in that place."""
+    for registry in reversed(registries):
+        source = registry.get("source", "")
+        if image.startswith(source):
+            return registry["mirror"] + image[len(source) :]
+    return image
+
+
+def _binding(addon: str, cluster: str, role: str, group: str) -> Obj:
+    return {
+        "apiVersion": f"{_RBAC}/v1",
+        "kind": "RoleBinding",
+        "metadata": {
+            "name": f"open-cluster-management:{addon}:clusterrole:agent",
+            "namespace": cluster,
+            "labels": {"addon.open-cluster-management.io/name": addon,
+                       "open-cluster-management.io/addon-template-name": ""},
+        },
+        "roleRef": {"apiGroup": _RBAC, "kind": "ClusterRole", "name": role},
+        "subjects": [{"apiGroup": _RBAC, "kind": "Group", "name": group}],
+    }  # fmt: skip

@@ -1,0 +1,110 @@
+"""manifests/ocm, the rollout to a fleet: the AddOnTemplates are the spoke's own manifests
+(built by tests/manifests/ocm.py, never edited by hand) changed only where the addon framework
+takes over; rendered for a cluster as the addon manager renders them, the agent's pod runs
+`addon-status run` for that cluster with the hub kubeconfig the framework mounts; every name
+the ClusterManagementAddOn refers to is in the same apply."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controller.demo.addon_manager import HUB_KUBECONFIG_DIR, render
+from tests.manifests.kustomize import MANIFESTS, build, find
+from tests.manifests.ocm import ADDON, FLAVOURS, main, template
+from tests.manifests.pod import options_of
+
+Obj = dict[str, Any]
+ROLLOUTS = {"seed": MANIFESTS / "ocm", "acm": MANIFESTS / "ocm" / "acm"}
+
+
+def _without_rollout_changes(obj: Obj) -> Obj:
+    """`obj` with what the generator changes taken out, on either side of the comparison."""
+    obj = copy.deepcopy(obj)
+    if obj["kind"] == "ConfigMap":
+        obj.get("data", {}).pop("ADDON_STATUS_CLUSTER_NAME", None)
+    if obj["kind"] == "Deployment":
+        pod = obj["spec"]["template"]["spec"]
+        [container] = pod["containers"]
+        for key in ("image", "args", "volumeMounts"):
+            container.pop(key)
+        pod.pop("volumes")
+    return obj
+
+
+def test_the_templates_are_the_generators_output() -> None:
+    """Stale when the spoke's manifests changed: run `python -m tests.manifests.ocm`."""
+    assert main(["--check"]) == 0
+
+
+@pytest.mark.parametrize("flavour", sorted(FLAVOURS))
+def test_every_agent_manifest_is_the_spokes_but_where_the_framework_takes_over(
+    flavour: str,
+) -> None:
+    spoke = build(FLAVOURS[flavour][0]).objects
+    carried = template(flavour)["spec"]["agentSpec"]["workload"]["manifests"]
+    assert [_without_rollout_changes(o) for o in carried] == [
+        _without_rollout_changes(o) for o in spoke
+    ]
+
+
+@pytest.mark.parametrize("flavour", sorted(FLAVOURS))
+def test_the_rendered_agent_runs_for_its_cluster_with_the_mounted_hub_kubeconfig(
+    flavour: str, tmp_path: Path
+) -> None:
+    rollout = build(ROLLOUTS[flavour]).objects
+    config = find(rollout, "AddOnDeploymentConfig")
+    rendered = render(find(rollout, "AddOnTemplate"), "cluster7", config)
+    assert "{{" not in json.dumps(rendered.agent), "every variable has a value"
+    deployment = find(rendered.agent, "Deployment", "addon-status-controller")
+    pod = deployment["spec"]["template"]["spec"]
+    [hub_volume] = [v for v in pod["volumes"] if v["name"] == "hub-kubeconfig"]
+    assert hub_volume["secret"]["secretName"] == f"{ADDON}-hub-kubeconfig"
+    [container] = pod["containers"]
+    assert container["image"] == "addon-status:0.1.0"
+    assert f"--hub-kubeconfig={HUB_KUBECONFIG_DIR}/kubeconfig" in container["args"]
+    options = options_of(rendered.agent, deployment, files=tmp_path)
+    assert options.cluster_name == "cluster7"
+    assert options.log_level == "info"
+    assert options.profile == flavour
+    assert options.hub_create_missing is (flavour == "seed")
+    namespaces = {o["metadata"].get("namespace") for o in rendered.agent} - {None}
+    assert namespaces == {config["spec"]["agentInstallNamespace"]}
+
+
+@pytest.mark.parametrize("flavour", sorted(FLAVOURS))
+def test_the_hub_permission_is_one_cluster_role_of_the_same_apply(flavour: str) -> None:
+    rollout = build(ROLLOUTS[flavour]).objects
+    rendered = render(find(rollout, "AddOnTemplate"), "cluster7")
+    [binding] = rendered.hub
+    assert binding["metadata"]["namespace"] == "cluster7"
+    find(rollout, "ClusterRole", binding["roleRef"]["name"])
+    assert binding["subjects"][0]["name"] in rendered.identity.groups
+
+
+@pytest.mark.parametrize("flavour", sorted(FLAVOURS))
+def test_everything_the_addon_names_is_in_the_same_apply(flavour: str) -> None:
+    rollout = build(ROLLOUTS[flavour]).objects
+    addon = find(rollout, "ClusterManagementAddOn", ADDON)
+    assert addon["metadata"]["annotations"]["addon.open-cluster-management.io/lifecycle"] == (
+        "addon-manager"
+    )
+    configs = {c["resource"]: c["defaultConfig"] for c in addon["spec"]["supportedConfigs"]}
+    assert find(rollout, "AddOnTemplate")["metadata"]["name"] == configs["addontemplates"]["name"]
+    deployment_config = find(rollout, "AddOnDeploymentConfig")["metadata"]
+    assert configs["addondeploymentconfigs"] == {
+        "name": deployment_config["name"],
+        "namespace": deployment_config["namespace"],
+    }
+    for chosen in addon["spec"]["installStrategy"]["placements"]:
+        placement = find(rollout, "Placement", chosen["name"])
+        assert placement["metadata"]["namespace"] == chosen["namespace"]
+        for cluster_set in placement["spec"]["clusterSets"]:
+            binding = find(rollout, "ManagedClusterSetBinding", cluster_set)
+            assert binding["metadata"]["namespace"] == chosen["namespace"]
+            # upstream's CRD rule: a binding is named after the set it binds
+            assert binding["spec"]["clusterSet"] == binding["metadata"]["name"]
