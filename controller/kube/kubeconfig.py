@@ -2,10 +2,13 @@
 
 The hub kubeconfig comes from a mounted Secret; the kubelet updates it by swapping a symlink,
 so the file's identity, mtime and content change while the process runs (a rotated token, a
-new CA). `KubeconfigSource` builds a fresh `kubernetes.client.ApiClient` from the file into a
-configuration of its own (never the client's global default, so the spoke and the hub client
-live side by side), notices when the file changed and rebuilds, and keeps the last good client
-whenever a rebuild fails: a broken rotation must not cut a working connection.
+new CA). Where the addon framework registers the agent, the Secret holds the kubeconfig and the
+client certificate and key it names (`tls.crt`, `tls.key`): a rotation changes those files and
+leaves the kubeconfig as it was. `KubeconfigSource` builds a fresh `kubernetes.client.ApiClient`
+from the file into a configuration of its own (never the client's global default, so the spoke
+and the hub client live side by side), notices when the file or a file it names changed and
+rebuilds (one log line), and keeps the last good client whenever a rebuild fails: a broken
+rotation must not cut a working connection.
 
 Error messages name the path and the kind of problem but never quote the file: a kubeconfig
 holds tokens and keys.
@@ -44,14 +47,17 @@ class KubeconfigError(AddonStatusError):
         self.problem = problem
 
 
+Stat = tuple[int, int, int] | None  # (inode, mtime, size); None: not there
+
+
 @dataclass(frozen=True)
 class _Snapshot:
-    """What identifies one version of the file: the stat triple is cheap to compare on every
-    call, the digest tells a touched-but-equal file from a really new one."""
+    """What identifies one version of the kubeconfig and the files it names: their stat triples
+    are cheap to compare on every call, the digest of their bytes tells a touched-but-equal
+    file from a really new one."""
 
-    inode: int
-    mtime_ns: int
-    size: int
+    files: tuple[Path, ...]  # the kubeconfig first
+    stats: tuple[Stat, ...]
     digest: str
 
 
@@ -65,6 +71,31 @@ def _read(path: Path) -> tuple[bytes, os.stat_result]:
         raise KubeconfigError(path, "kubeconfig path is a directory") from error
     except OSError as error:
         raise KubeconfigError(path, f"cannot read kubeconfig: {error.strerror}") from error
+
+
+# The keys of a kubeconfig's cluster and user that name files (client-go's resolved paths).
+_FILE_KEYS = {
+    "cluster": ("certificate-authority",),
+    "user": ("client-certificate", "client-key", "tokenFile"),
+}
+
+
+def _named_files(path: Path, document: dict[str, Any]) -> tuple[Path, ...]:
+    """The files the current context's cluster and user name, relative to the kubeconfig's
+    directory as kubectl resolves them."""
+    context = _named(document, "contexts", document.get("current-context")).get("context") or {}
+    found = []
+    for kind, keys in _FILE_KEYS.items():
+        entry = _named(document, f"{kind}s", context.get(kind)).get(kind) or {}
+        found += [path.parent / str(entry[key]) for key in keys if entry.get(key)]
+    return tuple(found)
+
+
+def _named(document: dict[str, Any], kind: str, name: Any) -> dict[str, Any]:
+    for entry in document.get(kind) or []:
+        if isinstance(entry, dict) and entry.get("name") == name:
+            return entry
+    return {}
 
 
 def _parse(path: Path, data: bytes) -> dict[str, Any]:
@@ -111,15 +142,8 @@ def load_client(path: Path, data: bytes) -> ApiClient:
 def _has_server(document: dict[str, Any]) -> bool:
     """The loader silently falls back to http://localhost without a server; for the hub
     that would mean writing to whatever listens on the spoke's loopback."""
-
-    def named(kind: str, name: Any) -> dict[str, Any]:
-        for entry in document.get(kind) or []:
-            if isinstance(entry, dict) and entry.get("name") == name:
-                return entry
-        return {}
-
-    context = named("contexts", document.get("current-context")).get("context") or {}
-    cluster = named("clusters", context.get("cluster")).get("cluster") or {}
+    context = _named(document, "contexts", document.get("current-context")).get("context") or {}
+    cluster = _named(document, "clusters", context.get("cluster")).get("cluster") or {}
     return bool(cluster.get("server"))
 
 
@@ -147,20 +171,19 @@ class KubeconfigSource:
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
         self._lock = threading.Lock()
-        data, stat = _read(self.path)
+        data, snapshot = self._read_all()
         self._client: ApiClient = load_client(self.path, data)
-        self._snapshot = _snapshot(stat, data)
-        self._failed: _Snapshot | None = None
+        self._snapshot = snapshot
+        self._failed: tuple[Stat, ...] | None = None
 
     def current(self) -> ApiClient:
-        """The client for the file as it is now: one `stat` per call, a rebuild only when the
-        file's identity or content changed. A change that fails to load is logged once."""
+        """The client for the files as they are now: a `stat` of each per call, a rebuild only
+        when one's identity or content changed. A change that fails to load is logged once."""
         with self._lock:
-            try:
-                stat = self.path.stat()
-            except OSError:
+            stats = _stats(self._snapshot.files)
+            if stats[0] is None:
                 return self._client  # mid-swap or gone: keep what works, report on reload
-            if _same_file(stat, self._snapshot) or _same_file(stat, self._failed):
+            if stats in (self._snapshot.stats, self._failed):
                 return self._client
             self._rebuild_locked(reason="file changed")
             return self._client
@@ -176,17 +199,26 @@ class KubeconfigSource:
         with self._lock:
             return self._rebuild_locked(reason="reload requested")
 
+    def _read_all(self) -> tuple[bytes, _Snapshot]:
+        """The kubeconfig's bytes, and the snapshot of it and of the files it names."""
+        data, _ = _read(self.path)
+        files = (self.path, *_named_files(self.path, _parse(self.path, data)))
+        stats = _stats(files)
+        digest = hashlib.sha256(data)
+        for named in files[1:]:
+            digest.update(_bytes_or_nothing(named))
+        return data, _Snapshot(files, stats, digest.hexdigest())
+
     def _rebuild_locked(self, *, reason: str) -> bool:
         try:
-            data, stat = _read(self.path)
-            snapshot = _snapshot(stat, data)
+            data, snapshot = self._read_all()
             if snapshot.digest == self._snapshot.digest and reason == "file changed":
                 self._snapshot = snapshot  # touched, not changed: keep the client
                 return True
             client = load_client(self.path, data)
         except KubeconfigError as error:
-            failed = _failed_snapshot(self.path)
-            if failed is None or failed != self._failed:
+            failed = _stats(self._snapshot.files)
+            if failed != self._failed:
                 log.warning(
                     "hub kubeconfig not reloaded (%s), keeping the old client: %s", reason, error
                 )
@@ -199,38 +231,23 @@ class KubeconfigSource:
         return True
 
 
-def _snapshot(stat: os.stat_result, data: bytes) -> _Snapshot:
-    return _Snapshot(
-        inode=stat.st_ino,
-        mtime_ns=stat.st_mtime_ns,
-        size=stat.st_size,
-        digest=hashlib.sha256(data).hexdigest(),
-    )
+def _stats(files: tuple[Path, ...]) -> tuple[Stat, ...]:
+    found: list[Stat] = []
+    for path in files:
+        try:
+            stat = path.stat()
+        except OSError:
+            found.append(None)
+        else:
+            found.append((stat.st_ino, stat.st_mtime_ns, stat.st_size))
+    return tuple(found)
 
 
-def _same_file(stat: os.stat_result | None, snapshot: _Snapshot | None) -> bool:
-    if stat is None or snapshot is None:
-        return False
-    return (stat.st_ino, stat.st_mtime_ns, stat.st_size) == (
-        snapshot.inode,
-        snapshot.mtime_ns,
-        snapshot.size,
-    )
-
-
-def _stat_or_none(path: Path) -> os.stat_result | None:
+def _bytes_or_nothing(path: Path) -> bytes:
     try:
-        return path.stat()
+        return path.read_bytes()
     except OSError:
-        return None
-
-
-def _failed_snapshot(path: Path) -> _Snapshot | None:
-    """Remember the version that failed so `current()` does not retry it on every call."""
-    stat = _stat_or_none(path)
-    if stat is None:
-        return None
-    return _Snapshot(stat.st_ino, stat.st_mtime_ns, stat.st_size, digest="")
+        return b""  # the loader names what is missing
 
 
 def _close_quietly(client: ApiClient) -> None:

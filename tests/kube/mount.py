@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 _counter = itertools.count(1)
@@ -23,11 +24,18 @@ class SecretMount:
         return self.root / self.key
 
     def write(self, content: str) -> None:
+        self.write_keys({self.key: content.encode()})
+
+    def write_keys(self, keys: Mapping[str, bytes]) -> None:
+        """Every key of the Secret at once, in one swap of `..data` (a rotated client
+        certificate and its key arrive together)."""
         version = self.root / f"..{next(_counter)}"
         version.mkdir()
-        (version / self.key).write_text(content, encoding="utf-8")
+        for key, data in keys.items():
+            (version / key).write_bytes(data)
         staging = self.root / "..data_tmp"
         staging.symlink_to(version.name)
         os.replace(staging, self.root / "..data")
-        if not self.path.is_symlink():
-            self.path.symlink_to(Path("..data") / self.key)
+        for key in keys:
+            if not (self.root / key).is_symlink():
+                (self.root / key).symlink_to(Path("..data") / key)

@@ -8,9 +8,12 @@ import logging
 from pathlib import Path
 
 import pytest
-from kubernetes.client import Configuration
+import yaml
+from kubernetes.client import Configuration, VersionApi
 
 from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource, kubeconfig_yaml
+from kubesim import APIServer, ServingTLS
+from tests.certificates import Authority, write_whole
 from tests.kube.mount import SecretMount
 
 TOKEN = "s3cr3t-token-value"
@@ -99,13 +102,16 @@ def test_a_missing_file_names_the_path(tmp_path: Path) -> None:
         pytest.param("", "empty or not a mapping", id="empty"),
         pytest.param(f"- {TOKEN}\n", "empty or not a mapping", id="a-list"),
         pytest.param(
-            kubeconfig_yaml(server=SERVER, token=TOKEN).replace("current-context: hub",
-                                                                 "current-context: other"),
-            "cannot be used", id="unknown-context",
+            kubeconfig_yaml(server=SERVER, token=TOKEN).replace(
+                "current-context: hub", "current-context: other"
+            ),
+            "cannot be used",
+            id="unknown-context",
         ),
         pytest.param(
             kubeconfig_yaml(server=SERVER, token=TOKEN).replace("server: ", "serverr: "),
-            "has no server", id="cluster-without-server",
+            "has no server",
+            id="cluster-without-server",
         ),
     ],
 )
@@ -120,3 +126,42 @@ def test_a_broken_kubeconfig_names_the_path_and_not_the_secret(
     assert TOKEN not in str(caught.value)
     cause = caught.value.__cause__
     assert cause is None or TOKEN not in str(cause)
+
+
+def test_a_rotated_client_certificate_is_picked_up_when_its_files_change(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The addon framework's hub kubeconfig names `tls.crt` and `tls.key` beside it; a rotation
+    swaps those and leaves the kubeconfig byte for byte. The next call already uses the new
+    certificate (kube-apiserver over TLS, as kubesim serves it, sees the new subject), not the
+    next failure, and the reload is one log line."""
+    clients, server_side = Authority("hub clients"), Authority("hub")
+    cert, key = server_side.server().write(tmp_path, "apiserver")
+    client_ca = write_whole(tmp_path / "client-ca.crt", clients.ca)
+    tls = ServingTLS(cert, key, client_ca_file=client_ca)
+    with APIServer([], tls=tls, tokens={}) as hub:
+        mount = SecretMount(tmp_path / "hub-kubeconfig")
+        cluster = {"server": hub.url, "certificate-authority": "ca.crt"}
+        user = {"client-certificate": "tls.crt", "client-key": "tls.key"}
+        kubeconfig = yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "hub",
+            "clusters": [{"name": "hub", "cluster": cluster}],
+            "users": [{"name": "agent", "user": user}],
+            "contexts": [{"name": "hub", "context": {"cluster": "hub", "user": "agent"}}],
+        }).encode()  # fmt: skip
+
+        def mount_certificate(user: str) -> None:
+            pair = clients.client(user, ("agents",))
+            mount.write_keys({"kubeconfig": kubeconfig, "ca.crt": server_side.ca,
+                              "tls.crt": pair.cert, "tls.key": pair.key})  # fmt: skip
+
+        mount_certificate("agent-first")
+        source = KubeconfigSource(mount.path)
+        VersionApi(source.current()).get_code()
+        assert source.current() is source.current(), "nothing changed: the same client"
+        mount_certificate("agent-rotated")
+        with caplog.at_level(logging.INFO, logger="controller.kube.kubeconfig"):
+            VersionApi(source.current()).get_code()
+        source.close()
+    assert [r.user for r in hub.audit] == ["agent-first", "agent-rotated"]
+    assert len([r for r in caplog.records if "reloaded" in r.getMessage()]) == 1
