@@ -51,6 +51,12 @@ class _RBACStrategy(Strategy):
 
     fields: tuple[str, ...] = ()
 
+    def name_errors(self, name: str, prefix: bool) -> list[str]:
+        """ValidateRBACName: any path segment (`system:controller:x` is a name), not a DNS one."""
+        if name in (".", ".."):
+            return [f"may not be '{name}'"]
+        return [f"may not contain '{c}'" for c in ("/", "%") if c in name]
+
     def decode(self, body: Obj, version: str) -> tuple[Obj, list[str]]:
         metadata, dropped = coerce_metadata(body.get("metadata"))
         obj: Obj = {"kind": body.get("kind"), "apiVersion": body.get("apiVersion")}

@@ -12,7 +12,9 @@ from typing import Any, Final
 from controller.spoke.options import RunOptions, add_run_flags
 from tests.manifests.kustomize import find
 
-__all__ = ["POD_NAME", "flag_value", "options_of", "pod_environment", "run_parser"]
+__all__ = [
+    "POD_NAME", "flag_value", "mounted", "options_of", "pod_args", "pod_environment", "run_parser"
+]  # fmt: skip
 
 Obj = dict[str, Any]
 POD_NAME: Final = "addon-status-controller-5d8c7b9f4-x2k7q"
@@ -67,3 +69,49 @@ def options_of(objects: Iterable[Obj], deployment: Obj, *, files: Path) -> RunOp
             setattr(parsed, name, stand_in)
     environ = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", **pod_environment(objects, deployment)}
     return RunOptions.from_args(parsed, environ)
+
+
+def mounted(
+    objects: Iterable[Obj], deployment: Obj, root: Path, secrets: Mapping[str, Mapping[str, bytes]]
+) -> dict[str, Path]:
+    """The pod's volumes as the kubelet mounts them: each ConfigMap's (from `objects`) or
+    Secret's (from `secrets`, by name) keys as files, only its `items` when it lists them, under
+    `root/<volume>`; returns each mount path -> that directory."""
+    objects = list(objects)
+    directories: dict[str, Path] = {}
+    pod = deployment["spec"]["template"]["spec"]
+    for volume in pod.get("volumes") or []:
+        directory = root / volume["name"]
+        directory.mkdir(parents=True, exist_ok=True)
+        if "configMap" in volume:
+            data = {
+                k: v.encode()
+                for k, v in find(objects, "ConfigMap", volume["configMap"]["name"])["data"].items()
+            }
+            items = volume["configMap"].get("items")
+        elif "secret" in volume:
+            data = dict(secrets[volume["secret"]["secretName"]])
+            items = volume["secret"].get("items")
+        else:
+            continue  # emptyDir
+        for item in items or [{"key": k, "path": k} for k in data]:
+            (directory / item["path"]).write_bytes(data[item["key"]])
+    [container] = pod["containers"]
+    for mount in container.get("volumeMounts") or []:
+        directories[mount["mountPath"]] = root / mount["name"]
+    return directories
+
+
+def pod_args(deployment: Obj, mounts: Mapping[str, Path]) -> list[str]:
+    """The container's args, every path under a mount pointed at its local directory."""
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    args = []
+    for given in (str(a) for a in container["args"]):
+        flag, sep, value = given.partition("=")
+        local = [
+            f"{flag}={directory}{value[len(mount_path) :]}"
+            for mount_path, directory in mounts.items()
+            if sep and value.startswith(mount_path + "/")
+        ]
+        args.append(local[0] if local else given)
+    return args
