@@ -33,11 +33,14 @@ ANONYMOUS: Final = UserInfo("system:anonymous", groups=("system:unauthenticated"
 
 
 class Authenticator:
-    """A token file in memory. None means anonymous access is allowed for everyone."""
+    """A token file in memory. None means anonymous access is allowed for everyone; with a
+    table, `anonymous` lets a request that carries no credentials in as `system:anonymous`
+    (kube-apiserver's --anonymous-auth), while a wrong token is still 401."""
 
-    def __init__(self, tokens: Mapping[str, UserInfo] | None) -> None:
+    def __init__(self, tokens: Mapping[str, UserInfo] | None, *, anonymous: bool = False) -> None:
         self._lock = threading.Lock()
         self._tokens = dict(tokens) if tokens is not None else None
+        self._anonymous = anonymous
 
     def set_tokens(self, tokens: Mapping[str, UserInfo] | None) -> None:
         with self._lock:
@@ -57,7 +60,7 @@ class Authenticator:
             return UserInfo(certificate[0], groups=certificate[1])
         with self._lock:
             tokens = self._tokens
-        if tokens is None:
+        if tokens is None or (self._anonymous and not authorization):
             return ANONYMOUS
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():

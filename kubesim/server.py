@@ -69,6 +69,7 @@ class APIServer:
         bookmark_interval: float = 60.0,
         tls: ServingTLS | None = None,
         rbac: bool = False,
+        anonymous: bool = False,
     ) -> None:
         self._types: list[ResourceType] = [
             *builtin_types(),
@@ -77,7 +78,7 @@ class APIServer:
             *load_crds(crd_paths),
         ]
         self._store = Store(watch_history)
-        self._auth = Authenticator(tokens)
+        self._auth = Authenticator(tokens, anonymous=anonymous)
         self._registry = Registry(self._store, self._types, self._auth)
         self._audit = AuditLog()
         # How many audited requests match; by default the successful writes, so that
@@ -194,6 +195,14 @@ class APIServer:
     @property
     def resource_version(self) -> str:
         return str(self._store.resource_version)
+
+    def plural_of(self, api_version: str, kind: str) -> str:
+        """The resource that serves `kind` in `api_version` (what discovery tells a client)."""
+        group, _, version = api_version.rpartition("/")
+        for rt in self._types:
+            if rt.group == group and rt.kind == kind and version in rt.versions:
+                return rt.plural
+        raise KeyError(f"{kind} in {api_version} is not served")
 
     def _type(self, group: str, version: str, plural: str) -> ResourceType:
         for rt in self._types:

@@ -27,6 +27,9 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
+import yaml
+
+from controller.demo.addon_manager import Rendered, render
 from controller.demo.objects import change_object
 from controller.demo.scenario_file import EPOCH, Scenario, read, start_generation
 from controller.demo.scenario_run import Player, Result, SteppedClock, System
@@ -36,7 +39,7 @@ from controller.reports.client import ReportClient
 from controller.spoke.addon import GROUP, PLURAL, VERSION
 from controller.spoke.bookkeeping import KEY, config_map_name
 from controller.spoke.options import DEFAULT_NAME, DEFAULT_NAMESPACE
-from kubesim import APIServer
+from kubesim import APIServer, UserInfo
 from statemachines.errors import AddonStatusError, ScenarioError
 from statemachines.reports import Report, Verdict
 from statemachines.settings import format_duration
@@ -55,33 +58,80 @@ MCA_CRD = Path(__file__).with_name("crds") / "managedclusteraddons.yaml"
 DEFAULT_SCENARIO = Path(__file__).with_name("story.yaml")
 # With --clusters 2 or more, the second spoke has an outage of its own (the rest play the story).
 SECOND_SCENARIO = Path(__file__).with_name("story_platform_outage.yaml")
+# The fleet rollout (manifests/ocm), copied by tests/manifests/ocm.py: every spoke of the demo is
+# installed as the addon manager installs it from these.
+ROLLOUT = Path(__file__).with_name("ocm")
 STAGGER = timedelta(seconds=10)  # scenario time between the starts of two spokes
 
 
+def rollout(clusters: Sequence[str]) -> dict[str, Rendered]:
+    """Each cluster's share of the fleet rollout: the seed AddOnTemplate rendered with the
+    rollout's deployment config, as the addon manager renders it."""
+    documents = [yaml.safe_load((ROLLOUT / f"{n}.yaml").read_text("utf-8"))
+                 for n in ("addontemplate", "addondeploymentconfig")]  # fmt: skip
+    return {cluster: render(documents[0], cluster, documents[1]) for cluster in clusters}
+
+
+def agent_token(cluster: str) -> str:
+    """A demo credential standing in for the client certificate the framework issues."""
+    return f"demo-agent-{cluster}"
+
+
 @contextmanager
-def hub_server(clusters: Sequence[str]) -> Iterator[APIServer]:
-    """The hub API server with a hub copy of the addon and a `ManagedClusterAddOn` (as OCM's
-    addon manager creates one for an enabled addon) in each cluster's namespace. It lets
-    anonymous requests in (as kube-apiserver's --anonymous-auth with a permissive authorizer):
-    kubectl sends no bearer token over plain HTTP, and `kubectl get` is part of the demo; the
-    controllers send the kubeconfig's token all the same."""
+def hub_server(rendered: Mapping[str, Rendered]) -> Iterator[APIServer]:
+    """The hub API server, authorizing with RBAC, as Open Cluster Management leaves it once the
+    addon is rolled out: in each cluster's namespace a `ManagedClusterAddOn` of the observed
+    addon (what the hub side mirrors onto) and the RoleBinding of the agent's `hubPermissions`;
+    each agent authenticates as its registration identity. A request without credentials reads
+    everything (kube-apiserver's --anonymous-auth and a role bound to system:unauthenticated):
+    kubectl sends no bearer token over plain HTTP, and `kubectl get` is part of the demo."""
     from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
     from controller.hub.mirror import managed_cluster_addon
 
-    hub = APIServer([_crd(), _crd(MCA_CRD)], namespaces=["default", *clusters])
+    tokens = {HUB_TOKEN: UserInfo("demo-admin", groups=("system:masters",))}
+    for cluster, share in rendered.items():
+        tokens[agent_token(cluster)] = UserInfo(share.identity.user, groups=share.identity.groups)
+    hub = APIServer([_crd(), _crd(MCA_CRD)], namespaces=["default", *rendered], tokens=tokens,
+                    anonymous=True, rbac=True)  # fmt: skip
+    roles = yaml.safe_load_all((ROLLOUT / "clusterroles.yaml").read_text("utf-8"))
     with hub:
-        for cluster in clusters:
-            hub.put_object(GROUP, VERSION, PLURAL, _addon(cluster))
+        for obj in [*_readers(), *roles]:
+            hub.put_object("rbac.authorization.k8s.io", "v1", f"{obj['kind'].lower()}s", obj)
+        for cluster, share in rendered.items():
             hub.put_object(MCA.group, MCA.version, MCA.plural, managed_cluster_addon(cluster))
+            for binding in share.hub:
+                hub.put_object("rbac.authorization.k8s.io", "v1", "rolebindings", binding)
         yield hub
 
 
+def _readers() -> list[dict[str, Any]]:
+    rbac = "rbac.authorization.k8s.io"
+    ref = {"apiGroup": rbac, "kind": "ClusterRole", "name": "demo-readers"}
+    return [
+        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRole", "metadata": {"name": "demo-readers"},
+         "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "watch"]},
+                   {"nonResourceURLs": ["*"], "verbs": ["get"]}]},
+        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "demo-readers"}, "roleRef": ref,
+         "subjects": [{"apiGroup": rbac, "kind": "Group", "name": "system:unauthenticated"}]},
+    ]  # fmt: skip
+
+
 @contextmanager
-def spoke_server(scenario: Scenario, crds: Sequence[Path] = ()) -> Iterator[APIServer]:
-    """A spoke API server with the addon CR at the scenario's starting generation; it also
+def spoke_server(
+    scenario: Scenario, crds: Sequence[Path] = (), agent: Sequence[Mapping[str, Any]] = ()
+) -> Iterator[APIServer]:
+    """A spoke API server with the addon CR at the scenario's starting generation, and the
+    `agent` manifests as the work agent applies them (the CRD is served from its file); it also
     serves `crds` (the kinds of watched objects, e.g. cert-manager's Certificate)."""
     with APIServer([_crd(), *crds], namespaces=["default", SPOKE_NAMESPACE]) as spoke:
         spoke.put_object(GROUP, VERSION, PLURAL, _addon(SPOKE_NAMESPACE))
+        for obj in agent:
+            if obj["kind"] != "CustomResourceDefinition":
+                group, _, version = obj["apiVersion"].rpartition("/")
+                spoke.put_object(
+                    group, version, spoke.plural_of(obj["apiVersion"], obj["kind"]), obj
+                )
         if start_generation(scenario) != 1:
             _change_generation(spoke, start_generation(scenario))
         yield spoke
@@ -249,20 +299,24 @@ def running_fleet(
     from controller.hub.app import hub_side
     from controller.spoke.app import demo_controller
 
-    clusters = cluster_names(len(members))
+    shares = rollout(cluster_names(len(members)))
     with ExitStack() as stack:
-        hub = stack.enter_context(hub_server(clusters))
-        temporary = tempfile.TemporaryDirectory(prefix="addon-status-demo-")
-        kubeconfig = hub_kubeconfig(hub, Path(stack.enter_context(temporary)))
+        hub = stack.enter_context(hub_server(shares))
+        temporary = Path(
+            stack.enter_context(tempfile.TemporaryDirectory(prefix="addon-status-demo-"))
+        )
+        kubeconfig = hub_kubeconfig(hub, temporary)
         stack.enter_context(hub_side(kubeconfig))
         spokes = []
-        for cluster, (scenario, clock) in zip(clusters, members, strict=True):
-            spoke = stack.enter_context(spoke_server(scenario, crds))
+        for (cluster, share), (scenario, clock) in zip(shares.items(), members, strict=True):
+            spoke = stack.enter_context(spoke_server(scenario, crds, share.agent))
+            args = _agent_args(share)
             controller = stack.enter_context(
                 demo_controller(
                     spoke_url=spoke.url,
-                    hub_kubeconfig=kubeconfig,
-                    cluster_name=cluster,
+                    hub_kubeconfig=_agent_kubeconfig(hub, cluster, temporary),
+                    cluster_name=args["--cluster-name"],
+                    hub_create_missing="--hub-create-missing" in args,
                     config=scenario.config,
                     clock=clock,
                 )
@@ -283,6 +337,24 @@ def running_fleet(
             )
             spokes.append(Demo(cluster, spoke, hub, controller, system))
         yield Fleet(hub, kubeconfig, spokes)
+
+
+def _agent_args(share: Rendered) -> dict[str, str]:
+    """The rendered controller's flags (`--flag=value` -> value, a switch -> "")."""
+    deployment = next(o for o in share.agent if o["kind"] == "Deployment")
+    [container] = deployment["spec"]["template"]["spec"]["containers"]
+    return dict(str(a).partition("=")[::2] for a in container["args"])
+
+
+def _agent_kubeconfig(hub: APIServer, cluster: str, directory: Path) -> Path:
+    """The agent's hub kubeconfig, where the framework would mount its Secret."""
+    path = directory / cluster / "hub-kubeconfig" / "kubeconfig"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        kubeconfig_yaml(server=hub.url, token=agent_token(cluster), user="agent"), "utf-8"
+    )
+    path.chmod(0o600)
+    return path
 
 
 def _demo(

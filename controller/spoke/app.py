@@ -398,6 +398,7 @@ def demo_controller(
     cluster_name: str,
     config: Config,
     clock: MachineClock,
+    hub_create_missing: bool = False,
 ) -> Iterator[Replica]:
     """A running single replica for `addon-status demo`: an unauthenticated spoke API server
     at `spoke_url`, the hub through `hub_kubeconfig`, the report API on loopback without
@@ -411,6 +412,7 @@ def demo_controller(
         insecure=True,
         hub_kubeconfig=hub_kubeconfig,
         cluster_name=cluster_name,
+        hub_create_missing=hub_create_missing,
         request_timeout=5.0,
     )
     with client_for_url(spoke_url) as api:

@@ -16,7 +16,15 @@ from pathlib import Path
 import pytest
 
 from controller.cli import main
-from controller.demo.command import SECOND_SCENARIO
+from controller.demo.command import (
+    DEFAULT_SCENARIO,
+    SECOND_SCENARIO,
+    SPOKE_NAMESPACE,
+    rollout,
+    running_fleet,
+)
+from controller.demo.scenario_file import EPOCH, read
+from controller.demo.scenario_run import SteppedClock
 from tests.support import eventually
 
 pytestmark = pytest.mark.slow
@@ -107,3 +115,32 @@ def test_second_cluster_s_story_holds_as_a_scenario(capsys: pytest.CaptureFixtur
 def test_clusters_must_be_at_least_one(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--clusters", "0"]) == 2
     assert "--clusters must be at least 1" in capsys.readouterr().err
+
+
+def test_each_spoke_is_installed_from_the_template_and_writes_as_its_registration_identity() -> (
+    None
+):
+    """The demo's fleet is rolled out as manifests/ocm rolls one out: each spoke holds the seed
+    AddOnTemplate's manifests rendered for its cluster, and its controller writes the hub (which
+    authorizes with RBAC) as the identity the addon framework registers, with only the
+    permission `hubPermissions` binds in its own namespace: no call denied, no shared token."""
+    scenario = read(DEFAULT_SCENARIO)
+    clocks = [SteppedClock(EPOCH), SteppedClock(EPOCH)]
+    with running_fleet([(scenario, clock) for clock in clocks]) as fleet:
+        shares = rollout(["cluster1", "cluster2"])
+        for demo in fleet.spokes:
+            deployment = demo.spoke.get_object(
+                "apps", "v1", "deployments", SPOKE_NAMESPACE, "addon-status-controller"
+            )
+            assert deployment is not None, "the rendered agent is on the spoke"
+            demo.system.report(reason="UpdateSuccessful", message="deployed")
+        for demo in fleet.spokes:
+            eventually(lambda d=demo: fleet.hub.get_object(  # type: ignore[misc]
+                "observability.open-cluster-management.io", "v1beta1", "observabilityaddons",
+                d.cluster, "observability-addon"), what=f"{demo.cluster}'s hub copy")  # fmt: skip
+        audit = fleet.hub.audit
+    assert [r for r in audit if r.code == 403] == []
+    for cluster, share in shares.items():
+        writes = {(r.verb, r.namespace) for r in audit if r.user == share.identity.user}
+        assert ("create", cluster) in writes and ("update", cluster) in writes
+        assert {namespace for _, namespace in writes} == {cluster}

@@ -187,3 +187,16 @@ class TestClientCertificates:
         with api, pytest.raises(urllib3.exceptions.HTTPError):
             client.CoreV1Api(api).list_namespace()
         assert tls_server.audit == []
+
+
+def test_anonymous_auth_lets_a_request_without_credentials_in_but_not_a_wrong_token() -> None:
+    """kube-apiserver's --anonymous-auth: no credentials is `system:anonymous` (in the group
+    system:unauthenticated, which RBAC may grant to); a token that is not known is still 401."""
+    tokens = {"controller-token": CONTROLLER}
+    with APIServer([CRD], tokens=tokens, anonymous=True) as server:
+        with api_client(server) as anonymous:
+            client.CoreV1Api(anonymous).list_namespace()
+        with api_client(server, "wrong") as wrong, pytest.raises(client.ApiException) as caught:
+            client.CoreV1Api(wrong).list_namespace()
+    assert caught.value.status == 401
+    assert [r.user for r in server.audit] == ["system:anonymous", ""]
