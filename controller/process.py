@@ -112,6 +112,11 @@ class Process:
             "1 while this replica leads (writes and, on a spoke, accepts reports)",
             registry=self.registry,
         ).set_function(lambda: 1 if self.role.may_write() else 0)
+        Gauge(
+            "addon_status_ready",
+            "1 while every readiness check passes (what /readyz answers), 0 otherwise",
+            registry=self.registry,
+        ).set_function(lambda: 1 if self._ready() else 0)
         self.metrics_server: MetricsServer | None = None
         self.probes: ProbeServer | None = None
         self._serve = serve
@@ -135,6 +140,12 @@ class Process:
             self.liveness[name] = alive
         if ready is not None:
             self.readiness[name] = ready
+
+    def _ready(self) -> bool:
+        try:
+            return all(check() for check in self.readiness.values())
+        except Exception:  # a check that breaks is a check that fails, as /readyz says
+            return False
 
     def on_leading(self, hook: Callable[[], None]) -> None:
         """`hook()` runs each time this replica starts leading (on the election's thread)."""

@@ -25,9 +25,9 @@ __all__ = [
     "api_client",
     "apply_objects",
     "collector",
-    "kube_of",
     "condition",
     "eventually",
+    "kube_of",
     "run_options",
     "true_type",
 ]

@@ -21,7 +21,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from controller.hub.metrics import MirrorMetrics
+from controller.hub.metrics import ClusterStates, MirrorMetrics
 from controller.hub.options import HubOptions
 from controller.hub.side import HubSide
 from controller.kube.backoff import Backoff
@@ -81,6 +81,7 @@ class HubReplica:
             watch_seconds=watch_seconds,
             watch_metrics=self.process.watch_metrics.watch("hub-copies"),
         )
+        self.registry.register(ClusterStates(self.side.cluster_states))
         self.process.add(
             "mirror", self.side, alive=lambda: self.side.alive, ready=lambda: self.side.synced
         )

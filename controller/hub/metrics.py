@@ -1,17 +1,21 @@
 """The hub side's Prometheus metrics: writes of `ManagedClusterAddOn` status, failed hub calls
-by kind, and the clusters by state. Every label value is there from the start at zero, so the
-first of each shows in `increase()`."""
+by kind, the clusters by state, and each cluster's state (`ClusterStates`). Every label value is
+there from the start at zero, so the first of each shows in `increase()`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import datetime
 
 from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from controller.hub.mirror import CLUSTER_STATES
 from controller.kube.api import ErrorKind
 
-__all__ = ["MirrorMetrics"]
+__all__ = ["ClusterState", "ClusterStates", "MirrorMetrics"]
 
 
 class MirrorMetrics:
@@ -50,3 +54,51 @@ class MirrorMetrics:
     def count(self, states: Mapping[str, int]) -> None:
         for state in CLUSTER_STATES:
             self.clusters.labels(state=state).set(states.get(state, 0))
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    """One cluster as its hub copy says: the standard type that is True (`Unknown`: none), its
+    reason, and since when (None: not known)."""
+
+    cluster: str
+    type: str
+    reason: str
+    since: datetime | None
+
+
+class ClusterStates(Collector):
+    """Each mirrored cluster's state, read at every scrape (so a cluster whose copy went away,
+    or that the selection dropped, has no series left):
+
+    - `addon_status_hub_cluster_state{cluster, type, reason}` 1: one series per cluster, as
+      kube-state-metrics labels a state (`kube_pod_status_phase`), so that an alert can name the
+      cluster and say why;
+    - `addon_status_hub_cluster_state_since_timestamp_seconds{cluster}`: the True condition's
+      `lastTransitionTime`, so that "Degraded for 30 minutes" holds across restarts of the hub
+      side (a `for:` clause would start over).
+
+    Two series per cluster: 20,000 at 10,000 clusters."""
+
+    def __init__(self, states: Callable[[], Iterable[ClusterState]]) -> None:
+        self._states = states
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        state = GaugeMetricFamily(
+            "addon_status_hub_cluster_state",
+            "1 for each mirrored cluster, labelled with the standard type that is True on its hub "
+            "copy (Unknown when none is) and that condition's reason",
+            labels=["cluster", "type", "reason"],
+        )
+        since = GaugeMetricFamily(
+            "addon_status_hub_cluster_state_since_timestamp_seconds",
+            "When the standard type that is True on the cluster's hub copy last changed "
+            "(its lastTransitionTime, Unix seconds)",
+            labels=["cluster"],
+        )
+        for cluster in self._states():
+            state.add_metric([cluster.cluster, cluster.type, cluster.reason], 1.0)
+            if cluster.since is not None:
+                since.add_metric([cluster.cluster], cluster.since.timestamp())
+        yield state
+        yield since

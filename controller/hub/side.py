@@ -29,7 +29,7 @@ from collections import Counter as Tally
 from collections.abc import Mapping
 from typing import Any
 
-from controller.hub.metrics import MirrorMetrics
+from controller.hub.metrics import ClusterState, MirrorMetrics
 from controller.hub.mirror import MANAGED_CLUSTER_ADDON, cluster_state, mirror, read_copy
 from controller.kube.api import (
     ADDON,
@@ -45,6 +45,7 @@ from controller.kube.backoff import Backoff, Retry
 from controller.kube.reflector import Reflector, Selection, WatchMetrics
 from controller.kube.update import update_status
 from controller.ops.role import Role
+from statemachines.conditions import parse_time, standard_true_in
 
 __all__ = ["HubSide"]
 
@@ -369,6 +370,12 @@ class HubSide:
             self._malformed.pop(namespace, None)
         return conditions
 
+    def cluster_states(self) -> list[ClusterState]:
+        """Each cluster the selection picks, as its hub copy was last seen (for the metrics)."""
+        with self._wake:
+            copies = {n: c for n, c in self._copies.items() if self._picked(n)}
+        return [_state_of(namespace, copies[namespace]) for namespace in sorted(copies)]
+
     def _picked(self, namespace: str) -> bool:
         return self._selected is None or namespace in self._selected
 
@@ -378,6 +385,18 @@ class HubSide:
             state for namespace, state in self._states.items() if self._picked(namespace)
         )
         self._metrics.count(states)
+
+
+def _state_of(cluster: str, conditions: list[dict[str, Any]]) -> ClusterState:
+    true = standard_true_in(conditions)
+    if not true:
+        return ClusterState(cluster, "Unknown", "", None)
+    condition = true[0]
+    try:
+        since = parse_time(str(condition["lastTransitionTime"]))
+    except (KeyError, ValueError):
+        since = None  # the series without its time beats no series
+    return ClusterState(cluster, str(condition["type"]), str(condition.get("reason") or ""), since)
 
 
 def _namespace(obj: Mapping[str, Any]) -> str:

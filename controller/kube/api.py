@@ -81,7 +81,9 @@ class ApiResource:
 
 
 ADDON = ApiResource(
-    "observability.open-cluster-management.io", "v1beta1", "observabilityaddons",
+    "observability.open-cluster-management.io",
+    "v1beta1",
+    "observabilityaddons",
     "ObservabilityAddon",
 )
 LEASE = ApiResource("coordination.k8s.io", "v1", "leases", "Lease")
@@ -195,9 +197,7 @@ _CLASSES: dict[int, type[KubeError]] = {
 }
 
 
-def error_for(
-    detail: str, *, status: int | None, retry_after: float | None = None
-) -> KubeError:
+def error_for(detail: str, *, status: int | None, retry_after: float | None = None) -> KubeError:
     """The error of the tree for an HTTP status (None: no answer at all)."""
     if status is not None and status >= 500 and _TOO_LARGE in detail:
         kind: type[KubeError] = InvalidError  # etcd refused the value: it always will

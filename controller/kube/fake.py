@@ -43,13 +43,24 @@ __all__ = ["Call", "FakeKube"]
 
 Key = tuple[ApiResource, str, str]
 Op = Literal[
-    "discover", "get", "list", "watch", "create", "replace", "replace_status", "patch",
+    "discover",
+    "get",
+    "list",
+    "watch",
+    "create",
+    "replace",
+    "replace_status",
+    "patch",
     "review_token",
 ]
 # What a fresh fake serves (`serve` adds more): the kinds the controller itself touches, and
 # two that health rules commonly watch.
 _SERVED = (
-    ADDON, LEASE, EVENT, CONFIG_MAP, NAMESPACE,
+    ADDON,
+    LEASE,
+    EVENT,
+    CONFIG_MAP,
+    NAMESPACE,
     ApiResource("apps", "v1", "deployments", "Deployment"),
     ApiResource("", "v1", "secrets", "Secret"),
 )
@@ -139,13 +150,19 @@ class FakeKube:
             items = [
                 copy.deepcopy(obj)
                 for (kind, ns, name), obj in self._objects.items()
-                if kind == resource and namespace in (ns, "") and wanted in (None, name)
+                if kind == resource
+                and namespace in (ns, "")
+                and wanted in (None, name)
                 and labels.items() <= ((obj.get("metadata") or {}).get("labels") or {}).items()
             ]
             version = str(self._version)
         meta = {"resourceVersion": version}
-        return {"apiVersion": resource.api_version, "kind": f"{resource.kind}List",
-                "metadata": meta, "items": items}
+        return {
+            "apiVersion": resource.api_version,
+            "kind": f"{resource.kind}List",
+            "metadata": meta,
+            "items": items,
+        }
 
     def watch(
         self,
@@ -174,8 +191,12 @@ class FakeKube:
             if key in self._objects:
                 raise ConflictError(f"{resource.plural} {name!r} already exists", status=409)
             obj = copy.deepcopy(dict(body))
-            obj["metadata"] = {**obj["metadata"], "namespace": namespace,
-                               "uid": f"uid-{self._version + 1}", "generation": 1}
+            obj["metadata"] = {
+                **obj["metadata"],
+                "namespace": namespace,
+                "uid": f"uid-{self._version + 1}",
+                "generation": 1,
+            }
             obj["metadata"].pop("resourceVersion", None)
             self._objects[key] = obj
             return self._bump(key, "ADDED")
@@ -190,8 +211,10 @@ class FakeKube:
             obj = copy.deepcopy(dict(body))
             # What an update may change in metadata, as kube-apiserver allows it.
             mutable = ("labels", "annotations", "ownerReferences", "finalizers")
-            meta = {**stored["metadata"], **{k: v for k, v in obj["metadata"].items()
-                                             if k in mutable}}
+            meta = {
+                **stored["metadata"],
+                **{k: v for k, v in obj["metadata"].items() if k in mutable},
+            }
             if obj.get("spec") != stored.get("spec"):
                 meta["generation"] = int(meta.get("generation") or 1) + 1
             obj["metadata"] = meta
@@ -227,13 +250,13 @@ class FakeKube:
         user = self.tokens.get(token)
         if user is None:
             return {"authenticated": False}
-        return {"authenticated": True, "user": copy.deepcopy(user),
-                "audiences": list(audiences)}
+        return {"authenticated": True, "user": copy.deepcopy(user), "audiences": list(audiences)}
 
     # ---- what tests and other actors do ------------------------------------------------------
 
-    def fail_next(self, op: Op, error: Exception | int, *, times: int = 1,
-                  retry_after: float | None = None) -> None:
+    def fail_next(
+        self, op: Op, error: Exception | int, *, times: int = 1, retry_after: float | None = None
+    ) -> None:
         """The next `times` calls of `op` raise `error` (an HTTP status: its error of the
         tree, 0 meaning no answer)."""
         if isinstance(error, int):
@@ -258,7 +281,10 @@ class FakeKube:
             return self._bump(key, "ADDED")
 
     def edit(
-        self, resource: ApiResource, namespace: str, name: str,
+        self,
+        resource: ApiResource,
+        namespace: str,
+        name: str,
         mutate: Callable[[dict[str, Any]], object],
     ) -> dict[str, Any]:
         """Another writer changes the object in place, without a precondition; the generation
@@ -362,8 +388,10 @@ class FakeKube:
 
     def _matches(self, stream: _Stream, key: Key) -> bool:
         resource, namespace, name = key
-        return resource == stream.resource and stream.namespace in (namespace, "") and (
-            not stream.name or name == stream.name
+        return (
+            resource == stream.resource
+            and stream.namespace in (namespace, "")
+            and (not stream.name or name == stream.name)
         )
 
     def _events_after(self, stream: _Stream) -> Iterator[WatchEvent]:

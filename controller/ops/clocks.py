@@ -22,7 +22,6 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
-
 class MonotonicClock(Protocol):
     def monotonic(self) -> float: ...
 

@@ -315,8 +315,12 @@ class LeaderElector:
         try:
             self._written = self._write(self._written, wanted)
         except KubeError as error:
-            log.debug("Lease %s/%s not renewed from the last write (%s): reading it",
-                      self.namespace, self.name, error)
+            log.debug(
+                "Lease %s/%s not renewed from the last write (%s): reading it",
+                self.namespace,
+                self.name,
+                error,
+            )
             self._written = None
             return False
         return True
@@ -355,8 +359,9 @@ class LeaderElector:
         metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
         if lease is not None:
             read = lease.get("metadata") or {}
-            metadata |= {k: read[k] for k in ("resourceVersion", "labels", "annotations")
-                         if read.get(k)}
+            metadata |= {
+                k: read[k] for k in ("resourceVersion", "labels", "annotations") if read.get(k)
+            }
         body = {
             "apiVersion": LEASE.api_version,
             "kind": LEASE.kind,

@@ -25,8 +25,7 @@ class WatchMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self._connected = Gauge(
             "addon_status_watch_connected",
-            "1 while the list-and-watch works; 0 from a failed request until a list succeeds "
-            "again",
+            "1 while the list-and-watch works; 0 from a failed request until a list succeeds again",
             ["watch"],
             registry=registry,
         )

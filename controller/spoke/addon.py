@@ -113,8 +113,11 @@ class AddonStore:
         Event is gone."""
         if record.name is None:
             raise ValueError("count_event needs the name of the Event that holds the series")
-        patch = {"count": record.count, "lastTimestamp": _stamp(record.at),
-                 "message": record.message}
+        patch = {
+            "count": record.count,
+            "lastTimestamp": _stamp(record.at),
+            "message": record.message,
+        }
         self.kube.patch(EVENT, self.ref.namespace, record.name, patch)
 
 

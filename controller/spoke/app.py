@@ -49,7 +49,7 @@ from controller.reports.sink import SinkNotLeaderError, SinkRejectedError, SinkU
 from controller.spoke.addon import GROUP, PLURAL, AddonStore
 from controller.spoke.evaluation import Evaluations
 from controller.spoke.events import EventRecorder
-from controller.spoke.metrics import ControllerMetrics, ReplicationMetrics
+from controller.spoke.metrics import AddonConditions, ControllerMetrics, ReplicationMetrics
 from controller.spoke.options import RunOptions
 from controller.spoke.replication import ClientSource, HubReplicator
 from controller.spoke.watches import ADDON_WATCH, addon_watch, object_watches
@@ -184,6 +184,7 @@ class Replica:
             self.kube, options.ref, instance=os.environ.get("POD_NAME") or socket.gethostname()
         )
         self.metrics = metrics = ControllerMetrics(self.registry, config)
+        self.registry.register(AddonConditions(lambda: self.worker.state))
         recorder = EventRecorder(
             store, on_result=lambda outcome: metrics.events.labels(outcome).inc()
         )

@@ -18,14 +18,18 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from controller.kube.api import ErrorKind
-from statemachines import Cause, Change, Config, Verdict, VerdictKind
+from statemachines import AddonState, Cause, Change, Config, Verdict, VerdictKind
+from statemachines.conditions import STANDARD_TYPES
 from statemachines.health import Health, HealthReason, Resource
 from statemachines.machines import COLLECTOR_ROWS, OPERATOR_ROWS, WINDOW_ELAPSED
-from statemachines.vocabulary import Actor, Rule, State
+from statemachines.vocabulary import READY, Actor, Rule, State
 
 __all__ = [
+    "ADDON_CONDITIONS",
     "EVENT_OUTCOMES",
     "LAG_BUCKETS",
     "REFUSAL_RULES",
@@ -39,7 +43,13 @@ _PREFIX = "addon_status"
 # restart causes, the Event recorder's outcomes) and the core's own rule and cause names.
 TRIGGERS = ("report", "watch", "object", "tick", "leader", "timer")
 STORED_FIELDS = (
-    "status", "conditions", "collectors", "history", "lastKnownGood", "resources", "bookkeeping"
+    "status",
+    "conditions",
+    "collectors",
+    "history",
+    "lastKnownGood",
+    "resources",
+    "bookkeeping",
 )
 EVENT_OUTCOMES = ("recorded", "aggregated", "failed", "dropped")
 REFUSAL_RULES = tuple(rule.value for rule in Rule)
@@ -319,3 +329,33 @@ class ReplicationMetrics:
         self._last_sync = self._monotonic()
         if lag is not None:
             self.lag.observe(max(lag, 0.0))
+
+
+ADDON_CONDITIONS = (*STANDARD_TYPES, READY)
+_STATUSES = ("true", "false", "unknown")
+
+
+class AddonConditions(Collector):
+    """`addon_status_addon_condition{condition, status}`, as kube-state-metrics exports a
+    condition (`kube_node_status_condition`): for each of the addon's standard types and `Ready`,
+    one series per status, 1 for the one it has. Read from the worker's state at each scrape, so
+    it is never behind the CR and never outlives a condition."""
+
+    def __init__(self, state: Callable[[], AddonState]) -> None:
+        self._state = state
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        family = GaugeMetricFamily(
+            f"{_PREFIX}_addon_condition",
+            "1 for the status each of the addon's standard conditions and Ready has, 0 for the "
+            "others (a condition not written yet has none)",
+            labels=["condition", "status"],
+        )
+        found = {c.type: c.status.lower() for c in self._state().conditions}
+        for condition in ADDON_CONDITIONS:
+            if condition in found:
+                for status in _STATUSES:
+                    family.add_metric(
+                        [condition, status], 1.0 if found[condition] == status else 0.0
+                    )
+        yield family

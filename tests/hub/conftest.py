@@ -40,8 +40,12 @@ def api_client(server: APIServer, token: str = ADMIN) -> client.ApiClient:
 
 
 def addon(namespace: str) -> dict[str, Any]:
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND,
-            "metadata": {"name": NAME, "namespace": namespace}, "spec": {"enableMetrics": True}}
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": KIND,
+        "metadata": {"name": NAME, "namespace": namespace},
+        "spec": {"enableMetrics": True},
+    }
 
 
 def create_addon(server: APIServer, namespace: str) -> None:
@@ -87,9 +91,14 @@ def replicator(
 
     def make(**options: Any) -> HubReplicator:
         settings: dict[str, Any] = {
-            "namespace": CLUSTER, "name": NAME, "clock": SystemClock(),
-            "metrics": ReplicationMetrics(registry), "backoff_base": 0.02,
-            "backoff_max": 0.1, "rng": random.Random(3), **options,
+            "namespace": CLUSTER,
+            "name": NAME,
+            "clock": SystemClock(),
+            "metrics": ReplicationMetrics(registry),
+            "backoff_base": 0.02,
+            "backoff_max": 0.1,
+            "rng": random.Random(3),
+            **options,
         }
         made = HubReplicator(KubeconfigSource(hub_mount.path), **settings)
         made.start()

@@ -33,21 +33,30 @@ _STATUS = {
 class FakeHub(FakeKube):
     """The hub's API server in memory; the addon CR's copy is `cluster1/observability-addon`."""
 
-    def add(self, status: Mapping[str, Any] | None = None, *, namespace: str = NAMESPACE,
-            name: str = NAME) -> None:
-        self.put(ADDON, {
-            "apiVersion": ADDON.api_version,
-            "kind": ADDON.kind,
-            "metadata": {"name": name, "namespace": namespace},
-            **({"status": copy.deepcopy(dict(status))} if status is not None else {}),
-        })
+    def add(
+        self,
+        status: Mapping[str, Any] | None = None,
+        *,
+        namespace: str = NAMESPACE,
+        name: str = NAME,
+    ) -> None:
+        self.put(
+            ADDON,
+            {
+                "apiVersion": ADDON.api_version,
+                "kind": ADDON.kind,
+                "metadata": {"name": name, "namespace": namespace},
+                **({"status": copy.deepcopy(dict(status))} if status is not None else {}),
+            },
+        )
 
     def tamper(self, status: Mapping[str, Any]) -> None:
         """Someone else writes the hub copy."""
         self.edit(ADDON, NAMESPACE, NAME, lambda obj: obj.update(status=copy.deepcopy(status)))
 
-    def fail(self, op: Op, kind: ErrorKind, *, times: int = 1,
-             retry_after: float | None = None) -> None:
+    def fail(
+        self, op: Op, kind: ErrorKind, *, times: int = 1, retry_after: float | None = None
+    ) -> None:
         self.fail_next(op, _STATUS[kind], times=times, retry_after=retry_after)
 
     def status(self) -> dict[str, Any] | None:

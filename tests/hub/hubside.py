@@ -38,26 +38,37 @@ Obj = dict[str, Any]
 
 
 def cond(kind: str, status: str, reason: str, message: str = "", at: str = T0) -> Obj:
-    return {"type": kind, "status": status, "reason": reason, "message": message,
-            "lastTransitionTime": at}
+    return {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": at,
+    }
 
 
-def seed(true: str = "Available", reason: str = "UpdateSuccessful", message: str = "",
-         at: str = T0) -> list[Obj]:
+def seed(
+    true: str = "Available", reason: str = "UpdateSuccessful", message: str = "", at: str = T0
+) -> list[Obj]:
     """A hub copy's conditions in the seed profile: five standard types and a collector's."""
     return [
-        *(cond(kind, "True" if kind == true else "False", reason, message, at)
-          for kind in ("Available", "Progressing", "Degraded", "Disabled", "NotSupported")),
+        *(
+            cond(kind, "True" if kind == true else "False", reason, message, at)
+            for kind in ("Available", "Progressing", "Degraded", "Disabled", "NotSupported")
+        ),
         cond("MetricsCollector", "True", "ForwardSuccessful"),
     ]
 
 
-def acm(true: str = "Degraded", reason: str = "Disabled", message: str = "",
-        at: str = T0) -> list[Obj]:
+def acm(
+    true: str = "Degraded", reason: str = "Disabled", message: str = "", at: str = T0
+) -> list[Obj]:
     """The `acm` profile's shape: three standard types; disabled is Degraded=True, Disabled."""
     return [
-        *(cond(kind, "True" if kind == true else "False", reason, message, at)
-          for kind in ("Available", "Progressing", "Degraded")),
+        *(
+            cond(kind, "True" if kind == true else "False", reason, message, at)
+            for kind in ("Available", "Progressing", "Degraded")
+        ),
         cond("MetricsCollector", "False", reason),
     ]
 
@@ -78,12 +89,17 @@ class Hub:
     def close(self) -> None:
         self._api.close()  # type: ignore[no-untyped-call]
 
-    def cluster(self, name: str, *, labels: dict[str, str] | None = None,
-                addon: bool = True) -> None:
+    def cluster(
+        self, name: str, *, labels: dict[str, str] | None = None, addon: bool = True
+    ) -> None:
         meta = client.V1ObjectMeta(name=name, labels=labels)
         self.core.create_namespace(client.V1Namespace(metadata=meta))
-        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": KIND,
-                "metadata": {"name": COPY}, "spec": {"enableMetrics": True}}
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": KIND,
+            "metadata": {"name": COPY},
+            "spec": {"enableMetrics": True},
+        }
         self.custom.create_namespaced_custom_object(GROUP, VERSION, name, PLURAL, body)
         if addon:
             self.create_addon(name)
@@ -100,6 +116,9 @@ class Hub:
         self.custom.replace_namespaced_custom_object_status(
             GROUP, VERSION, cluster, PLURAL, COPY, obj
         )
+
+    def delete_copy(self, cluster: str) -> None:
+        self.custom.delete_namespaced_custom_object(GROUP, VERSION, cluster, PLURAL, COPY)
 
     def addon(self, cluster: str) -> Obj:
         obj: Obj = self.custom.get_namespaced_custom_object(
@@ -121,7 +140,10 @@ class Hub:
     def writes(self, cluster: str | None = None, user: str | None = None) -> int:
         """Successful status writes on ManagedClusterAddOns (by `user`)."""
         return self.server.count_requests(
-            resource=MCA.plural, subresource="status", namespace=cluster, user=user,
+            resource=MCA.plural,
+            subresource="status",
+            namespace=cluster,
+            user=user,
             verbs=("update",),
         )
 
@@ -146,15 +168,18 @@ def replica(
 ) -> Iterator[HubReplica]:
     """A started hub-side replica as `token`, fast backoff, no servers."""
     chosen = HubOptions(request_timeout=5.0, **settings)
-    with api(hub.server, token) as client_, HubReplica(
-        chosen,
-        client_,
-        serve=False,
-        registry=registry,
-        identity=token,
-        backoff=Backoff(initial=0.02, maximum=0.2),
-        watch_seconds=30,
-    ) as made:
+    with (
+        api(hub.server, token) as client_,
+        HubReplica(
+            chosen,
+            client_,
+            serve=False,
+            registry=registry,
+            identity=token,
+            backoff=Backoff(initial=0.02, maximum=0.2),
+            watch_seconds=30,
+        ) as made,
+    ):
         yield made
 
 

@@ -39,9 +39,16 @@ HUB_USER = TOKENS[HUB_TOKEN].username
 
 
 def conditions(n: int) -> list[dict[str, Any]]:
-    return [{"type": "Available", "status": "True", "reason": "ForwardSuccessful",
-             "message": f"status #{n}", "lastTransitionTime": "2026-01-01T00:00:00Z",
-             "observedGeneration": 1}]
+    return [
+        {
+            "type": "Available",
+            "status": "True",
+            "reason": "ForwardSuccessful",
+            "message": f"status #{n}",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+            "observedGeneration": 1,
+        }
+    ]
 
 
 def write_spoke(spoke: APIServer, n: int) -> dict[str, Any]:
@@ -50,10 +57,12 @@ def write_spoke(spoke: APIServer, n: int) -> dict[str, Any]:
     with api_client(spoke) as admin:
         api = client.CustomObjectsApi(admin)
         obj: dict[str, Any] = api.get_namespaced_custom_object(  # type: ignore[assignment]
-            GROUP, VERSION, SPOKE_NAMESPACE, PLURAL, NAME)
+            GROUP, VERSION, SPOKE_NAMESPACE, PLURAL, NAME
+        )
         obj["status"] = {"conditions": conditions(n)}
         stored: dict[str, Any] = api.replace_namespaced_custom_object_status(  # type: ignore[assignment]
-            GROUP, VERSION, SPOKE_NAMESPACE, PLURAL, NAME, obj)
+            GROUP, VERSION, SPOKE_NAMESPACE, PLURAL, NAME, obj
+        )
     status: dict[str, Any] = stored["status"]
     return status
 
@@ -71,8 +80,13 @@ def hub_message(hub: APIServer) -> str | None:
 
 
 def status_writes(hub: APIServer, *, successful: bool = True) -> int:
-    return hub.count_requests(verbs=["update"], resource=PLURAL, subresource="status",
-                              user=HUB_USER, successful=successful)
+    return hub.count_requests(
+        verbs=["update"],
+        resource=PLURAL,
+        subresource="status",
+        user=HUB_USER,
+        successful=successful,
+    )
 
 
 def metric(registry: CollectorRegistry, name: str, **labels: str) -> float:
@@ -108,8 +122,10 @@ def test_the_hub_catches_up_with_the_newest_status_after_an_outage(
     hub_server.stop()
     for n in range(2, 6):  # the spoke goes on at full speed
         rep.publish(write_spoke(spoke, n))
-    eventually(lambda: metric(registry, "addon_status_hub_errors_total", kind="network") >= 2,
-               what="failed attempts against the stopped hub")
+    eventually(
+        lambda: metric(registry, "addon_status_hub_errors_total", kind="network") >= 2,
+        what="failed attempts against the stopped hub",
+    )
     assert hub_message(hub_server) == "status #1"
     assert rep.last_synced_sequence == 1
     hub_server.start()
@@ -172,7 +188,9 @@ def test_retry_after_is_honoured(hub_server: APIServer, replicator: Factory) -> 
 
 
 def test_a_rotated_credential_is_picked_up_after_a_401(
-    hub_server: APIServer, hub_mount: SecretMount, replicator: Factory,
+    hub_server: APIServer,
+    hub_mount: SecretMount,
+    replicator: Factory,
     registry: CollectorRegistry,
 ) -> None:
     rep = replicator()
@@ -181,8 +199,10 @@ def test_a_rotated_credential_is_picked_up_after_a_401(
     rotated = {ADMIN: TOKENS[ADMIN], "hub-token-2": UserInfo(HUB_USER)}
     hub_server.set_tokens(rotated)  # the hub revokes the old token ...
     rep.publish({"conditions": conditions(2)})
-    eventually(lambda: metric(registry, "addon_status_hub_errors_total",
-                              kind="unauthorized") >= 2, what="401s with the old token")
+    eventually(
+        lambda: metric(registry, "addon_status_hub_errors_total", kind="unauthorized") >= 2,
+        what="401s with the old token",
+    )
     assert hub_message(hub_server) == "status #1"
     hub_mount.write(kubeconfig_yaml(server=hub_server.url, token="hub-token-2"))  # ... rotates
     assert rep.wait_synced(5)
@@ -218,7 +238,9 @@ def test_a_missing_hub_copy_is_never_created(
     assert hub_server.delete_object(GROUP, VERSION, PLURAL, CLUSTER, NAME)
     rep = replicator()
     rep.publish({"conditions": conditions(1)})
-    eventually(lambda: metric(registry, "addon_status_hub_errors_total", kind="not_found") >= 2,
-               what="404s retried with backoff")
+    eventually(
+        lambda: metric(registry, "addon_status_hub_errors_total", kind="not_found") >= 2,
+        what="404s retried with backoff",
+    )
     assert hub_server.count_requests(verbs=["create"], user=HUB_USER, successful=False) == 0
     assert rep.last_synced_sequence == 0

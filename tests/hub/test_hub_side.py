@@ -5,6 +5,7 @@ of the hub copy."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -370,3 +371,44 @@ def test_a_condition_the_managed_cluster_addon_would_refuse_is_left_out_never_bl
     assert mirrored["Degraded"]["message"].endswith("…")
     assert sample(registry, "addon_status_hub_mirror_errors_total", kind="invalid") == 0
     assert sample(registry, "addon_status_hub_mirror_malformed_copies_total") == 1
+
+
+def test_each_cluster_state_is_a_series_named_after_its_cluster_and_goes_with_its_copy(
+    hub: Hub,
+) -> None:
+    """`addon_status_hub_cluster_state{cluster, type, reason}` and its since-timestamp, one of
+    each per cluster (an alert names the cluster and says why); a cluster whose state moves
+    keeps one series, and one whose copy is deleted has none left."""
+    registry = CollectorRegistry()
+    hub.cluster("a")
+    hub.cluster("b")
+    hub.set_copy("a", seed("Degraded", "ForwardFailure", at=T1))
+    hub.set_copy("b", acm("Available", "ForwardSuccessful"))
+    with replica(hub, registry=registry) as made:
+        eventually(
+            lambda: hub.conditions("a") == standard(seed("Degraded", "ForwardFailure", at=T1))
+        )
+        assert made.side.wait_idle(5)
+        states = _cluster_states(registry)
+        assert states == {
+            ("a", "Degraded", "ForwardFailure"): 1.0,
+            ("b", "Available", "ForwardSuccessful"): 1.0,
+        }
+        since = registry.get_sample_value(
+            "addon_status_hub_cluster_state_since_timestamp_seconds", {"cluster": "a"}
+        )
+        assert since == datetime(2026, 11, 24, 2, tzinfo=UTC).timestamp()
+        hub.set_copy("a", seed("Available", "ForwardSuccessful", at=T1))
+        eventually(lambda: ("a", "Available", "ForwardSuccessful") in _cluster_states(registry))
+        assert len([k for k in _cluster_states(registry) if k[0] == "a"]) == 1
+        hub.delete_copy("b")
+        eventually(lambda: all(k[0] != "b" for k in _cluster_states(registry)), "b's series gone")
+
+
+def _cluster_states(registry: CollectorRegistry) -> dict[tuple[str, str, str], float]:
+    return {
+        (s.labels["cluster"], s.labels["type"], s.labels["reason"]): s.value
+        for family in registry.collect()
+        if family.name == "addon_status_hub_cluster_state"
+        for s in family.samples
+    }

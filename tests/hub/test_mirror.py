@@ -14,8 +14,13 @@ T0, T1 = "2026-11-24T01:00:00Z", "2026-11-24T02:00:00Z"
 
 
 def cond(kind: str, status: str, reason: str, message: str = "", at: str = T0) -> dict[str, Any]:
-    return {"type": kind, "status": status, "reason": reason, "message": message,
-            "lastTransitionTime": at}
+    return {
+        "type": kind,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": at,
+    }
 
 
 # The two shapes a hub copy has: the seed profile's five standard types, and the acm profile's
@@ -111,14 +116,20 @@ def test_a_hub_copy_without_standard_conditions_writes_nothing() -> None:
 
 
 def test_fields_beyond_the_five_are_not_mirrored() -> None:
-    copy = [{**cond("Available", "True", "UpdateSuccessful"), "observedGeneration": 7,
-             "severity": "Info"}]
+    copy = [
+        {
+            **cond("Available", "True", "UpdateSuccessful"),
+            "observedGeneration": 7,
+            "severity": "Info",
+        }
+    ]
     assert mirror(copy, []) == [cond("Available", "True", "UpdateSuccessful")]
 
 
 def test_a_missing_message_is_mirrored_as_empty_since_the_schema_requires_one() -> None:
-    copy = [{k: v for k, v in cond("Available", "True", "UpdateSuccessful").items()
-             if k != "message"}]
+    copy = [
+        {k: v for k, v in cond("Available", "True", "UpdateSuccessful").items() if k != "message"}
+    ]
     assert mirror(copy, []) == [cond("Available", "True", "UpdateSuccessful", "")]
 
 
@@ -133,8 +144,10 @@ def test_a_missing_message_is_mirrored_as_empty_since_the_schema_requires_one() 
 def test_a_condition_the_managed_cluster_addon_schema_refuses_is_not_mirrored(
     bad: dict[str, Any],
 ) -> None:
-    copy = [{**cond("Available", "True", "UpdateSuccessful"), **bad},
-            cond("Degraded", "False", "UpdateSuccessful")]
+    copy = [
+        {**cond("Available", "True", "UpdateSuccessful"), **bad},
+        cond("Degraded", "False", "UpdateSuccessful"),
+    ]
     assert mirror(copy, []) == [cond("Degraded", "False", "UpdateSuccessful")]
 
 

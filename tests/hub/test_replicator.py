@@ -29,10 +29,17 @@ Factory = Callable[..., HubReplicator]
 
 def status(n: int, *, collectors: bool = False) -> dict[str, Any]:
     """A distinct spoke status per `n`."""
-    out: dict[str, Any] = {"conditions": [{
-        "type": "Available", "status": "True", "reason": "ForwardSuccessful",
-        "message": f"status #{n}", "lastTransitionTime": "2025-03-01T12:00:00Z",
-    }]}
+    out: dict[str, Any] = {
+        "conditions": [
+            {
+                "type": "Available",
+                "status": "True",
+                "reason": "ForwardSuccessful",
+                "message": f"status #{n}",
+                "lastTransitionTime": "2025-03-01T12:00:00Z",
+            }
+        ]
+    }
     if collectors:
         out["collectors"] = [{"name": "metrics-collector", "state": "Available"}]
     return out
@@ -60,9 +67,14 @@ def replicator(hub: FakeHub, registry: CollectorRegistry) -> Iterator[Factory]:
 
     def make(source: FakeSource | None = None, **options: Any) -> HubReplicator:
         settings: dict[str, Any] = {
-            "namespace": NAMESPACE, "name": NAME, "clock": SystemClock(),
-            "metrics": ReplicationMetrics(registry), "backoff_base": 0.01,
-            "backoff_max": 0.05, "rng": random.Random(4), "kube": lambda client: client,
+            "namespace": NAMESPACE,
+            "name": NAME,
+            "clock": SystemClock(),
+            "metrics": ReplicationMetrics(registry),
+            "backoff_base": 0.01,
+            "backoff_max": 0.05,
+            "rng": random.Random(4),
+            "kube": lambda client: client,
             **options,
         }
         made = HubReplicator(source or FakeSource(hub), **settings)
@@ -166,8 +178,10 @@ def test_a_missing_hub_copy_is_not_created(
     empty = FakeHub()
     rep = replicator(FakeSource(empty))
     rep.publish(status(1))
-    eventually(lambda: metric(registry, "addon_status_hub_errors_total", kind="not_found") >= 2,
-               what="404s to be retried")
+    eventually(
+        lambda: metric(registry, "addon_status_hub_errors_total", kind="not_found") >= 2,
+        what="404s to be retried",
+    )
     assert empty.created == []
     assert rep.last_synced_sequence == 0
     empty.add()  # the hub registers the cluster: replication catches up by itself
@@ -266,8 +280,9 @@ def test_a_hub_that_prunes_fields_is_not_rewritten_on_every_resync(
     rep = replicator(FakeSource(pruning), copy="status", resync_interval=0.02)
     rep.publish(status(1, collectors=True))
     assert rep.wait_synced(5)
-    eventually(lambda: metric(registry, "addon_status_hub_unchanged_total") >= 5,
-               what="several resyncs")
+    eventually(
+        lambda: metric(registry, "addon_status_hub_unchanged_total") >= 5, what="several resyncs"
+    )
     assert len(pruning.written) == 1
 
 
@@ -300,17 +315,20 @@ def test_metrics_count_writes_errors_and_lag(
 
 
 def test_stop_returns_promptly_while_idle(hub: FakeHub, registry: CollectorRegistry) -> None:
-    rep = HubReplicator(FakeSource(hub), namespace=NAMESPACE, clock=SystemClock(),
-                        metrics=ReplicationMetrics(registry), kube=lambda client: client)
+    rep = HubReplicator(
+        FakeSource(hub),
+        namespace=NAMESPACE,
+        clock=SystemClock(),
+        metrics=ReplicationMetrics(registry),
+        kube=lambda client: client,
+    )
     rep.start()
     began = time.monotonic()
     assert rep.stop(timeout=5)
     assert time.monotonic() - began < 2.0
 
 
-def test_a_stop_between_read_and_write_writes_nothing(
-    hub: FakeHub, replicator: Factory
-) -> None:
+def test_a_stop_between_read_and_write_writes_nothing(hub: FakeHub, replicator: Factory) -> None:
     """A replica that lost leadership stops replicating: a sync in flight does not write."""
     rep = replicator()
     hub.gate.clear()
@@ -326,5 +344,10 @@ def test_a_stop_between_read_and_write_writes_nothing(
 
 def test_an_unknown_copy_mode_is_refused(hub: FakeHub, registry: CollectorRegistry) -> None:
     with pytest.raises(ValueError, match="copy must be"):
-        HubReplicator(FakeSource(hub), namespace=NAMESPACE, copy="spec",  # type: ignore[arg-type]
-                      clock=SystemClock(), metrics=ReplicationMetrics(registry))
+        HubReplicator(
+            FakeSource(hub),
+            namespace=NAMESPACE,
+            copy="spec",  # type: ignore[arg-type]
+            clock=SystemClock(),
+            metrics=ReplicationMetrics(registry),
+        )

@@ -21,12 +21,23 @@ from controller.spoke.replication import (
 )
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
-AVAILABLE = {"type": "Available", "status": "True", "reason": "ForwardSuccessful",
-             "message": "ok", "lastTransitionTime": "2025-03-01T12:00:00Z"}
+AVAILABLE = {
+    "type": "Available",
+    "status": "True",
+    "reason": "ForwardSuccessful",
+    "message": "ok",
+    "lastTransitionTime": "2025-03-01T12:00:00Z",
+}
 DEGRADED = {**AVAILABLE, "type": "Degraded", "status": "False"}
 COLLECTORS = [{"name": "metrics-collector", "state": "Available"}]
-HISTORY = [{"type": "Available", "reason": "ForwardSuccessful", "message": "ok",
-            "lastTransitionTime": "2025-03-01T12:00:00Z"}]
+HISTORY = [
+    {
+        "type": "Available",
+        "reason": "ForwardSuccessful",
+        "message": "ok",
+        "lastTransitionTime": "2025-03-01T12:00:00Z",
+    }
+]
 SPOKE = {"conditions": [AVAILABLE, DEGRADED], "collectors": COLLECTORS, "history": HISTORY}
 
 
@@ -94,16 +105,26 @@ def test_the_copy_is_independent_of_the_published_status() -> None:
     ("hub", "mode", "current"),
     [
         pytest.param(SPOKE, "status", True, id="status-equal"),
-        pytest.param({**SPOKE, "collectors": []}, "status", True,
-                     id="status-mode-ignores-the-bookkeeping"),
+        pytest.param(
+            {**SPOKE, "collectors": []}, "status", True, id="status-mode-ignores-the-bookkeeping"
+        ),
         pytest.param({**SPOKE, "history": []}, "status", False, id="status-history-differs"),
-        pytest.param({**SPOKE, "collectors": []}, "conditions", True,
-                     id="conditions-mode-ignores-other-fields"),
-        pytest.param({"conditions": [DEGRADED, AVAILABLE]}, "conditions", False,
-                     id="condition-order-matters"),
+        pytest.param(
+            {**SPOKE, "collectors": []},
+            "conditions",
+            True,
+            id="conditions-mode-ignores-other-fields",
+        ),
+        pytest.param(
+            {"conditions": [DEGRADED, AVAILABLE]}, "conditions", False, id="condition-order-matters"
+        ),
         pytest.param({}, "conditions", False, id="empty-hub-copy"),
-        pytest.param({"conditions": [{**AVAILABLE, "message": "old"}, DEGRADED]}, "conditions",
-                     False, id="message-differs"),
+        pytest.param(
+            {"conditions": [{**AVAILABLE, "message": "old"}, DEGRADED]},
+            "conditions",
+            False,
+            id="message-differs",
+        ),
     ],
 )
 def test_when_the_hub_copy_is_current(hub: dict[str, Any], mode: Any, current: bool) -> None:

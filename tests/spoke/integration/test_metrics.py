@@ -63,3 +63,30 @@ def test_every_labelled_series_is_exported_from_the_start(
     assert {r.value for r in Rule} <= rules
     causes = {dict(labels).get("cause") for name, labels in counted if "transitions" in name}
     assert {"report", "dampening window", "staleness"} <= causes
+
+
+def test_the_addons_conditions_and_readiness_are_series(
+    server: APIServer, addon: Addon, spoke: SpokeFactory
+) -> None:
+    """`addon_status_addon_condition{condition, status}` as kube-state-metrics exports a
+    condition (one series per status, 1 for the one it has), read from the worker at the scrape,
+    so an alert sees a Degraded addon without reading the CR; `addon_status_ready` is what
+    /readyz answers."""
+    controller = spoke()
+    port = controller.metrics_server.port
+    boot(controller.worker)
+    controller.worker.submit(report(R.UPDATE_FAILURE, None, message="rollout failed"), timeout=WAIT)
+    settle(controller.worker)
+    scraped = scrape(port)
+
+    def condition(name: str) -> dict[str, float]:
+        return {
+            dict(labels)["status"]: value
+            for (metric, labels), value in scraped.items()
+            if metric == "addon_status_addon_condition" and dict(labels)["condition"] == name
+        }
+
+    assert condition("Degraded") == {"true": 1.0, "false": 0.0, "unknown": 0.0}
+    assert condition("Available") == {"true": 0.0, "false": 1.0, "unknown": 0.0}
+    assert condition("Ready")["false"] == 1.0
+    assert scraped[("addon_status_ready", ())] == 1.0
