@@ -10,7 +10,7 @@ import pytest
 
 from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
 from controller.hub.mirror import standard_conditions
-from controller.kube.api import ADDON
+from controller.kube.api import ADDON, NotFoundError
 from controller.kube.kubeconfig import client_for
 from controller.kube.official import OfficialKube
 from tests.demo.test_fleet_demo import Demo
@@ -27,7 +27,10 @@ def test_the_demo_mirrors_every_hub_copy_onto_its_managed_cluster_addon() -> Non
             kube = OfficialKube(api)
 
             def mirrored(cluster: str) -> bool:
-                copy: dict[str, Any] = kube.get(ADDON, cluster, "observability-addon")
+                try:  # each spoke creates its copy on its first write (--hub-create-missing)
+                    copy: dict[str, Any] = kube.get(ADDON, cluster, "observability-addon")
+                except NotFoundError:
+                    return False
                 addon = kube.get(MCA, cluster, "observability-controller")
                 wanted = standard_conditions((copy.get("status") or {}).get("conditions") or [])
                 found = (addon.get("status") or {}).get("conditions") or []

@@ -28,6 +28,8 @@ VERSIONS: Final = (OLDEST, latest_version())
 OWN_SCHEMAS: Final = {
     ("monitoring.coreos.com/v1", "ServiceMonitor"): SCHEMAS
     / "servicemonitor.monitoring.coreos.com-v1.json",
+    ("monitoring.coreos.com/v1", "PrometheusRule"): SCHEMAS
+    / "prometheusrule.monitoring.coreos.com-v1.json",
 }
 
 
