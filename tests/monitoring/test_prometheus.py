@@ -1,0 +1,131 @@
+"""The rules in a real Prometheus (Debian's server, a temporary configuration, loopback only):
+it scrapes a running spoke controller (the demo's assembly on embedded API servers) and a
+running hub side (on an embedded hub), evaluates monitoring/rules every second, and its HTTP API
+shows the alert each Degraded addon deserves, pending for its `for:` with the labels that
+locate it, and no alert once both recover."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from controller.demo.command import DEFAULT_SCENARIO, running
+from controller.demo.scenario_file import EPOCH, read
+from controller.demo.scenario_run import SteppedClock
+from controller.flags import Address
+from controller.hub.app import HubReplica
+from controller.hub.options import HubOptions
+from tests.hub.hubside import api, hub_server, seed
+from tests.monitoring.prometheus import tools
+from tests.monitoring.prometheusrules import RULES
+from tests.support import eventually
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+LOOPBACK = Address(host="127.0.0.1", port=0)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def prometheus_at(tmp_path: Path) -> Iterator[Any]:
+    """start(targets) -> the server's URL; `targets`: job -> (host:port, labels)."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(targets: dict[str, tuple[str, dict[str, str]]]) -> str:
+        port = _free_port()
+        config = {
+            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+            "rule_files": [str(p) for p in sorted(RULES.glob("*.rules.yaml"))],
+            "scrape_configs": [
+                {"job_name": job, "static_configs": [{"targets": [target], "labels": labels}]}
+                for job, (target, labels) in targets.items()
+            ],
+        }
+        path = tmp_path / "prometheus.yml"
+        path.write_text(yaml.safe_dump(config), encoding="utf-8")
+        log = (tmp_path / "prometheus.log").open("wb")
+        started.append(subprocess.Popen(
+            [str(tools().prometheus), f"--config.file={path}",
+             f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+            stdout=log, stderr=log,
+        ))  # fmt: skip
+        url = f"http://127.0.0.1:{port}"
+        eventually(lambda: _get(url, "/-/ready") is not None, "Prometheus ready", timeout=30)
+        return url
+
+    yield start
+    for process in started:
+        process.terminate()
+        process.wait(10)
+
+
+def _get(url: str, path: str) -> Any:
+    try:
+        with urllib.request.urlopen(url + path, timeout=5) as answer:
+            body = answer.read()
+    except OSError:
+        return None
+    return json.loads(body) if body.startswith(b"{") else body
+
+
+def _alerts(url: str) -> dict[str, dict[str, Any]]:
+    """The active alerts by name (`state`: pending or firing, `labels`)."""
+    found = _get(url, "/api/v1/alerts") or {"data": {"alerts": []}}
+    return {a["labels"]["alertname"]: a for a in found["data"]["alerts"]}
+
+
+def test_prometheus_alerts_while_degraded_and_resolves_after_recovery(prometheus_at: Any) -> None:
+    hour_ago = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with hub_server() as hub, running(read(DEFAULT_SCENARIO), SteppedClock(EPOCH)) as spoke:
+        hub.cluster("c1")
+        hub.set_copy("c1", seed("Degraded", "ForwardFailure", at=hour_ago))
+        options = HubOptions(metrics_address=LOOPBACK, probe_address=LOOPBACK, request_timeout=5.0)
+        with (
+            api(hub.server, "hub-a") as client_,
+            HubReplica(options, client_, identity="hub-a") as side,
+        ):
+            assert side.process.metrics_server is not None
+            spoke.system.report(reason="UpdateFailure", message="rollout failed")
+            spoke_target = spoke.controller.metrics_url.removeprefix("http://")
+            url = prometheus_at({
+                "addon-status": (spoke_target, {"namespace": "spoke", "pod": "spoke-a"}),
+                "addon-status-hub": (f"127.0.0.1:{side.process.metrics_server.port}",
+                                     {"namespace": "hub", "pod": "hub-a"}),
+            })  # fmt: skip
+
+            def degraded_alerts() -> bool:
+                alerts = _alerts(url)
+                return {"AddonStatusClusterDegraded", "AddonStatusAddonDegraded"} <= set(alerts)
+
+            eventually(degraded_alerts, "both Degraded alerts", timeout=60)
+            alerts = _alerts(url)
+            cluster = alerts["AddonStatusClusterDegraded"]
+            assert cluster["state"] in {"pending", "firing"}
+            assert (cluster["labels"]["cluster"], cluster["labels"]["reason"]) == (
+                "c1", "ForwardFailure",
+            )  # fmt: skip
+            assert "Cluster c1 has been Degraded" in cluster["annotations"]["summary"]
+            assert alerts["AddonStatusAddonDegraded"]["labels"]["namespace"] == "spoke"
+            assert "AddonStatusFleetDegraded" in alerts  # one cluster of one: the whole fleet
+
+            hub.set_copy("c1", seed("Available", "ForwardSuccessful"))
+            spoke.system.report(reason="UpdateSuccessful", message="rolled out")
+            eventually(
+                lambda: not {"AddonStatusClusterDegraded", "AddonStatusAddonDegraded",
+                             "AddonStatusFleetDegraded"} & set(_alerts(url)),
+                "the alerts resolved", timeout=60,
+            )  # fmt: skip

@@ -1,0 +1,79 @@
+"""The alerting rules as the ecosystem tests its own: `promtool check rules`, and `promtool test
+rules` with input series for every alert, firing and not firing; every alert has a severity, a
+summary, a description and a runbook section that exists; every metric a rule reads is one the
+processes export; the PrometheusRules of the optional components are the rule files."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.monitoring.exported import exported_names
+from tests.monitoring.prometheus import tools
+from tests.monitoring.prometheusrules import RULES, main
+
+ROOT = Path(__file__).resolve().parents[2]
+TESTS = sorted((ROOT / "monitoring" / "tests").glob("*.test.yaml"))
+RUNBOOK = ROOT / "docs" / "runbook.md"
+
+
+def _alerts() -> list[dict[str, Any]]:
+    return [
+        rule
+        for path in sorted(RULES.glob("*.rules.yaml"))
+        for group in yaml.safe_load(path.read_text("utf-8"))["groups"]
+        for rule in group["rules"]
+        if "alert" in rule
+    ]
+
+
+def _promtool(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(tools().promtool), *args], capture_output=True, text=True,
+                          timeout=120, check=False, cwd=ROOT)  # fmt: skip
+
+
+def test_promtool_checks_every_rule_file() -> None:
+    done = _promtool("check", "rules", *map(str, sorted(RULES.glob("*.rules.yaml"))))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_promtool_unit_tests_pass() -> None:
+    done = _promtool("test", "rules", *map(str, TESTS))
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_every_alert_is_tested_firing_and_not_firing() -> None:
+    evaluations: dict[str, set[bool]] = {}
+    for path in TESTS:
+        for case in yaml.safe_load(path.read_text("utf-8"))["tests"]:
+            for check in case.get("alert_rule_test") or []:
+                evaluations.setdefault(check["alertname"], set()).add(bool(check["exp_alerts"]))
+    assert {a["alert"]: {True, False} for a in _alerts()} == evaluations
+
+
+@pytest.mark.parametrize("alert", _alerts(), ids=lambda a: a["alert"])
+def test_every_alert_says_how_bad_what_where_and_what_to_do(alert: dict[str, Any]) -> None:
+    assert alert["labels"]["severity"] in {"warning", "critical"}
+    assert {"summary", "description", "runbook_url"} <= set(alert["annotations"])
+    anchor = alert["annotations"]["runbook_url"].removeprefix("docs/runbook.md#")
+    headings = re.findall(r"^#+ (\w+)$", RUNBOOK.read_text("utf-8"), flags=re.MULTILINE)
+    assert anchor in {h.lower() for h in headings}
+    assert anchor == alert["alert"].lower()
+
+
+@pytest.mark.integration
+def test_every_metric_a_rule_reads_is_exported() -> None:
+    used = {
+        name for alert in _alerts() for name in re.findall(r"\baddon_status_[a-z_]+", alert["expr"])
+    }
+    assert used - exported_names() == set()
+
+
+def test_the_prometheus_rules_are_the_rule_files() -> None:
+    """Stale when a rule file changed: run `python -m tests.monitoring.prometheusrules`."""
+    assert main(["--check"]) == 0
