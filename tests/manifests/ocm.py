@@ -23,14 +23,13 @@ shipped CRD). What changes on the way, and why:
 
 from __future__ import annotations
 
-import argparse
 import copy
-import sys
 from pathlib import Path
 from typing import Any, Final
 
 import yaml
 
+from tests.generated import write_or_check
 from tests.manifests.kustomize import MANIFESTS, ROOT, build
 
 __all__ = ["ADDON", "FLAVOURS", "TEMPLATES", "render_template", "template"]
@@ -125,21 +124,7 @@ def _targets() -> dict[Path, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if a template is stale")
-    args = parser.parse_args(argv)
-    stale = [p for p, text in _targets().items() if not p.is_file() or p.read_text("utf-8") != text]
-    if args.check:
-        for path in stale:
-            print(
-                f"{path.relative_to(ROOT)} is stale: python -m tests.manifests.ocm", file=sys.stderr
-            )
-        return 1 if stale else 0
-    for path in stale:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(_targets()[path], encoding="utf-8")
-        print(f"wrote {path.relative_to(ROOT)}")
-    return 0
+    return write_or_check(_targets, argv, module="tests.manifests.ocm")
 
 
 if __name__ == "__main__":

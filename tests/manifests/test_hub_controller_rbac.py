@@ -61,10 +61,22 @@ def _run(selector: str, objects: list[Obj]) -> tuple[list[Request], list[Grant]]
                 hub.cluster(cluster, labels={"fleet": "prod"})
                 hub.set_copy(cluster, seed())
             with api(server, "hub-side") as first_api, api(server, "hub-side") as second_api:
-                first = HubReplica(settings, first_api, identity="a", serve=False,
-                                   backoff=Backoff(0.02, 0.2), watch_seconds=30)
-                second = HubReplica(settings, second_api, identity="b", serve=False,
-                                    backoff=Backoff(0.02, 0.2), watch_seconds=30)
+                first = HubReplica(
+                    settings,
+                    first_api,
+                    identity="a",
+                    serve=False,
+                    backoff=Backoff(0.02, 0.2),
+                    watch_seconds=30,
+                )
+                second = HubReplica(
+                    settings,
+                    second_api,
+                    identity="b",
+                    serve=False,
+                    backoff=Backoff(0.02, 0.2),
+                    watch_seconds=30,
+                )
                 first.start()
                 second.start()
                 try:
@@ -74,8 +86,9 @@ def _run(selector: str, objects: list[Obj]) -> tuple[list[Request], list[Grant]]
                     eventually(lambda: follower.leading, "the failover")
                     hub.set_copy("cluster1", seed("Degraded", "UpdateFailed"))
                     eventually(
-                        lambda: hub.conditions("cluster1")
-                        == standard(seed("Degraded", "UpdateFailed")),
+                        lambda: (
+                            hub.conditions("cluster1") == standard(seed("Degraded", "UpdateFailed"))
+                        ),
                         "the mirror after the failover",
                     )
                 finally:

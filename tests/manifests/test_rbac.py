@@ -196,9 +196,6 @@ def _create_addon(server: APIServer, ref: AddonRef) -> None:
         )
 
 
-
-
-
 def _reporters(spoke: list[Obj], deployment: Obj) -> tuple[Obj, str]:
     """The grants file the controller reads (`--authorization`, from its ConfigMap)."""
     [container] = deployment["spec"]["template"]["spec"]["containers"]

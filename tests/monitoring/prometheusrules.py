@@ -8,12 +8,12 @@ Prometheus without the operator loads those files, the operator these objects):
 
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 from typing import Final
 
 import yaml
+
+from tests.generated import write_or_check
 
 __all__ = ["RULES", "render", "targets"]
 
@@ -59,19 +59,7 @@ def targets() -> dict[Path, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if one is stale")
-    args = parser.parse_args(argv)
-    wanted = targets()
-    stale = [p for p, text in wanted.items() if not p.is_file() or p.read_text("utf-8") != text]
-    for path in stale:
-        if args.check:
-            print(f"{path.relative_to(ROOT)} is stale", file=sys.stderr)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(wanted[path], encoding="utf-8")
-            print(f"wrote {path.relative_to(ROOT)}")
-    return 1 if stale and args.check else 0
+    return write_or_check(targets, argv, module="tests.monitoring.prometheusrules")
 
 
 if __name__ == "__main__":

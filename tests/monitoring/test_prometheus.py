@@ -2,7 +2,7 @@
 it scrapes a running spoke controller (the demo's assembly on embedded API servers) and a
 running hub side (on an embedded hub), evaluates monitoring/rules every second, and its HTTP API
 shows the alert each Degraded addon deserves, pending for its `for:` with the labels that
-locate it, and no alert once both recover."""
+locate it, and no alert once both recover; every query of the dashboards runs there."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import yaml
@@ -27,6 +28,7 @@ from controller.hub.options import HubOptions
 from tests.hub.hubside import api, hub_server, seed
 from tests.monitoring.prometheus import tools
 from tests.monitoring.prometheusrules import RULES
+from tests.monitoring.test_dashboards import FILES, queries
 from tests.support import eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -121,6 +123,10 @@ def test_prometheus_alerts_while_degraded_and_resolves_after_recovery(prometheus
             assert "Cluster c1 has been Degraded" in cluster["annotations"]["summary"]
             assert alerts["AddonStatusAddonDegraded"]["labels"]["namespace"] == "spoke"
             assert "AddonStatusFleetDegraded" in alerts  # one cluster of one: the whole fleet
+            for path in FILES:  # the dashboards' queries run, and most have something to show
+                answers = [_get(url, f"/api/v1/query?query={quote(q)}") for q in queries(path)]
+                assert all(a and a["status"] == "success" for a in answers), path.name
+                assert sum(bool(a["data"]["result"]) for a in answers) > len(answers) / 2
 
             hub.set_copy("c1", seed("Available", "ForwardSuccessful"))
             spoke.system.report(reason="UpdateSuccessful", message="rolled out")
