@@ -99,7 +99,12 @@ def test_every_link_leads_somewhere(page: Path) -> None:
 @pytest.mark.parametrize(("page", "body"), _blocks("yaml"), ids=lambda x: "")
 def test_every_yaml_block_loads_as_what_it_shows(page: Path, body: str) -> None:
     document = yaml.safe_load(body)
-    if isinstance(document, dict) and "steps" in document:
+    if isinstance(document, dict) and document.get("kind") in ("Kustomization", "Component"):
+        # an overlay the page suggests, in a directory of its own under manifests/
+        where = ROOT / "manifests" / "an-overlay"
+        entries = [*(document.get("resources") or []), *(document.get("components") or [])]
+        assert all((where / entry).exists() for entry in entries), entries
+    elif isinstance(document, dict) and "steps" in document:
         load(body, source=_id(page))
     elif isinstance(document, dict) and {"resources", "collectorSettings"} & set(document):
         load_configuration(body, source=_id(page), namespace="addons")
