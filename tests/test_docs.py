@@ -103,7 +103,7 @@ def test_every_yaml_block_loads_as_what_it_shows(page: Path, body: str) -> None:
         # an overlay the page suggests, in a directory of its own under manifests/
         where = ROOT / "manifests" / "an-overlay"
         entries = [*(document.get("resources") or []), *(document.get("components") or [])]
-        assert all((where / entry).exists() for entry in entries), entries
+        assert all((where / entry).resolve().exists() for entry in entries), entries
     elif isinstance(document, dict) and "steps" in document:
         load(body, source=_id(page))
     elif isinstance(document, dict) and {"resources", "collectorSettings"} & set(document):
