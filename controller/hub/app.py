@@ -80,6 +80,7 @@ class HubReplica:
             backoff=backoff,
             watch_seconds=watch_seconds,
             watch_metrics=self.process.watch_metrics.watch("hub-copies"),
+            addon_watch_metrics=self.process.watch_metrics.watch("managed-cluster-addons"),
         )
         self.registry.register(ClusterStates(self.side.cluster_states))
         self.process.add(

@@ -1,14 +1,17 @@
 """The hub side: mirrors each cluster's hub copy of the addon onto its `ManagedClusterAddOn`
 (section 12 of the rules; the rule itself is `controller.hub.mirror.mirror`).
 
-Two threads. The watch lists and watches the hub copies (`ObservabilityAddon` named
-`copy_name`) in every namespace at once (the one list-then-watch loop,
-`controller.kube.reflector`), and keeps the standard conditions of each in memory; a copy
-whose standard conditions changed queues its namespace. The worker takes queued namespaces
-one at a time and mirrors through the one status-update loop
-(`controller.kube.update.update_status`): a fresh read of the `ManagedClusterAddOn`, the pure
-mirror, a PUT on its status subresource with the read resourceVersion only when something
-differs, a fresh read on 409.
+Three threads. Two watches, as client-go's informers keep a cache: one lists and watches the
+hub copies (`ObservabilityAddon` named `copy_name`) in every namespace at once, and keeps the
+standard conditions of each; the other the `ManagedClusterAddOn`s named `addon_name`, and keeps
+each one's resourceVersion and conditions (the one list-then-watch loop,
+`controller.kube.reflector`). A copy whose standard conditions changed, or a
+`ManagedClusterAddOn` whose conditions someone else changed, queues its namespace. The worker
+takes queued namespaces one at a time and mirrors through the one status-update loop
+(`controller.kube.update.update_status`), starting from the cached `ManagedClusterAddOn`: the
+pure mirror, and only when something differs a JSON merge patch of its status conditions with
+the cached resourceVersion as precondition; a fresh read only after a 409. A resync therefore
+reads nothing: it compares the two caches.
 
 A namespace whose mirror failed (no `ManagedClusterAddOn` yet, the hub unreachable, ...) is
 queued again after a full-jitter backoff of its own (`controller.kube.backoff`), so one cluster
@@ -27,6 +30,7 @@ import threading
 import time
 from collections import Counter as Tally
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from controller.hub.metrics import ClusterState, MirrorMetrics
@@ -40,6 +44,7 @@ from controller.kube.api import (
     Kube,
     KubeError,
     WatchEvent,
+    resource_version,
 )
 from controller.kube.backoff import Backoff, Retry
 from controller.kube.reflector import Reflector, Selection, WatchMetrics
@@ -75,6 +80,7 @@ class HubSide:
         backoff: Backoff | None = None,
         watch_seconds: int = 300,
         watch_metrics: WatchMetrics | None = None,
+        addon_watch_metrics: WatchMetrics | None = None,
         conflict_retries: int = 5,
     ) -> None:
         self._kube, self._metrics = kube, metrics
@@ -98,7 +104,20 @@ class HubSide:
             backoff=self._backoff,
             watch_seconds=watch_seconds,
         )
+        self.addon_reflector = Reflector(
+            kube,
+            Selection(MANAGED_CLUSTER_ADDON, ALL_NAMESPACES, name=addon_name),
+            name="managed-cluster-addons",
+            on_listed=self._addons_listed,
+            on_event=self._addon_changed,
+            on_failed=self._addons_failed,
+            metrics=addon_watch_metrics,
+            backoff=self._backoff,
+            watch_seconds=watch_seconds,
+        )
         # Guarded by `_wake`:
+        self._addons: dict[str, _Addon] = {}  # namespace -> its ManagedClusterAddOn, as last seen
+        self._addons_known = False  # listed once, or failed to: the worker may look them up
         self._copies: dict[str, list[dict[str, Any]]] = {}  # namespace -> standard conditions
         self._states: dict[str, str] = {}  # namespace -> cluster_state of its copy
         self._selected: frozenset[str] | None = None if not namespace_selector else frozenset()
@@ -119,6 +138,7 @@ class HubSide:
         self._stopping.clear()
         self._worker = threading.Thread(target=self._work_run, name="hub-mirror", daemon=True)
         self._worker.start()
+        self.addon_reflector.start()
         self.reflector.start()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -128,6 +148,7 @@ class HubSide:
             self._wake.notify_all()
         deadline = time.monotonic() + timeout
         self.reflector.stop(timeout)
+        self.addon_reflector.stop(max(deadline - time.monotonic(), 0.0))
         if self._worker is not None:
             self._worker.join(max(deadline - time.monotonic(), 0.0))
         if self._worker is not None and self._worker.is_alive():
@@ -144,7 +165,8 @@ class HubSide:
     @property
     def alive(self) -> bool:
         worker = self._worker
-        return worker is not None and worker.is_alive() and self.reflector.alive
+        watches = self.reflector.alive and self.addon_reflector.alive
+        return worker is not None and worker.is_alive() and watches
 
     @property
     def synced(self) -> bool:
@@ -199,6 +221,38 @@ class HubSide:
             self._count()
             self._wake.notify_all()
 
+    def _addons_listed(self, items: list[dict[str, Any]], version: str) -> None:
+        addons = {_namespace(item): _Addon.of(item) for item in items}
+        with self._wake:
+            for namespace, addon in addons.items():
+                known = self._addons.get(namespace)
+                if known is None or known.conditions != addon.conditions:
+                    self._enqueue(namespace)
+            self._addons = addons
+            self._addons_known = True
+            self._wake.notify_all()
+
+    def _addons_failed(self, error: KubeError) -> None:
+        self._metrics.errors.labels(kind=error.kind.value).inc()
+        with self._wake:  # without their list (no CRD, no grant), each cluster says so itself
+            self._addons_known = True
+            self._wake.notify_all()
+
+    def _addon_changed(self, event: WatchEvent) -> None:
+        namespace = _namespace(event.object)
+        with self._wake:
+            if event.type == "DELETED":
+                self._addons.pop(namespace, None)
+                return
+            addon = _Addon.of(event.object)
+            known = self._addons.get(namespace)
+            if known is not None and _newer(known.resource_version, addon.resource_version):
+                return  # our own write's answer was newer than this event
+            self._addons[namespace] = addon
+            if known is None or known.conditions != addon.conditions:
+                self._enqueue(namespace)  # a new one, or someone else changed it: look
+                self._wake.notify_all()
+
     # --- the worker ----------------------------------------------------------------------------
 
     def _work_run(self) -> None:
@@ -221,7 +275,7 @@ class HubSide:
         with self._wake:
             while not self._stopping.is_set():
                 now = time.monotonic()
-                if self._role.may_write() and self._listed_once:
+                if self._role.may_write() and self._listed_once and self._addons_known:
                     if self._next_resync <= now:
                         self._next_resync = now + self._resync
                         if self._selector:
@@ -278,6 +332,12 @@ class HubSide:
         with self._wake:
             if namespace not in self._copies or not self._picked(namespace):
                 return
+            addon = self._addons.get(namespace)
+        if addon is None:
+            self._metrics.errors.labels(kind=ErrorKind.NOT_FOUND.value).inc()
+            # Looked for again with backoff; its watch event queues it as soon as it appears.
+            self._retry(namespace, ErrorKind.NOT_FOUND)
+            return
 
         def conditions(status: Mapping[str, Any]) -> dict[str, Any] | None:
             with self._wake:
@@ -285,11 +345,21 @@ class HubSide:
             new = mirror(copy, status.get("conditions") or [])
             return None if new is None else {**status, "conditions": new}
 
+        def read() -> dict[str, Any]:
+            found = self._kube.get(MANAGED_CLUSTER_ADDON, namespace, name)
+            self._remember(namespace, found)
+            return found
+
         def write(body: dict[str, Any]) -> dict[str, Any]:
             if not self._role.may_write():
                 raise _NotLeader
-            stored = self._kube.replace_status(MANAGED_CLUSTER_ADDON, namespace, name, body)
+            patch = {
+                "metadata": {"resourceVersion": body["metadata"]["resourceVersion"]},
+                "status": {"conditions": body["status"]["conditions"]},
+            }
+            stored = self._kube.patch_status(MANAGED_CLUSTER_ADDON, namespace, name, patch)
             self._metrics.writes.inc()
+            self._remember(namespace, stored)
             return stored
 
         def conflicted(attempt: int, error: ConflictError) -> None:
@@ -297,11 +367,12 @@ class HubSide:
 
         try:
             update_status(
-                lambda: self._kube.get(MANAGED_CLUSTER_ADDON, namespace, name),
+                read,
                 conditions,
                 write,
                 what=f"ManagedClusterAddOn {namespace}/{name}",
                 attempts=self._attempts,
+                first=addon.as_object(name, namespace),
                 on_conflict=conflicted,
             )
         except _NotLeader:
@@ -370,6 +441,14 @@ class HubSide:
             self._malformed.pop(namespace, None)
         return conditions
 
+    def _remember(self, namespace: str, found: Mapping[str, Any]) -> None:
+        """What a read or a write answered, unless the watch already saw something newer."""
+        addon = _Addon.of(found)
+        with self._wake:
+            known = self._addons.get(namespace)
+            if known is None or not _newer(known.resource_version, addon.resource_version):
+                self._addons[namespace] = addon
+
     def cluster_states(self) -> list[ClusterState]:
         """Each cluster the selection picks, as its hub copy was last seen (for the metrics)."""
         with self._wake:
@@ -385,6 +464,39 @@ class HubSide:
             state for namespace, state in self._states.items() if self._picked(namespace)
         )
         self._metrics.count(states)
+
+
+@dataclass(frozen=True, slots=True)
+class _Addon:
+    """What the hub side keeps of a ManagedClusterAddOn: its resourceVersion and conditions,
+    not the whole object (the addon manager's part of its status is large, and a merge patch
+    of the conditions needs nothing else)."""
+
+    resource_version: str
+    conditions: list[dict[str, Any]]
+
+    @classmethod
+    def of(cls, obj: Mapping[str, Any]) -> _Addon:
+        status = obj.get("status")
+        conditions = status.get("conditions") if isinstance(status, Mapping) else None
+        return cls(resource_version(obj), list(conditions) if isinstance(conditions, list) else [])
+
+    def as_object(self, name: str, namespace: str) -> dict[str, Any]:
+        """The stand-in `update_status` starts from (it reads only these fields)."""
+        return {
+            "metadata": {"name": name, "namespace": namespace,
+                         "resourceVersion": self.resource_version},
+            "status": {"conditions": self.conditions},
+        }  # fmt: skip
+
+
+def _newer(known: str, seen: str) -> bool:
+    """`known` is newer than `seen` (resourceVersions compare as numbers on kube-apiserver's
+    etcd storage; an unparsable one is never taken as newer)."""
+    try:
+        return int(known) > int(seen)
+    except ValueError:
+        return False
 
 
 def _state_of(cluster: str, conditions: list[dict[str, Any]]) -> ClusterState:

@@ -283,6 +283,15 @@ class Kube(Protocol):
         """A strategic merge patch (what client-go's Event recorder sends for a repeat)."""
         ...
 
+    def patch_status(
+        self, resource: ApiResource, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """A JSON merge patch (RFC 7386) of the status subresource: what it names replaces
+        what is stored, a list whole; a `metadata.resourceVersion` in it is a precondition
+        (409 when the object moved on). Custom resources take merge patches, not strategic
+        ones."""
+        ...
+
     def review_token(self, token: str, audiences: builtins.list[str]) -> dict[str, Any]:
         """A TokenReview's `status` (authenticated, user, audiences). The token never appears
         in an error."""

@@ -51,6 +51,7 @@ Op = Literal[
     "replace",
     "replace_status",
     "patch",
+    "patch_status",
     "review_token",
 ]
 # What a fresh fake serves (`serve` adds more): the kinds the controller itself touches, and
@@ -245,6 +246,18 @@ class FakeKube:
             self._stored(key).update(copy.deepcopy(dict(patch)))
             return self._bump(key, "MODIFIED")
 
+    def patch_status(
+        self, resource: ApiResource, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        self._enter("patch_status", resource, name)
+        with self._changed:
+            key = (resource, namespace, name)
+            stored = self._precondition(key, patch)
+            status = merge_patched(stored.get("status") or {}, patch.get("status") or {})
+            stored["status"] = {k: v for k, v in status.items() if k not in self.prune}
+            self.written.append(copy.deepcopy(stored["status"]))
+            return self._bump(key, "MODIFIED")
+
     def review_token(self, token: str, audiences: builtins.list[str]) -> dict[str, Any]:
         self._enter("review_token", None, "")
         user = self.tokens.get(token)
@@ -416,3 +429,16 @@ class FakeKube:
 
     def _newer(self, stream: _Stream, seen: int) -> bool:
         return any(v > seen and self._matches(stream, k) for v, k, _ in self._history)
+
+
+def merge_patched(target: Any, patch: Any) -> Any:
+    """RFC 7386: an object merges key by key (null removes), anything else replaces."""
+    if not isinstance(patch, Mapping):
+        return copy.deepcopy(patch)
+    merged = dict(target) if isinstance(target, Mapping) else {}
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = merge_patched(merged.get(key), value)
+    return merged

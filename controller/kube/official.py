@@ -157,6 +157,18 @@ class OfficialKube:
             content_type="application/strategic-merge-patch+json",
         )
 
+    def patch_status(
+        self, resource: ApiResource, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        what = f"patch status of {resource.kind} {namespace}/{name}"
+        return self._call(
+            "PATCH",
+            resource.path(namespace, name, "status"),
+            body=patch,
+            what=what,
+            content_type="application/merge-patch+json",
+        )
+
     def review_token(self, token: str, audiences: builtins.list[str]) -> dict[str, Any]:
         spec: dict[str, Any] = {"token": token}
         if audiences:

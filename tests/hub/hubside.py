@@ -144,7 +144,7 @@ class Hub:
             subresource="status",
             namespace=cluster,
             user=user,
-            verbs=("update",),
+            verbs=("update", "patch"),
         )
 
 

@@ -105,9 +105,9 @@ def test_nothing_is_written_when_the_managed_cluster_addon_already_says_the_same
 def test_a_write_that_meets_a_newer_object_reads_it_again_and_keeps_the_other_write(
     hub: Hub,
 ) -> None:
-    """409 Conflict, for real: another writer changes the ManagedClusterAddOn between the hub
-    side's read and its write; the write fails on the stale resourceVersion, the hub side reads
-    afresh and writes again, and both writes are in the result."""
+    """409 Conflict, for real: another writer changes the ManagedClusterAddOn between what the
+    hub side's watch last saw and its write; the write fails on the stale resourceVersion, the
+    hub side reads afresh and writes again, and both writes are in the result."""
     hub.cluster("cluster1")
     hub.set_copy("cluster1", seed())
     raced: list[bool] = []
@@ -133,7 +133,7 @@ def test_a_write_that_meets_a_newer_object_reads_it_again_and_keeps_the_other_wr
     assert raced
     assert sample(registry, "addon_status_hub_mirror_errors_total", kind="conflict") == 1
     tried = hub.server.count_requests(
-        verbs=("update",), resource=MCA.plural, subresource="status", successful=False
+        verbs=("patch",), resource=MCA.plural, subresource="status", successful=False
     )
     assert (tried, hub.writes(user="hub-side-a")) == (2, 1)
 

@@ -1,7 +1,8 @@
 """The hub-controller overlay's RBAC against what the hub side actually calls: two replicas,
 built from the Deployment's own args and run as the overlay's service account against an
-embedded hub, mirror a few clusters and fail over; every call in the audit log must be allowed
-by the rules bound to that account, and every privilege those rules grant must have been used.
+embedded hub, mirror a few clusters, fail over and meet a conflict; every call in the audit log
+must be allowed by the rules bound to that account, and every privilege those rules grant must
+have been used.
 `--namespace-selector` needs exactly the grant of namespace-selector/."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from controller.hub.app import HubReplica
 from controller.hub.options import HubOptions, add_hub_flags
 from controller.kube.backoff import Backoff
-from kubesim import APIServer, UserInfo
+from kubesim import APIServer, RequestInfo, UserInfo
 from tests.hub.hubside import COPY_CRD, MCA_CRD, Hub, api, seed, standard
 from tests.manifests.kustomize import MANIFESTS, build, find
 from tests.manifests.rbac import Grant, Request, ServiceAccount, grants_for, unauthorized, unused
@@ -42,6 +43,10 @@ def _settings(deployment: Obj) -> HubOptions:
             "retry_period": timedelta(seconds=0.1),
         }
     )
+
+
+def _addon_status(info: RequestInfo) -> bool:
+    return info.resource == "managedclusteraddons" and info.subresource == "status"
 
 
 def _run(selector: str, objects: list[Obj]) -> tuple[list[Request], list[Grant]]:
@@ -84,6 +89,8 @@ def _run(selector: str, objects: list[Obj]) -> tuple[list[Request], list[Grant]]
                     leader, follower = (first, second) if first.leading else (second, first)
                     leader.stop()
                     eventually(lambda: follower.leading, "the failover")
+                    # another writer got there first: the write meets a 409 and reads again
+                    server.faults.fail_next(1, 409, match=_addon_status)
                     hub.set_copy("cluster1", seed("Degraded", "UpdateFailed"))
                     eventually(
                         lambda: (
