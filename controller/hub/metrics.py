@@ -1,34 +1,36 @@
-"""The hub side's Prometheus metrics: writes of `ManagedClusterAddOn` status, failed hub calls
-by kind, the clusters by state, and each cluster's state (`ClusterStates`). Every label value is
-there from the start at zero, so the first of each shows in `increase()`."""
+"""The hub side's Prometheus metrics: writes of `ManagedClusterAddOn` status and failed hub
+calls by kind (`MirrorMetrics`); the clusters by state and each cluster's state, computed at
+each scrape from the hub copies in memory (`ClusterStates`: counting on every watch event
+would cost the whole fleet per event). Every label value is there from the start at zero, so
+the first of each shows in `increase()`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from datetime import datetime
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 
-from prometheus_client import CollectorRegistry, Counter, Gauge
+from prometheus_client import CollectorRegistry
+from prometheus_client import Counter as CounterMetric
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from controller.hub.mirror import CLUSTER_STATES
+from controller.hub.mirror import CLUSTER_STATES, ClusterState
 from controller.kube.api import ErrorKind
 
-__all__ = ["ClusterState", "ClusterStates", "MirrorMetrics"]
+__all__ = ["ClusterStates", "MirrorMetrics"]
 
 
 class MirrorMetrics:
-    """Writes of `ManagedClusterAddOn` status, failed calls by kind, clusters by state; every
-    label value is there from the start at zero, so the first of each shows in `increase()`."""
+    """Writes of `ManagedClusterAddOn` status and failed calls by kind; every label value is
+    there from the start at zero, so the first of each shows in `increase()`."""
 
     def __init__(self, registry: CollectorRegistry) -> None:
-        self.writes = Counter(
+        self.writes = CounterMetric(
             "addon_status_hub_mirror_writes_total",
             "Writes of the standard conditions of a hub copy to its ManagedClusterAddOn.",
             registry=registry,
         )
-        self.errors = Counter(
+        self.errors = CounterMetric(
             "addon_status_hub_mirror_errors_total",
             "Failed hub calls of the hub side, by kind (not_found: no ManagedClusterAddOn).",
             ["kind"],
@@ -36,35 +38,12 @@ class MirrorMetrics:
         )
         for kind in ErrorKind:
             self.errors.labels(kind=kind.value)
-        self.malformed = Counter(
+        self.malformed = CounterMetric(
             "addon_status_hub_mirror_malformed_copies",
             "Hub copies holding a condition a ManagedClusterAddOn would refuse (left out of the "
             "mirror, the rest of the copy mirrored), counted when first seen in that shape",
             registry=registry,
         )
-        self.clusters = Gauge(
-            "addon_status_hub_mirror_clusters",
-            "Clusters whose hub copy is watched, by the standard type that is True on it.",
-            ["state"],
-            registry=registry,
-        )
-        for state in CLUSTER_STATES:
-            self.clusters.labels(state=state)
-
-    def count(self, states: Mapping[str, int]) -> None:
-        for state in CLUSTER_STATES:
-            self.clusters.labels(state=state).set(states.get(state, 0))
-
-
-@dataclass(frozen=True)
-class ClusterState:
-    """One cluster as its hub copy says: the standard type that is True (`Unknown`: none), its
-    reason, and since when (None: not known)."""
-
-    cluster: str
-    type: str
-    reason: str
-    since: datetime | None
 
 
 class ClusterStates(Collector):
@@ -84,6 +63,16 @@ class ClusterStates(Collector):
         self._states = states
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
+        clusters = list(self._states())
+        counted = GaugeMetricFamily(
+            "addon_status_hub_mirror_clusters",
+            "Clusters whose hub copy is watched, by the standard type that is True on it.",
+            labels=["state"],
+        )
+        tally = Counter(cluster.type for cluster in clusters)
+        for name in CLUSTER_STATES:  # every state, at zero too
+            counted.add_metric([name], float(tally[name]))
+        yield counted
         state = GaugeMetricFamily(
             "addon_status_hub_cluster_state",
             "1 for each mirrored cluster, labelled with the standard type that is True on its hub "
@@ -96,7 +85,7 @@ class ClusterStates(Collector):
             "(its lastTransitionTime, Unix seconds)",
             labels=["cluster"],
         )
-        for cluster in self._states():
+        for cluster in clusters:
             state.add_metric([cluster.cluster, cluster.type, cluster.reason], 1.0)
             if cluster.since is not None:
                 since.add_metric([cluster.cluster], cluster.since.timestamp())

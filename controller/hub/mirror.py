@@ -25,6 +25,8 @@ conditions to write, or None when the `ManagedClusterAddOn` already says the sam
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Final
 
 from controller.kube.api import ApiResource
@@ -41,6 +43,7 @@ from statemachines.vocabulary import REASON_PATTERN
 __all__ = [
     "CLUSTER_STATES",
     "MANAGED_CLUSTER_ADDON",
+    "ClusterState",
     "cluster_state",
     "managed_cluster_addon",
     "mirror",
@@ -128,11 +131,28 @@ def mirror(
     return None if result == [dict(c) for c in addon_conditions] else result
 
 
-def cluster_state(hub_conditions: Sequence[Mapping[str, Any]]) -> str:
-    """The standard type the hub copy says is True (`Unknown`: none, or a copy not yet
-    written)."""
+@dataclass(frozen=True)
+class ClusterState:
+    """One cluster as its hub copy says: the standard type that is True (`Unknown`: none, or a
+    copy not written yet), that condition's reason, and since when (None: not known)."""
+
+    cluster: str
+    type: str
+    reason: str
+    since: datetime | None
+
+
+def cluster_state(cluster: str, hub_conditions: Sequence[Mapping[str, Any]]) -> ClusterState:
+    """The state of `cluster` from its hub copy's conditions."""
     true = standard_true_in(standard_conditions(hub_conditions))
-    return str(true[0]["type"]) if true else "Unknown"
+    if not true:
+        return ClusterState(cluster, "Unknown", "", None)
+    condition = true[0]
+    try:
+        since: datetime | None = parse_time(str(condition["lastTransitionTime"]))
+    except (KeyError, ValueError):
+        since = None  # the state without its time beats no state
+    return ClusterState(cluster, str(condition["type"]), str(condition.get("reason") or ""), since)
 
 
 def managed_cluster_addon(namespace: str, name: str = "observability-controller") -> Condition:

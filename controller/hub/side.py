@@ -28,13 +28,18 @@ import heapq
 import logging
 import threading
 import time
-from collections import Counter as Tally
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.hub.metrics import ClusterState, MirrorMetrics
-from controller.hub.mirror import MANAGED_CLUSTER_ADDON, cluster_state, mirror, read_copy
+from controller.hub.metrics import MirrorMetrics
+from controller.hub.mirror import (
+    MANAGED_CLUSTER_ADDON,
+    ClusterState,
+    cluster_state,
+    mirror,
+    read_copy,
+)
 from controller.kube.api import (
     ADDON,
     ALL_NAMESPACES,
@@ -50,7 +55,6 @@ from controller.kube.backoff import Backoff, Retry
 from controller.kube.reflector import Reflector, Selection, WatchMetrics
 from controller.kube.update import update_status
 from controller.ops.role import Role
-from statemachines.conditions import parse_time, standard_true_in
 
 __all__ = ["HubSide"]
 
@@ -119,7 +123,6 @@ class HubSide:
         self._addons: dict[str, _Addon] = {}  # namespace -> its ManagedClusterAddOn, as last seen
         self._addons_known = False  # listed once, or failed to: the worker may look them up
         self._copies: dict[str, list[dict[str, Any]]] = {}  # namespace -> standard conditions
-        self._states: dict[str, str] = {}  # namespace -> cluster_state of its copy
         self._selected: frozenset[str] | None = None if not namespace_selector else frozenset()
         self._due: dict[str, float] = {}
         self._heap: list[tuple[float, str]] = []
@@ -199,9 +202,7 @@ class HubSide:
                 if self._copies.get(namespace) != conditions:
                     self._enqueue(namespace)
             self._copies = copies
-            self._states = {ns: cluster_state(c) for ns, c in copies.items()}
             self._listed_once = True
-            self._count()
             self._wake.notify_all()
 
     def _changed(self, event: WatchEvent) -> None:
@@ -210,15 +211,12 @@ class HubSide:
         with self._wake:
             if event.type == "DELETED":
                 self._copies.pop(namespace, None)  # the ManagedClusterAddOn keeps the last word
-                self._states.pop(namespace, None)
             else:
                 conditions = self._standard(obj)
                 if self._copies.get(namespace) == conditions:
                     return
                 self._copies[namespace] = conditions
-                self._states[namespace] = cluster_state(conditions)
                 self._enqueue(namespace)
-            self._count()
             self._wake.notify_all()
 
     def _addons_listed(self, items: list[dict[str, Any]], version: str) -> None:
@@ -324,7 +322,6 @@ class HubSide:
         names = frozenset(str(item["metadata"]["name"]) for item in listed.get("items") or [])
         with self._wake:
             self._selected = names
-            self._count()
             self._enqueue_all(time.monotonic())
 
     def _mirror(self, namespace: str) -> None:
@@ -453,17 +450,10 @@ class HubSide:
         """Each cluster the selection picks, as its hub copy was last seen (for the metrics)."""
         with self._wake:
             copies = {n: c for n, c in self._copies.items() if self._picked(n)}
-        return [_state_of(namespace, copies[namespace]) for namespace in sorted(copies)]
+        return [cluster_state(namespace, copies[namespace]) for namespace in sorted(copies)]
 
     def _picked(self, namespace: str) -> bool:
         return self._selected is None or namespace in self._selected
-
-    def _count(self) -> None:
-        """Clusters by state, from the copies the selection picks (under `_wake`)."""
-        states = Tally(
-            state for namespace, state in self._states.items() if self._picked(namespace)
-        )
-        self._metrics.count(states)
 
 
 @dataclass(frozen=True, slots=True)
@@ -497,18 +487,6 @@ def _newer(known: str, seen: str) -> bool:
         return int(known) > int(seen)
     except ValueError:
         return False
-
-
-def _state_of(cluster: str, conditions: list[dict[str, Any]]) -> ClusterState:
-    true = standard_true_in(conditions)
-    if not true:
-        return ClusterState(cluster, "Unknown", "", None)
-    condition = true[0]
-    try:
-        since = parse_time(str(condition["lastTransitionTime"]))
-    except (KeyError, ValueError):
-        since = None  # the series without its time beats no series
-    return ClusterState(cluster, str(condition["type"]), str(condition.get("reason") or ""), since)
 
 
 def _namespace(obj: Mapping[str, Any]) -> str:

@@ -142,7 +142,13 @@ def one_rule(rule: str, *, items: int, rate: float, seconds: float) -> dict[str,
 
 
 def _churn(
-    spoke: APIServer, big: dict[str, Any], pid: int, url: str, *, items: int, rate: float,
+    spoke: APIServer,
+    big: dict[str, Any],
+    pid: int,
+    url: str,
+    *,
+    items: int,
+    rate: float,
     seconds: float,
 ) -> dict[str, Any]:
     stop = threading.Event()

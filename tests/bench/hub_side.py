@@ -1,94 +1,168 @@
-"""The hub side on a fleet: N cluster namespaces on one embedded hub (kubesim serving the upstream
-ManagedClusterAddOn CRD), each with a hub copy and a ManagedClusterAddOn; one real `HubReplica`
-(the real client over HTTP) mirrors them all, then every hub copy changes once (a visible change:
-a reason), then once more with nothing the mirror owns changed (a collector condition only),
-then a resync re-reads everything.
+"""The hub side on a fleet: `addon-status hub` as its own process (one replica, the real client
+over HTTP), against an embedded hub in this process holding N cluster namespaces, each with a
+hub copy and a ManagedClusterAddOn (kubesim serving the upstream CRD).
 
-Printed: seconds to the first full mirror, the ManagedClusterAddOn writes of each phase per hub
-copy change (goal: exactly 1 for a visible change, 0 otherwise) and the reads of the resync.
-Real: the hub side, the client, HTTP, kubesim. Simulated: the spokes (the hub copies are written
-straight to the server's storage, as replication would through the API).
+For each N (default 1,000, 2,000, 5,000 and 10,000, so the growth is visible):
 
-    .venv/bin/python tests/bench/hub_side.py [--clusters 300]
+- first full mirror (s): from starting the process to every ManagedClusterAddOn written;
+- burst (s): every hub copy changes at once (a visible change: a reason); until all are
+  mirrored again, and the rate against the first mirror's;
+- writes per cluster of each phase (goal: exactly 1.00 for the first mirror and a visible
+  change, 0.00 for a change of a collector condition only and for a resync);
+- resync reads per cluster: GETs of ManagedClusterAddOns while one resync runs (goal 0: both
+  kinds are kept by watches), and reads per cluster over the whole run;
+- the process's RSS once mirrored and its peak (VmHWM; goal at most 200 MiB at 10,000).
+
+Simulated: the spokes (each hub copy is written straight to the server's storage, as
+replication would through the API).
+
+    .venv/bin/python tests/bench/hub_side.py [--clusters 1000,2000,5000,10000] [--resync 20]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
 
-from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
-from controller.hub.mirror import managed_cluster_addon
-from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION
-from tests.hub.hubside import ADDON, COPY, Hub, hub_server, replica, seed
-from tests.support import eventually
+from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA  # noqa: E402
+from controller.hub.mirror import managed_cluster_addon  # noqa: E402
+from controller.kube.kubeconfig import kubeconfig_yaml  # noqa: E402
+from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION  # noqa: E402
+from tests.bench.footprint import free_port, ready  # noqa: E402
+from tests.hub.hubside import ADDON, COPY, Hub, hub_server, seed  # noqa: E402
+
+MIB = 1024 * 1024
 
 
-def _put_copy(hub: Hub, cluster: str, conditions: list[dict[str, object]]) -> None:
+def _put_copy(hub: Hub, cluster: str, conditions: list[dict[str, Any]]) -> None:
     hub.server.put_object(GROUP, VERSION, PLURAL, {
         "apiVersion": f"{GROUP}/{VERSION}", "kind": KIND,
         "metadata": {"name": COPY, "namespace": cluster},
         "spec": {"enableMetrics": True}, "status": {"conditions": conditions},
-    })
+    })  # fmt: skip
 
 
-def _mirrored(hub: Hub, clusters: list[str], reason: str) -> bool:
-    for cluster in clusters:
-        obj = hub.server.get_object(MCA.group, MCA.version, MCA.plural, cluster, ADDON) or {}
-        conditions = (obj.get("status") or {}).get("conditions") or []
-        if not conditions or conditions[0]["reason"] != reason:
-            return False
-    return True
+def _reads(hub: Hub) -> int:
+    return hub.server.count_requests(verbs=("get",), resource=MCA.plural)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--clusters", type=int, default=300)
-    args = parser.parse_args()
-    clusters = [f"cluster{i}" for i in range(args.clusters)]
-    wait = 60.0 + args.clusters / 10
+def _status(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no {field} for {pid}")
+
+
+def _wait_writes(hub: Hub, total: int, timeout: float) -> float:
+    """Seconds until the hub holds `total` ManagedClusterAddOn writes."""
+    started = time.perf_counter()
+    while hub.writes() < total:
+        if time.perf_counter() - started > timeout:
+            raise SystemExit(f"FAILED: {hub.writes()} of {total} writes after {timeout:.0f} s")
+        time.sleep(0.05)
+    return time.perf_counter() - started
+
+
+def one_size(count: int, resync: float, workdir: Path) -> dict[str, float]:
+    clusters = [f"cluster{i:05d}" for i in range(count)]
+    timeout = 120 + count / 50
     with hub_server() as hub:
         for cluster in clusters:
             hub.server.put_object("", "v1", "namespaces", {"metadata": {"name": cluster}})
             hub.server.put_object(MCA.group, MCA.version, MCA.plural,
-                                  managed_cluster_addon(cluster, ADDON))
+                                  managed_cluster_addon(cluster, ADDON))  # fmt: skip
             _put_copy(hub, cluster, seed())
+        kubeconfig = workdir / f"hub-{count}"
+        kubeconfig.write_text(kubeconfig_yaml(server=hub.server.url, token="hub-a"), "utf-8")
+        probes = free_port()
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBE", "ADDON_STATUS_"))}
         started = time.perf_counter()
-        with replica(hub, resync=3600.0) as made:
-            eventually(lambda: _mirrored(hub, clusters, "UpdateSuccessful"), "first", timeout=wait)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "controller.cli", "hub", "--kubeconfig", str(kubeconfig),
+             "--metrics-address", f"127.0.0.1:{free_port()}",
+             "--probe-address", f"127.0.0.1:{probes}", "--resync", f"{resync:g}",
+             "--log-level", "warning"],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            _wait_writes(hub, count, timeout)
             first = time.perf_counter() - started
-            assert made.side.wait_idle(wait)
-            phases = {"first mirror": hub.writes()}
+            figures: dict[str, float] = {"first": first, "first_writes": hub.writes() / count}
+            figures["rss"] = _status(process.pid, "VmRSS") / MIB
+            if not ready(f"http://127.0.0.1:{probes}/readyz"):
+                raise SystemExit("FAILED: the hub side is not ready once mirrored")
+            # a burst: every copy changes at once
+            before, burst_started = hub.writes(), time.perf_counter()
             for cluster in clusters:
                 _put_copy(hub, cluster, seed(reason="ForwardFailed"))
-            eventually(lambda: _mirrored(hub, clusters, "ForwardFailed"), "change", timeout=wait)
-            assert made.side.wait_idle(wait)
-            phases["visible change"] = hub.writes() - sum(phases.values())
+            _wait_writes(hub, before + count, timeout)
+            figures["burst"] = time.perf_counter() - burst_started
+            figures["burst_writes"] = (hub.writes() - before) / count
+            # a collector condition only, then one visible change that follows them all through
+            # the watch: once it is mirrored, everything before it was seen
             quiet = seed(reason="ForwardFailed")
-            quiet[-1] = {**quiet[-1], "reason": "ForwardFailure"}  # a collector's: not mirrored
+            quiet[-1] = {**quiet[-1], "reason": "ForwardFailure"}
+            before = hub.writes()
             for cluster in clusters:
                 _put_copy(hub, cluster, quiet)
-            time.sleep(1.0)
-            assert made.side.wait_idle(wait)
-            phases["collector-only change"] = hub.writes() - sum(phases.values())
-            reads = hub.server.count_requests(verbs=("get",), resource=MCA.plural)
-            resync_started = time.perf_counter()
-            made.side.resync()
-            time.sleep(0.1)
-            assert made.side.wait_idle(wait)
-            resync = time.perf_counter() - resync_started
-            resync_reads = hub.server.count_requests(verbs=("get",), resource=MCA.plural) - reads
-            phases["resync"] = hub.writes() - sum(phases.values())
-    print(f"hub side: {args.clusters} clusters, one replica, kubesim over HTTP")
-    print(f"  first full mirror (s):           {first:8.2f}")
-    print(f"  resync of every cluster (s):     {resync:8.2f}")
-    print(f"  resync reads per cluster:        {resync_reads / args.clusters:8.2f}")
-    for phase, writes in phases.items():
-        print(f"  writes per cluster, {phase + ':':22}{writes / args.clusters:6.2f}")
+            _put_copy(hub, clusters[-1], seed(reason="UpdateFailed"))
+            _wait_writes(hub, before + 1, timeout)
+            figures["quiet_writes"] = (hub.writes() - before - 1) / count
+            # one resync: it reads nothing and writes nothing
+            before, reads = hub.writes(), _reads(hub)
+            time.sleep(resync + 2.0)
+            figures["resync_writes"] = (hub.writes() - before) / count
+            figures["resync_reads"] = (_reads(hub) - reads) / count
+            figures["reads"] = _reads(hub) / count
+            figures["peak"] = _status(process.pid, "VmHWM") / MIB
+        finally:
+            process.terminate()
+            process.wait(30)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--clusters",
+        default="1000,2000,5000,10000",
+        help="comma-separated sizes (default 1000,2000,5000,10000)",
+    )
+    parser.add_argument("--resync", type=float, default=20.0, help="the hub side's --resync, s")
+    args = parser.parse_args()
+    sizes = [int(n) for n in args.clusters.split(",")]
+    with tempfile.TemporaryDirectory(prefix="hub-side-") as workdir:
+        runs = {n: one_size(n, args.resync, Path(workdir)) for n in sizes}
+    print("hub side: `addon-status hub`, one replica, its own process; kubesim over HTTP")
+    print(f"  {'clusters:':42}" + "".join(f"{n:>10}" for n in sizes))
+
+    def row(label: str, key: str, form: str) -> None:
+        print(f"  {label + ':':42}" + "".join(f"{form.format(runs[n][key]):>10}" for n in sizes))
+
+    row("first full mirror (s)", "first", "{:.2f}")
+    for n in sizes:
+        runs[n]["rate"] = n / runs[n]["first"]
+        runs[n]["burst_rate"] = n / runs[n]["burst"]
+    row("first mirror, clusters per second", "rate", "{:.0f}")
+    row("burst of every copy (s)", "burst", "{:.2f}")
+    row("burst, clusters per second", "burst_rate", "{:.0f}")
+    row("resync reads per cluster", "resync_reads", "{:.2f}")
+    row("reads per cluster, whole run", "reads", "{:.2f}")
+    row("writes per cluster, first mirror", "first_writes", "{:.2f}")
+    row("writes per cluster, visible change", "burst_writes", "{:.2f}")
+    row("writes per cluster, collector-only change", "quiet_writes", "{:.2f}")
+    row("writes per cluster, resync", "resync_writes", "{:.2f}")
+    row("RSS once mirrored (MiB)", "rss", "{:.0f}")
+    row("peak RSS (MiB)", "peak", "{:.0f}")
 
 
 if __name__ == "__main__":

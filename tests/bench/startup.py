@@ -46,9 +46,7 @@ def launcher() -> list[str]:
 def measure(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
     """Wall seconds, CPU seconds and peak RSS (MiB) of one run; fails on a non-zero exit."""
     started = time.perf_counter()
-    process = subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
-    )
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - started
     process.returncode = os.waitstatus_to_exitcode(status)
@@ -82,8 +80,7 @@ def report(label: str, runs: list[tuple[float, float, float]]) -> None:
     walls, cpu, rss = ([r[i] for r in runs] for i in range(3))
     cells = [statistics.median(walls), min(walls), max(walls), statistics.median(cpu)]
     print(
-        f"{label + ':':<44}{''.join(f'{c:>10.3f}' for c in cells)}"
-        f"{statistics.median(rss):>10.1f}"
+        f"{label + ':':<44}{''.join(f'{c:>10.3f}' for c in cells)}{statistics.median(rss):>10.1f}"
     )
 
 

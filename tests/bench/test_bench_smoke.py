@@ -135,6 +135,8 @@ def test_health_rules_bench_measures_the_chosen_libraries_and_every_rule_kind() 
     for kind in ("alwaysHealthy", "singleConditionType", "multiMatch", "cel"):
         evaluations, observations = figures[f"{kind}, per second"]
         assert evaluations > 0 and observations > 0
+
+
 def test_profiles_bench_prints_writes_per_report_and_acm_keeps_windows_off_the_cr() -> None:
     out = run("profiles.py", "--rounds", "2")
     table = {

@@ -169,4 +169,4 @@ def test_the_first_condition_of_a_type_wins_as_in_a_map_list() -> None:
 def test_a_clusters_state_is_the_standard_type_that_is_true(
     copy: list[dict[str, Any]], state: str
 ) -> None:
-    assert cluster_state(copy) == state
+    assert cluster_state("c1", copy).type == state
