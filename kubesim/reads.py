@@ -5,6 +5,8 @@ WATCH (where it starts, what it filters, when it ends)."""
 from __future__ import annotations
 
 import base64
+import bisect
+import itertools
 import json
 import random
 from collections.abc import Mapping, Sequence
@@ -195,7 +197,7 @@ class ReadRegistry:
         if rv > self.store.resource_version and not self.store.wait_for(rv, TOO_LARGE_WAIT):
             raise too_large_resource_version(rv, self.store.resource_version)
 
-    def list_objects(self, target: Target, query: Mapping[str, str]) -> Result:
+    def list_objects(self, target: Target, query: Mapping[str, str]) -> Result:  # noqa: PLR0912
         rt = target.rt
         selector = Selector(
             query.get("labelSelector", ""), query.get("fieldSelector", ""), rt.strategy.field_labels
@@ -231,32 +233,40 @@ class ReadRegistry:
             )
         scope = target.namespace or None
         start: ObjectKey | None = None
+        gone = _EXPIRED_LIST
         if token:
             list_rv, start = _decode_continue(token)
-            try:
-                items = self.store.items_at(rt.id, list_rv, scope)
-            except CompactedError:
-                raise expired(_EXPIRED_CONTINUE) from None
+            gone = _EXPIRED_CONTINUE
         elif match == "Exact":
             list_rv = parse_rv(rv_text)
             self._wait_until(list_rv)
-            try:
-                items = self.store.items_at(rt.id, list_rv, scope)
-            except CompactedError:
-                raise expired(_EXPIRED_LIST) from None
         else:
             if rv_text not in ("", "0"):
                 self._wait_until(parse_rv(rv_text))
-            with self.store.lock:
-                items = self.store.items(rt.id, scope)
-                list_rv = self.store.resource_version
-        chosen = [o for o in items if selector.matches(o) and (start is None or _key(o) > start)]
+            list_rv = self.store.resource_version
+        try:
+            keys, objects = self.store.sorted_at(rt.id, list_rv)
+        except CompactedError:
+            raise expired(gone) from None
+        # In key order, as the watch cache serves it: a page starts after its token's key (or
+        # at its namespace) and stops at the first match past its limit.
+        low = bisect.bisect_left(keys, (scope, "")) if scope else 0
+        high = bisect.bisect_right(keys, (scope, "\U0010ffff")) if scope else len(keys)
+        first = max(low, bisect.bisect_right(keys, start)) if start else low
+        page = limit if limit is not None and limit > 0 else None
+        chosen: list[Obj] = []
+        more = False
+        for obj in itertools.islice(objects, first, high):
+            if selector.matches(obj):
+                if page is not None and len(chosen) == page:
+                    more = True
+                    break
+                chosen.append(obj)
         metadata: Obj = {"continue": ""} if rt.strategy.unstructured else {}
-        if limit is not None and 0 < limit < len(chosen):
-            metadata["continue"] = _encode_continue(list_rv, _key(chosen[limit - 1]))
+        if more:
+            metadata["continue"] = _encode_continue(list_rv, _key(chosen[-1]))
             if selector.empty:
-                metadata["remainingItemCount"] = len(chosen) - limit
-            chosen = chosen[:limit]
+                metadata["remainingItemCount"] = high - first - len(chosen)
         metadata["resourceVersion"] = str(list_rv)
         return self.result(200, rt, self.list_body(target, metadata, chosen))
 

@@ -94,6 +94,9 @@ class Store:
         self._history_limit = max(history, 0)
         self._compacted = 0
         self._watchers: set[Watcher] = set()
+        # The last list read at a revision, in key order: the pages of one paginated list are
+        # served from it, as kube-apiserver's watch cache serves them, not rebuilt per page.
+        self._snapshot: tuple[ResourceId, int, list[ObjectKey], list[Obj]] | None = None
 
     @property
     def resource_version(self) -> int:
@@ -113,6 +116,25 @@ class Store:
 
     def items_at(self, resource: ResourceId, rv: int, namespace: str | None = None) -> list[Obj]:
         """The objects as they were at revision `rv`, undoing the history after it."""
+        keys, objects = self.sorted_at(resource, rv)
+        if namespace is None:
+            return list(objects)
+        return [o for k, o in zip(keys, objects, strict=True) if k[0] == namespace]
+
+    def sorted_at(self, resource: ResourceId, rv: int) -> tuple[list[ObjectKey], list[Obj]]:
+        """The keys and objects at revision `rv`, in key order (shared: do not change them)."""
+        with self.lock:
+            if rv < self._compacted:
+                raise CompactedError(rv, self._compacted)
+            snapshot = self._snapshot
+            if snapshot is not None and snapshot[:2] == (resource, rv):
+                return snapshot[2], snapshot[3]
+            found = self._undone(resource, rv)
+            keys = sorted(found)
+            self._snapshot = (resource, rv, keys, [found[k] for k in keys])
+            return self._snapshot[2], self._snapshot[3]
+
+    def _undone(self, resource: ResourceId, rv: int) -> dict[ObjectKey, Obj]:
         with self.lock:
             if rv < self._compacted:
                 raise CompactedError(rv, self._compacted)
@@ -126,9 +148,7 @@ class Store:
                     objects.pop(change.key, None)
                 else:
                     objects[change.key] = change.previous
-            return [
-                objects[key] for key in sorted(objects) if namespace is None or key[0] == namespace
-            ]
+            return objects
 
     def commit(self, resource: ResourceId, key: ObjectKey, obj: Obj | None) -> Obj:
         """Write (or, with None, delete) one object at the next revision; returns what is

@@ -12,7 +12,7 @@ from types import TracebackType
 
 from controller.demo.view import View
 from controller.fleet.copies import list_hub_copies
-from controller.fleet.view import rows_of, summarise, summary_line
+from controller.fleet.view import summarise, summary_line
 from controller.kube.api import KubeError
 from controller.kube.kubeconfig import KubeconfigSource
 from controller.kube.official import OfficialKube
@@ -52,7 +52,7 @@ class FleetLine:
     def show(self) -> None:
         """Print the summary if a cluster's state (or the longest Degraded) changed."""
         try:
-            rows = rows_of(list_hub_copies(self._kube).items)
+            rows = list_hub_copies(self._kube).rows
         except KubeError as error:
             text = f"cannot list the hub copies: {error}"
             shown: object = text

@@ -24,7 +24,7 @@ from pathlib import Path
 from shutil import get_terminal_size
 from typing import TYPE_CHECKING, Any, TextIO
 
-from controller.fleet.view import UNKNOWN, Filters, render
+from controller.fleet.view import UNKNOWN, Filters, render, render_rows
 from statemachines.vocabulary import ConditionType
 
 if TYPE_CHECKING:
@@ -108,7 +108,8 @@ def run_fleet(args: argparse.Namespace) -> int:
         return 1
     now = datetime.now(UTC)
     with contextlib.suppress(BrokenPipeError):  # `fleet | head`: the reader has seen enough
-        print(render(listing.items, now, filters=filters, json_format=json_format, width=width))
+        view = render_rows(listing.rows, now, filters=filters, json_format=json_format, width=width)
+        print(view)
     return _closed_quietly()
 
 

@@ -35,6 +35,7 @@ __all__ = [
     "as_json",
     "as_table",
     "render",
+    "render_rows",
     "row_of",
     "rows_of",
     "summarise",
@@ -312,7 +313,18 @@ def render(
     width: int = 160,
 ) -> str:
     """The whole view of `copies` at `now`: rows filtered, summarised, in the chosen format."""
-    rows = rows_of(copies)
+    return render_rows(rows_of(copies), now, filters=filters, json_format=json_format, width=width)
+
+
+def render_rows(
+    rows: Sequence[Row],
+    now: datetime,
+    *,
+    filters: Filters,
+    json_format: bool = False,
+    width: int = 160,
+) -> str:
+    """The whole view of `rows` (sorted by cluster) at `now`."""
     shown = filters.apply(rows)
     summary = summarise(shown, now)
     if json_format:

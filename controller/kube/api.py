@@ -248,9 +248,13 @@ class Kube(Protocol):
         *,
         field_selector: str = "",
         label_selector: str = "",
+        limit: int = 0,
+        continue_token: str = "",
     ) -> dict[str, Any]:
         """The collection (in every namespace for ALL_NAMESPACES); its
-        `metadata.resourceVersion` is the one a watch starts from."""
+        `metadata.resourceVersion` is the one a watch starts from. With `limit`, one page of
+        at most that many items; `metadata.continue`, when not empty, asks for the next page
+        (given back as `continue_token`), all pages of one consistent list."""
         ...
 
     def watch(

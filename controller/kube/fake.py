@@ -142,22 +142,30 @@ class FakeKube:
         *,
         field_selector: str = "",
         label_selector: str = "",
+        limit: int = 0,
+        continue_token: str = "",
     ) -> dict[str, Any]:
-        """A label selector of `key=value` terms only."""
+        """A label selector of `key=value` terms only; a page continues after the item (by
+        namespace and name) its token names."""
         self._enter("list", resource, "")
         wanted = field_selector.removeprefix("metadata.name=") if field_selector else None
         labels = dict(term.split("=", 1) for term in label_selector.split(",") if term)
         with self._changed:
-            items = [
-                copy.deepcopy(obj)
+            chosen = sorted(
+                ((ns, name), obj)
                 for (kind, ns, name), obj in self._objects.items()
                 if kind == resource
                 and namespace in (ns, "")
                 and wanted in (None, name)
                 and labels.items() <= ((obj.get("metadata") or {}).get("labels") or {}).items()
-            ]
+                and (not continue_token or (ns, name) > tuple(continue_token.split("/", 1)))
+            )
+            page = chosen[:limit] if limit else chosen
+            items = [copy.deepcopy(obj) for _, obj in page]
             version = str(self._version)
         meta = {"resourceVersion": version}
+        if limit and len(chosen) > limit:
+            meta["continue"] = "/".join(page[-1][0])
         return {
             "apiVersion": resource.api_version,
             "kind": f"{resource.kind}List",

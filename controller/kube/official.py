@@ -95,10 +95,16 @@ class OfficialKube:
         *,
         field_selector: str = "",
         label_selector: str = "",
+        limit: int = 0,
+        continue_token: str = "",
     ) -> dict[str, Any]:
         query = [("fieldSelector", field_selector)] if field_selector else []
         if label_selector:
             query.append(("labelSelector", label_selector))
+        if limit:
+            query.append(("limit", str(limit)))
+        if continue_token:
+            query.append(("continue", continue_token))
         what = f"list {resource.kind} in {namespace or 'every namespace'}"
         return self._call("GET", resource.path(namespace), query=query, what=what)
 

@@ -10,12 +10,18 @@ worker is free, the oldest one silent for long enough is closed, so that idle or
 hold the pool. Long enough is a second for a keep-alive connection idle after an answer (its client
 was served, and reconnects), and 5 s for one that has sent nothing yet (its client may only be slow
 to write, as a collector on a loaded node in a burst).
+
+An idle server costs nothing: the accepting thread sleeps until a connection arrives or `shutdown()`
+wakes it through a socket pair (the standard library's loop wakes every `poll_interval` to look for
+a shutdown: 20 wake-ups a second, per server, at the 50 ms it needs to stop quickly). It wakes on a
+timer only while connections wait for a busy pool, to reclaim a silent one when it is due.
 """
 
 from __future__ import annotations
 
 import contextlib
 import queue
+import selectors
 import socket
 import socketserver
 import threading
@@ -43,8 +49,42 @@ class BoundedPool(socketserver.TCPServer):
     reclaim_new_after = 5.0  # a connection that has sent nothing yet
     worker_name = "server-worker"
 
+    def serve_forever(self, poll_interval: float = 0.5) -> None:
+        """Accept until `shutdown()`, sleeping on the listening socket and a wake-up pipe
+        (`poll_interval` is not used: nothing polls)."""
+        try:
+            with selectors.DefaultSelector() as selector:
+                selector.register(self.socket, selectors.EVENT_READ)
+                selector.register(self._wake_reader, selectors.EVENT_READ)
+                while not self._stopping:
+                    ready = selector.select(self._due_in())
+                    if self._stopping:
+                        break
+                    if any(key.fileobj is self.socket for key, _ in ready):
+                        self._handle_request_noblock()  # type: ignore[attr-defined]
+                    self.service_actions()
+        finally:
+            self._stopped.set()
+
+    def shutdown(self) -> None:
+        """Stop `serve_forever` (from another thread) and wait until it has returned."""
+        self._stopping = True
+        with contextlib.suppress(OSError):  # the loop ended already
+            self._wake_writer.send(b"\0")
+        self._stopped.wait()
+
+    def _due_in(self) -> float | None:
+        """None (sleep until woken) unless connections wait for a busy pool: then until the
+        oldest silent connection may be reclaimed."""
+        with self._pool_lock:
+            if self._free >= self._waiting.qsize() or not self._silent:
+                return None
+            return max(min(self._silent.values()) - time.monotonic(), 0.0) + 0.001
+
     def server_activate(self) -> None:
         super().server_activate()
+        self._wake_reader, self._wake_writer = socket.socketpair()
+        self._stopping, self._stopped = False, threading.Event()
         self._pool_lock = threading.Condition()
         self._waiting: queue.Queue[_Connection | None] = queue.Queue(self.waiting_limit)
         self._silent: dict[Any, float] = {}  # reclaimable from when on, oldest first
@@ -119,6 +159,8 @@ class BoundedPool(socketserver.TCPServer):
         super().server_close()
         if not hasattr(self, "_threads"):
             return  # never activated
+        self._wake_reader.close()
+        self._wake_writer.close()
         with self._pool_lock:
             self._closing = True
         with contextlib.suppress(queue.Empty):
@@ -191,10 +233,7 @@ class ServerThread:
     def start(self) -> None:
         self._server = self._build()
         self._thread = threading.Thread(
-            target=self._server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name=self._name,
-            daemon=True,
+            target=self._server.serve_forever, name=self._name, daemon=True
         )
         self._thread.start()
 

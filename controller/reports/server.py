@@ -396,9 +396,7 @@ class ReportServer:
         except OSError as error:
             raise ConfigError(f"cannot listen on {host}:{self._address[1]}: {error}") from error
         self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="report-api"
-        )
+        self._thread = threading.Thread(target=server.serve_forever, name="report-api")
         self._thread.start()
         log.info("report API listening", extra={"url": self.url})
 
