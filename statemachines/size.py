@@ -1,12 +1,12 @@
 """Size (docs/spec.md §6): every status fits what the API server stores, by construction.
 
-Texts have limits — a report's message 1,024 characters wherever it is written, the addon's
-message 4,096, a history entry's 256, a resource's 1,024 — and a longer one is cut to exactly the
-limit, ending in `…`. The whole status, encoded as the `kubernetes` client sends it (JSON,
-non-ASCII as `\\uXXXX`: up to 12 bytes a character), stays within `BUDGET`. Only texts are
-elastic: `fitted` cuts every text of a status further by one factor, halving until it fits; the
-rest of a status (its lists, names, times and versions) is what the configuration allows, and
-`shape_problem` refuses at load a configuration whose status could not fit even with every text
+Texts have limits — a report's message 1,024 characters wherever it is written, the addon's message
+4,096, a history entry's 256, a resource's 1,024 — and a longer one is cut to exactly the limit,
+ending in `…`. The whole status, encoded as JSON with non-ASCII as `\\uXXXX` (up to 12 bytes a
+character; the seam sends it so, without the spaces counted here), stays within `BUDGET`. Only
+texts are elastic: `fitted` cuts every text of a status further by one factor, halving until it
+fits; the rest of a status (its lists, names, times and versions) is what the configuration allows,
+and `shape_problem` refuses at load a configuration whose status could not fit even with every text
 at its shortest. Pure: no I/O; `json` only measures.
 """
 
@@ -51,8 +51,8 @@ def cut(text: str, limit: int) -> str:
 
 
 def encoded_size(value: Any) -> int:
-    """Bytes of `value` as the `kubernetes` client sends it: `json.dumps` with its defaults
-    (ASCII only, a character beyond the BMP as two `\\uXXXX` escapes)."""
+    """Bytes of `value` as `json.dumps` encodes it by default (ASCII only, a character beyond
+    the BMP as two `\\uXXXX` escapes): an upper bound of the compact JSON the seam sends."""
     return len(json.dumps(value))
 
 

@@ -53,13 +53,19 @@ class Authority:
         )
         self.ca = certificate.public_bytes(serialization.Encoding.PEM)
 
-    def server(self) -> KeyPair:
-        """For 127.0.0.1 (an IP address SAN, as a client checks it)."""
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-        address = x509.IPAddress(ipaddress.ip_address("127.0.0.1"))
+    def server(self, dns_name: str | None = None) -> KeyPair:
+        """For 127.0.0.1 (an IP address SAN, as a client checks it), or for `dns_name` alone
+        (a client that connects to 127.0.0.1 must then name it: `tls-server-name`)."""
+        common = dns_name or "127.0.0.1"
+        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common)])
+        alternative: x509.GeneralName = (
+            x509.DNSName(dns_name)
+            if dns_name
+            else x509.IPAddress(ipaddress.ip_address("127.0.0.1"))
+        )
         return self._sign(
             name,
-            x509.SubjectAlternativeName([address]),
+            x509.SubjectAlternativeName([alternative]),
             x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
         )
 

@@ -12,7 +12,8 @@ from typing import Any
 from kubernetes import client
 
 from controller.kube.api import ConflictError, Kube
-from controller.kube.official import OfficialKube
+from controller.kube.connection import Connection
+from controller.kube.rest import RestKube
 from controller.spoke.options import RunOptions, add_run_flags
 from kubesim import APIServer
 from statemachines.conditions import standard_true_in
@@ -26,6 +27,7 @@ __all__ = [
     "apply_objects",
     "collector",
     "condition",
+    "connection",
     "eventually",
     "kube_of",
     "run_options",
@@ -79,9 +81,15 @@ def collector(status: dict[str, Any], name: str) -> dict[str, Any]:
     return next(c for c in status.get("collectors", []) if c["name"] == name)
 
 
-def kube_of(server: APIServer, token: str | None = None) -> OfficialKube:
-    """The project's seam over a real client of `server`, as the bearer of `token`."""
-    return OfficialKube(api_client(server, token))
+def connection(server: APIServer, token: str | None = None) -> Connection:
+    """The project's own connection to `server` (what `run` and `hub` build from a kubeconfig),
+    as the bearer of `token`."""
+    return Connection(server.url, token=token)
+
+
+def kube_of(server: APIServer, token: str | None = None) -> RestKube:
+    """The project's seam on `server`, as the bearer of `token`."""
+    return RestKube(connection(server, token))
 
 
 def apply_objects(kube: Kube, objects: Iterable[Mapping[str, Any]]) -> None:

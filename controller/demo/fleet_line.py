@@ -15,7 +15,7 @@ from controller.fleet.copies import list_hub_copies
 from controller.fleet.view import summarise, summary_line
 from controller.kube.api import KubeError
 from controller.kube.kubeconfig import KubeconfigSource
-from controller.kube.official import OfficialKube
+from controller.kube.rest import RestKube
 
 __all__ = ["FleetLine"]
 
@@ -27,7 +27,7 @@ class FleetLine:
     def __init__(
         self, kubeconfig: Path, *, now: Callable[[], datetime], view: View, every: float = 0.1
     ) -> None:
-        self._kube = OfficialKube(KubeconfigSource(kubeconfig).current(), request_timeout=5.0)
+        self._kube = RestKube(KubeconfigSource(kubeconfig).current(), request_timeout=5.0)
         self._now = now
         self._view = view
         self._every = every

@@ -79,7 +79,7 @@ def run_fleet(args: argparse.Namespace) -> int:
     from controller.fleet.copies import list_hub_copies
     from controller.kube.api import KubeError
     from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource
-    from controller.kube.official import OfficialKube
+    from controller.kube.rest import RestKube
 
     if args.interval <= 0:
         print("addon-status fleet: --interval must be positive", file=sys.stderr)
@@ -89,7 +89,7 @@ def run_fleet(args: argparse.Namespace) -> int:
     except KubeconfigError as error:
         print(f"addon-status fleet: {error}", file=sys.stderr)
         return 2
-    kube = OfficialKube(client, request_timeout=30.0)
+    kube = RestKube(client, request_timeout=30.0)
     filters = Filters(frozenset(args.state), frozenset(args.excluded), tuple(args.cluster))
     json_format = args.format == "json"
     width = get_terminal_size((160, 24)).columns

@@ -25,8 +25,9 @@ from controller.hub.metrics import ClusterStates, MirrorMetrics
 from controller.hub.options import HubOptions
 from controller.hub.side import HubSide
 from controller.kube.backoff import Backoff
+from controller.kube.connection import Connection
 from controller.kube.kubeconfig import client_for
-from controller.kube.official import ApiClient, OfficialKube
+from controller.kube.rest import RestKube
 from controller.ops.clocks import LeaseClock
 from controller.process import Process, run_process
 
@@ -42,7 +43,7 @@ class HubReplica:
     def __init__(
         self,
         options: HubOptions,
-        api_client: ApiClient | None = None,
+        api_client: Connection | None = None,
         *,
         registry: CollectorRegistry | None = None,
         identity: str | None = None,
@@ -55,8 +56,8 @@ class HubReplica:
         self._own_client = api_client is None
         self.api_client = client_for(options.kubeconfig) if api_client is None else api_client
         api_client = self.api_client
-        kube = OfficialKube(api_client, request_timeout=options.request_timeout)
-        lease_kube = OfficialKube(
+        kube = RestKube(api_client, request_timeout=options.request_timeout)
+        lease_kube = RestKube(
             api_client, request_timeout=options.renew_deadline.total_seconds() / 2
         )
         self.process = Process(
@@ -117,7 +118,7 @@ class HubReplica:
 
     def _close_client(self) -> None:
         if self._own_client:
-            self.api_client.close()  # type: ignore[no-untyped-call]
+            self.api_client.close()
             self._own_client = False
 
     def __enter__(self) -> HubReplica:

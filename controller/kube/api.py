@@ -5,8 +5,8 @@ Every part of the controller reaches an API server through `Kube`: the addon CR 
 and its Events, its copy on the hub, the objects health rules watch (any kind the server serves,
 found by discovery), the hub side's `ManagedClusterAddOn`s, the Lease of leader election and
 TokenReview. The one list-then-watch loop over it is `controller.kube.reflector`.
-`controller.kube.official.OfficialKube` implements it on the official client (production and
-integration tests against a real HTTP server); `controller.kube.fake.FakeKube` in memory (unit
+`controller.kube.rest.RestKube` implements it over HTTP (production and integration tests
+against a real HTTP server); `controller.kube.fake.FakeKube` in memory (unit
 tests), as httpx tests inject a `MockTransport`.
 
 Errors are one tree under `KubeError`, chained with `raise ... from` to the client's exception.

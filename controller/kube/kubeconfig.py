@@ -1,14 +1,20 @@
-"""The hub's API client, built from a kubeconfig file that may change under us.
+"""API clients (`Connection`s) from a kubeconfig, or from the pod's service account; the hub's
+from a kubeconfig file that may change under us.
 
 The hub kubeconfig comes from a mounted Secret; the kubelet updates it by swapping a symlink,
 so the file's identity, mtime and content change while the process runs (a rotated token, a
 new CA). Where the addon framework registers the agent, the Secret holds the kubeconfig and the
 client certificate and key it names (`tls.crt`, `tls.key`): a rotation changes those files and
-leaves the kubeconfig as it was. `KubeconfigSource` builds a fresh `kubernetes.client.ApiClient`
-from the file into a configuration of its own (never the client's global default, so the spoke
-and the hub client live side by side), notices when the file or a file it names changed and
-rebuilds (one log line), and keeps the last good client whenever a rebuild fails: a broken
-rotation must not cut a working connection.
+leaves the kubeconfig as it was. `KubeconfigSource` builds a fresh `Connection` from the file,
+notices when the file or a file it names changed and rebuilds (one log line), and keeps the last
+good one whenever a rebuild fails: a broken rotation must not cut a working connection.
+
+What a kubeconfig may say, read as kubectl reads it: the current context's cluster (`server`,
+`certificate-authority[-data]`, `insecure-skip-tls-verify`, `tls-server-name`, `proxy-url`) and
+user (`token`, `tokenFile`, `client-certificate[-data]`, `client-key[-data]`, `exec`); relative
+paths resolve against the file's directory. A user of what kube-apiserver and kubectl removed,
+`username`/`password` (basic auth, gone in 1.19) or an `auth-provider` plugin, is refused, naming
+it.
 
 Error messages name the path and the kind of problem but never quote the file: a kubeconfig
 holds tokens and keys.
@@ -16,20 +22,20 @@ holds tokens and keys.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import logging
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import yaml
-from kubernetes import config as kube_config
-from kubernetes.client import ApiClient, Configuration
-from kubernetes.config.config_exception import ConfigException
-from kubernetes.config.kube_config import KubeConfigLoader
 
+from controller.kube.connection import Connection, KubeConfigurationError, plugin_of
 from statemachines.errors import AddonStatusError
 from statemachines.yamlfile import YAMLFileError, load_yaml
 
@@ -110,41 +116,67 @@ def _parse(path: Path, data: bytes) -> dict[str, Any]:
     return document
 
 
-def load_client(path: Path, data: bytes) -> ApiClient:
-    """Build a client from the bytes read from `path`; relative certificate paths resolve
-    against the file's directory, as kubectl does.
-
-    The loader is fed the parsed dict rather than the path: its error messages then name
-    entries (`kube-config/users[name=hub]`) instead of printing whole entries, tokens included.
-    """
+def load_client(path: Path, data: bytes) -> Connection:
+    """A connection from the bytes read from `path` (see the module docstring). Messages name
+    entries and keys, never values: a kubeconfig holds tokens and keys."""
     document = _parse(path, data)
-    configuration = Configuration()
+    named = _named(document, "contexts", document.get("current-context"))
+    if not named:
+        raise KubeconfigError(path, "kubeconfig cannot be used: its current-context is not defined")
+    context = named.get("context") or {}
+    cluster = _named(document, "clusters", context.get("cluster")).get("cluster") or {}
+    user = _named(document, "users", context.get("user")).get("user") or {}
+    if not isinstance(cluster, dict) or not isinstance(user, dict):
+        raise KubeconfigError(path, "kubeconfig cannot be used: malformed entry")
+    if not cluster.get("server"):
+        raise KubeconfigError(path, "kubeconfig's current cluster has no server")
+    if user.get("auth-provider"):
+        raise KubeconfigError(
+            path, "kubeconfig's user has an auth-provider, which kubectl no longer supports; "
+            "use an exec plugin"
+        )  # fmt: skip
+    if user.get("username") or user.get("password"):
+        raise KubeconfigError(
+            path, "kubeconfig's user has a username/password, which kube-apiserver no longer "
+            "accepts (basic auth, removed in 1.19); use a token or a client certificate"
+        )  # fmt: skip
+    base = path.parent.resolve()
+
+    def file(entry: Mapping[str, Any], key: str) -> Path | None:
+        value = entry.get(key)
+        return (base / str(value)) if value else None
+
+    def decoded(entry: Mapping[str, Any], key: str) -> bytes | None:
+        value = entry.get(key)
+        if not value:
+            return None
+        try:
+            return base64.b64decode(str(value), validate=True)
+        except (binascii.Error, ValueError):
+            raise KubeconfigError(path, f"kubeconfig's {key} is not base64") from None
+
     try:
-        loader = KubeConfigLoader(  # type: ignore[no-untyped-call]  # the loader is untyped
-            config_dict=document, config_base_path=str(path.parent.resolve())
+        return Connection(
+            str(cluster["server"]),
+            token=str(user["token"]) if user.get("token") else None,
+            token_file=file(user, "tokenFile"),
+            exec_plugin=plugin_of(user["exec"]) if isinstance(user.get("exec"), dict) else None,
+            ca_file=file(cluster, "certificate-authority"),
+            ca_data=decoded(cluster, "certificate-authority-data"),
+            cert_file=file(user, "client-certificate"),
+            key_file=file(user, "client-key"),
+            cert_data=decoded(user, "client-certificate-data"),
+            key_data=decoded(user, "client-key-data"),
+            insecure=bool(cluster.get("insecure-skip-tls-verify")),
+            server_name=str(cluster["tls-server-name"]) if cluster.get("tls-server-name") else None,
+            proxy=str(cluster["proxy-url"]) if cluster.get("proxy-url") else None,
         )
-        loader.load_and_set(configuration)  # type: ignore[no-untyped-call]
-    except ConfigException as error:
-        raise KubeconfigError(path, f"kubeconfig cannot be used: {error}") from error
-    except (KeyError, TypeError, ValueError, AttributeError) as error:
-        # Not chained: these come from deep inside the loader and may carry values.
+    except KubeConfigurationError as error:
+        raise KubeconfigError(path, f"kubeconfig cannot be used: {error}") from None
+    except (KeyError, TypeError) as error:
         raise KubeconfigError(
             path, f"kubeconfig cannot be used: malformed entry ({type(error).__name__})"
         ) from None
-    if not _has_server(document):
-        raise KubeconfigError(path, "kubeconfig's current cluster has no server")
-    # The replicator owns retries (backoff with jitter, Retry-After); urllib3's own three
-    # silent retries would stretch its backoff and flood the log during a hub outage.
-    configuration.retries = 0
-    return ApiClient(configuration=configuration)
-
-
-def _has_server(document: dict[str, Any]) -> bool:
-    """The loader silently falls back to http://localhost without a server; for the hub
-    that would mean writing to whatever listens on the spoke's loopback."""
-    context = _named(document, "contexts", document.get("current-context")).get("context") or {}
-    cluster = _named(document, "clusters", context.get("cluster")).get("cluster") or {}
-    return bool(cluster.get("server"))
 
 
 def kubeconfig_yaml(*, server: str, token: str, name: str = "hub", user: str = "hub") -> str:
@@ -172,11 +204,11 @@ class KubeconfigSource:
         self.path = Path(path)
         self._lock = threading.Lock()
         data, snapshot = self._read_all()
-        self._client: ApiClient = load_client(self.path, data)
+        self._client: Connection = load_client(self.path, data)
         self._snapshot = snapshot
         self._failed: tuple[Stat, ...] | None = None
 
-    def current(self) -> ApiClient:
+    def current(self) -> Connection:
         """The client for the files as they are now: a `stat` of each per call, a rebuild only
         when one's identity or content changed. A change that fails to load is logged once."""
         with self._lock:
@@ -191,7 +223,7 @@ class KubeconfigSource:
     def close(self) -> None:
         """Close the current client's connection pool (at shutdown)."""
         with self._lock:
-            self._client.close()  # type: ignore[no-untyped-call]
+            self._client.close()
 
     def reload(self) -> bool:
         """Rebuild from the file even if it looks unchanged (the server refused our
@@ -250,30 +282,44 @@ def _bytes_or_nothing(path: Path) -> bytes:
         return b""  # the loader names what is missing
 
 
-def _close_quietly(client: ApiClient) -> None:
+def _close_quietly(client: Connection) -> None:
     """Release the old client's connection pool. Only the replication thread uses the hub
     client, and it asks for `current()` before each attempt, so nobody holds the old one."""
     try:
-        client.close()  # type: ignore[no-untyped-call]
+        client.close()
     except Exception:  # closing an old pool must never break a reload
         log.debug("closing the previous hub client failed", exc_info=True)
 
 
-def client_for(kubeconfig: Path | None) -> ApiClient:
-    """An API client from the kubeconfig, else from the pod's service account (None).
+SERVICE_ACCOUNT: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+
+
+def client_for(kubeconfig: Path | None, *, environ: Mapping[str, str] | None = None) -> Connection:
+    """A connection from the kubeconfig, else from the pod's service account (None): the
+    API server's Service in the environment, the mounted token (read again when the kubelet
+    rotates it) and CA, as client-go's in-cluster configuration.
 
     Raises AddonStatusError with a message that names the file but never quotes it.
     """
     if kubeconfig is not None:
         return KubeconfigSource(kubeconfig).current()
-    configuration = Configuration()
+    environ = os.environ if environ is None else environ
+    host, port = environ.get("KUBERNETES_SERVICE_HOST"), environ.get("KUBERNETES_SERVICE_PORT")
+    if not host or not port:
+        raise AddonStatusError(
+            "in-cluster configuration: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
+            "are not set (not in a pod?)"
+        )
+    token = SERVICE_ACCOUNT / "token"
+    if not token.is_file():
+        raise AddonStatusError(f"in-cluster configuration: no service account token at {token}")
+    server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
     try:
-        kube_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    except kube_config.ConfigException as error:
+        return Connection(server, token_file=token, ca_file=SERVICE_ACCOUNT / "ca.crt")
+    except KubeConfigurationError as error:
         raise AddonStatusError(f"in-cluster configuration: {error}") from None
-    return ApiClient(configuration)
 
 
-def client_for_url(url: str) -> ApiClient:
-    """An API client for a server that needs no credentials (the demo's embedded ones)."""
-    return ApiClient(Configuration(host=url))
+def client_for_url(url: str) -> Connection:
+    """A connection to a server that needs no credentials (the demo's embedded ones)."""
+    return Connection(url)

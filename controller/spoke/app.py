@@ -38,9 +38,10 @@ from prometheus_client import CollectorRegistry
 from controller.flags import Address, OptionsError
 from controller.kube.api import Kube, NotFoundError
 from controller.kube.backoff import Backoff
+from controller.kube.connection import Connection
 from controller.kube.kubeconfig import KubeconfigSource, client_for, client_for_url
-from controller.kube.official import ApiClient, OfficialKube
 from controller.kube.reflector import Reflector
+from controller.kube.rest import RestKube
 from controller.ops.clocks import LeaseClock, MachineClock, SystemClock, utc_now
 from controller.process import Process, run_process
 from controller.reports.cli import build_report_server
@@ -121,7 +122,7 @@ class Replica:
         self,
         options: RunOptions,
         *,
-        api_client: ApiClient | None = None,
+        api_client: Connection | None = None,
         kube: Kube | None = None,
         hub_source: ClientSource | None = None,
         clock: MachineClock = utc_now,
@@ -149,7 +150,7 @@ class Replica:
         if kube is None:
             if self.api_client is None:
                 self.api_client = client_for(options.kubeconfig)
-            kube = OfficialKube(self.api_client, request_timeout=options.request_timeout)
+            kube = RestKube(self.api_client, request_timeout=options.request_timeout)
         self.kube = kube
         self._lease_clock = lease_clock or SystemClock()
         self._hub_source = hub_source
@@ -383,7 +384,7 @@ class Replica:
             self._own_hub_source.close()
             self._own_hub_source = None
         if self._own_client and self.api_client is not None:
-            self.api_client.close()  # type: ignore[no-untyped-call]
+            self.api_client.close()
             self._own_client = False
 
 

@@ -32,7 +32,7 @@ from controller.kube.api import (
     NotFoundError,
 )
 from controller.kube.backoff import RETRY_AFTER_CEILING, backoff_delay
-from controller.kube.official import OfficialKube
+from controller.kube.rest import RestKube
 from controller.kube.update import update_status
 from controller.ops.clocks import MonotonicClock
 from controller.spoke.metrics import ReplicationMetrics
@@ -146,9 +146,7 @@ class HubReplicator:
         backoff_base: float = 0.5,
         backoff_max: float = 60.0,
         rng: random.Random | None = None,
-        kube: Callable[[Any], Kube] = lambda client: OfficialKube(
-            client, request_timeout=(5.0, 15.0)
-        ),
+        kube: Callable[[Any], Kube] = lambda client: RestKube(client, request_timeout=(5.0, 15.0)),
         create_missing: bool = False,
         conflict_retries: int = 5,
     ) -> None:

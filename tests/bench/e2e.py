@@ -4,10 +4,11 @@ Every part on the path is the real one, assembled by `controller.spoke.app.Repli
 run --insecure --hub-kubeconfig FILE --cluster-name cluster1` assembles it: `ReportClient`
 posts each report to the report API (loopback, no authentication) in front of the reconcile
 worker; the worker judges it with the core and writes the spoke status on an embedded API
-server with the `kubernetes` client; the `HubReplicator` behind `worker.on_status_written`
-copies the status (its conditions, the default `--hub-copy`) to the addon CR's copy on a second
-embedded API server, the hub. A watch on the hub copy (the project's own list-then-watch loop) times
-when each change shows there. Only the clock is fake (see below).
+server over the project's own connection (`controller.kube.connection`); the `HubReplicator`
+behind `worker.on_status_written` copies the status (its conditions, the default `--hub-copy`)
+to the addon CR's copy on a second embedded API server, the hub. A watch on the hub copy (the
+project's own list-then-watch loop) times when each change shows there. Only the clock is
+fake (see below).
 
 Prints, for each of `--runs` runs on fresh servers and their median: reports judged and
 accepted per second; p50/p99 from a report sent to the spoke status written, and to the hub
@@ -50,8 +51,9 @@ from kubernetes import client  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
 
 from controller.kube.api import WatchEvent  # noqa: E402
+from controller.kube.connection import Connection  # noqa: E402
 from controller.kube.kubeconfig import kubeconfig_yaml  # noqa: E402
-from controller.kube.official import OfficialKube  # noqa: E402
+from controller.kube.rest import RestKube  # noqa: E402
 from controller.reports.client import ReportClient  # noqa: E402
 from controller.spoke.addon import GROUP, PLURAL, VERSION, AddonRef  # noqa: E402
 from controller.spoke.app import Replica  # noqa: E402
@@ -183,7 +185,8 @@ def running_stack(clock: FakeClock) -> Iterator[Stack]:
         APIServer([CRD], namespaces=hub_namespaces, watch_history=10000) as hub_server,
         tempfile.TemporaryDirectory() as workdir,
         client.ApiClient(client.Configuration(host=spoke_server.url)) as api,
-        client.ApiClient(client.Configuration(host=hub_server.url)) as hub_api,
+        Connection(spoke_server.url) as spoke_connection,
+        Connection(hub_server.url) as hub_connection,
     ):
         client.CoreV1Api(api).create_namespace(
             client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE))
@@ -208,8 +211,10 @@ def running_stack(clock: FakeClock) -> Iterator[Stack]:
             stale_after=timedelta(hours=6),
         )
         hub_view = HubView()
-        hub_watch = addon_watch(OfficialKube(hub_api), AddonRef(CLUSTER, NAME), hub_view)
-        replica = Replica(options, api_client=api, clock=clock, registry=CollectorRegistry())
+        hub_watch = addon_watch(RestKube(hub_connection), AddonRef(CLUSTER, NAME), hub_view)
+        replica = Replica(
+            options, api_client=spoke_connection, clock=clock, registry=CollectorRegistry()
+        )
         hub_watch.start()
         replica.start()
         try:
@@ -417,8 +422,8 @@ def _ours(status: dict[str, Any]) -> tuple[object, object]:
 
 def show(count: int, runs: list[Run]) -> None:
     print(f"end to end over HTTP: {count} reports per run, {len(runs)} run(s), fresh servers each")
-    print("  real: ReportClient -> report API -> worker -> core -> spoke status (kubernetes")
-    print("  client, embedded API server) -> HubReplicator -> hub copy (second embedded API")
+    print("  real: ReportClient -> report API -> worker -> core -> spoke status (RestKube,")
+    print("  embedded API server) -> HubReplicator -> hub copy (second embedded API")
     print("  server), assembled by controller.spoke.app.Replica (--insecure, loopback); the hub")
     print("  copy")
     print("  timed by a watch on it; fake: the clock (10 ms per report)")

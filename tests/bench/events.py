@@ -5,7 +5,7 @@ move (the recorder before it correlated).
 The reports are `e2e.py`'s seeded workload (mostly heartbeats, forwarding flaps, operator
 updates, refusals), judged by the real core on a fake clock moved `--step` seconds per report;
 the Events the core's changes deserve (`records_for`) go through the real `EventRecorder` and
-`AddonStore` (on `OfficialKube`, the `kubernetes` client over HTTP) to an embedded API server,
+`AddonStore` (on `RestKube`, the project's own connection over HTTP) to an embedded API server,
 whose audit log counts the creates and patches.
 
     .venv/bin/python tests/bench/events.py [--reports 1000] [--step 10]
@@ -21,9 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from kubernetes import client  # noqa: E402
-
-from controller.kube.official import OfficialKube  # noqa: E402
+from controller.kube.connection import Connection  # noqa: E402
+from controller.kube.rest import RestKube  # noqa: E402
 from controller.spoke.addon import AddonRef, AddonStore  # noqa: E402
 from controller.spoke.events import EventRecorder, records_for  # noqa: E402
 from kubesim import APIServer  # noqa: E402
@@ -37,12 +36,11 @@ CRD = ROOT / "manifests" / "base" / "crd.yaml"
 def measure(count: int, step: float) -> tuple[int, int, int]:
     """(Events the core's changes deserve, Events created, Events patched)."""
     config = Config.create()
-    with APIServer([CRD]) as server:
-        api = client.ApiClient(client.Configuration(host=server.url))
-        client.CoreV1Api(api).create_namespace(
-            client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE))
-        )
-        store = AddonStore(OfficialKube(api), AddonRef(NAMESPACE, NAME))
+    with (
+        APIServer([CRD], namespaces=["default", NAMESPACE]) as server,
+        Connection(server.url) as api,
+    ):
+        store = AddonStore(RestKube(api), AddonRef(NAMESPACE, NAME))
         recorder = EventRecorder(store, capacity=count * 4)
         recorder.start()
         state, deserved = start(config, T0), 0
@@ -56,7 +54,6 @@ def measure(count: int, step: float) -> tuple[int, int, int]:
         recorder.stop(timeout=60.0)
         created = server.count_requests(verbs=("create",), resource="events")
         patched = server.count_requests(verbs=("patch",), resource="events")
-        api.close()
     return deserved, created, patched
 
 

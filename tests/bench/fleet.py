@@ -10,7 +10,7 @@ stale). Before the measured period every spoke is brought to Available and its h
 
 What is real and what is simulated is printed with the figures. By default: the core of every
 spoke (`statemachines.apply` / `advance`, timers fired at the core's `next_wakeup`) and one real
-`HubReplicator` per spoke (its own thread; `OfficialKube` over the `kubernetes` client;
+`HubReplicator` per spoke (its own thread; `RestKube` over the project's own connection;
 one shared hub kubeconfig and connection pool) writing over HTTP to one embedded API server
 that holds every spoke's hub copy, on an accelerated clock (`--speed` simulated seconds per
 real second). Simulated: the collectors (reports go straight into the core: no report API),
@@ -239,7 +239,7 @@ def _hub_conditions(server: APIServer, spoke: int) -> Any:
 
 REAL = """\
 real: the core of every spoke (statemachines.apply/advance); one HubReplicator per spoke
-(its own thread; OfficialKube, kubernetes client; one shared hub kubeconfig and
+(its own thread; RestKube over its own connection; one shared hub kubeconfig and
 connection pool) writing over HTTP to one embedded API server holding every hub copy
 simulated: the collectors (reports go straight into the core), the spoke API servers (a
 change is published at once), the clock (accelerated; replicator backoff and resync run

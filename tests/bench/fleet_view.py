@@ -1,6 +1,6 @@
 """The fleet view over a large hub: N hub copies (one per cluster namespace) in an embedded API
 server, listed by `addon-status fleet`'s own read (`controller.fleet.copies.list_hub_copies`
-through the seam's `OfficialKube` on the `kubernetes` client: across all namespaces over HTTP,
+through the seam's `RestKube` on the project's own connection: across all namespaces over HTTP,
 in pages of 500 turned into rows as they arrive) and summarised by its pure logic
 (`controller.fleet.view`: rows, summary, table and JSON); then the whole command,
 `addon-status fleet` as its own process, its wall time from start to exit and its peak RSS.
@@ -35,12 +35,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from kubernetes import client  # noqa: E402
 
 from controller.fleet.copies import COPY_NAME, PAGE, list_hub_copies  # noqa: E402
 from controller.fleet.view import Filters, as_json, as_table, summarise  # noqa: E402
+from controller.kube.connection import Connection  # noqa: E402
 from controller.kube.kubeconfig import kubeconfig_yaml  # noqa: E402
-from controller.kube.official import OfficialKube  # noqa: E402
+from controller.kube.rest import RestKube  # noqa: E402
 from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION  # noqa: E402
 from kubesim import APIServer  # noqa: E402
 
@@ -90,7 +90,7 @@ def serve(clusters: int, seed: int) -> int:
     return 0
 
 
-def view(kube: OfficialKube) -> tuple[int, list[float]]:
+def view(kube: RestKube) -> tuple[int, list[float]]:
     """One view: list (into rows), then the summary, then the table, then the JSON; ms each."""
     t0 = time.perf_counter()
     listing = list_hub_copies(kube)
@@ -121,8 +121,8 @@ def main() -> int:
         assert hub.stdin is not None and hub.stdout is not None
         url = hub.stdout.readline().strip()
         loaded = time.perf_counter() - started
-        api = client.ApiClient(client.Configuration(host=url))
-        runs = [view(OfficialKube(api, request_timeout=60.0)) for _ in range(args.runs)]
+        api = Connection(url)
+        runs = [view(RestKube(api, request_timeout=60.0)) for _ in range(args.runs)]
         hub.stdin.write("count\n")
         hub.stdin.flush()
         lists = int(hub.stdout.readline())

@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from kubernetes import client  # noqa: E402
 
+from controller.kube.connection import Connection  # noqa: E402
 from controller.spoke.addon import GROUP, PLURAL, VERSION  # noqa: E402
 from controller.spoke.app import Replica  # noqa: E402
 from controller.spoke.options import Address, RunOptions  # noqa: E402
@@ -109,14 +110,17 @@ def one_run(changes: int) -> tuple[list[float], float, float]:
         server.put_object(
             GROUP, VERSION, PLURAL, {"metadata": {"name": NAME, "namespace": NAMESPACE}, "spec": {}}
         )
-        with client.ApiClient(client.Configuration(host=server.url)) as api:
+        with (
+            client.ApiClient(client.Configuration(host=server.url)) as api,
+            Connection(server.url) as connection,
+        ):
             apps = client.AppsV1Api(api)
             apps.create_namespaced_deployment(
                 NAMESPACE, {"metadata": {"name": DEPLOYMENT}, "spec": SPEC}
             )
             written = Written()
             config = Config.create(resources=resources)
-            with Replica(options, api_client=api, config=config, max_wait=0.05) as replica:
+            with Replica(options, api_client=connection, config=config, max_wait=0.05) as replica:
                 replica.worker.on_status_written.append(written)
                 while not replica.worker.objects_seen:  # the watch listed the Deployment
                     time.sleep(0.005)

@@ -29,7 +29,8 @@ from controller.spoke.app import Replica  # noqa: E402
 from controller.spoke.options import Address, RunOptions  # noqa: E402
 from kubesim import APIServer  # noqa: E402
 from tests.spoke.fakes import FakeClock  # noqa: E402
-from tests.system.conftest import SPOKE_NAMESPACE, SPOKE_TOKENS, api_client, create_addon  # noqa: E402
+from tests.support import connection  # noqa: E402
+from tests.system.conftest import SPOKE_NAMESPACE, SPOKE_TOKENS, create_addon  # noqa: E402
 
 CRDS = {
     "seed": ROOT / "manifests" / "base" / "crd.yaml",
@@ -63,7 +64,7 @@ def measure(profile: str, rounds: int) -> dict[str, tuple[float, float]]:
             insecure=True,
             stale_after=timedelta(days=30),
         )
-        api = api_client(server, "spoke-token-a")
+        api = connection(server, "spoke-token-a")
         replica = Replica(options, api_client=api, clock=clock, identity="a")
         replica.start()
         try:

@@ -12,7 +12,7 @@ from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
 from controller.hub.mirror import standard_conditions
 from controller.kube.api import ADDON, NotFoundError
 from controller.kube.kubeconfig import client_for
-from controller.kube.official import OfficialKube
+from controller.kube.rest import RestKube
 from tests.demo.test_fleet_demo import Demo
 from tests.support import eventually
 
@@ -24,7 +24,7 @@ def test_the_demo_mirrors_every_hub_copy_onto_its_managed_cluster_addon() -> Non
     try:
         kubeconfig = demo.hub_kubeconfig()
         with client_for(kubeconfig) as api:
-            kube = OfficialKube(api)
+            kube = RestKube(api)
 
             def mirrored(cluster: str) -> bool:
                 try:  # each spoke creates its copy on its first write (--hub-create-missing)

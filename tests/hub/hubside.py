@@ -19,7 +19,7 @@ from controller.hub.options import HubOptions
 from controller.kube.backoff import Backoff
 from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION
 from kubesim import APIServer, UserInfo
-from tests.support import api_client
+from tests.support import api_client, connection
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 COPY_CRD: Final = ROOT / "manifests" / "base" / "crd.yaml"
@@ -169,7 +169,7 @@ def replica(
     """A started hub-side replica as `token`, fast backoff, no servers."""
     chosen = HubOptions(request_timeout=5.0, **settings)
     with (
-        api(hub.server, token) as client_,
+        connection(hub.server, token) as client_,
         HubReplica(
             chosen,
             client_,

@@ -22,7 +22,7 @@ from controller.cli import main
 from controller.fleet.command import watch_fleet
 from controller.fleet.view import Filters, render
 from controller.kube.kubeconfig import KubeconfigSource, kubeconfig_yaml
-from controller.kube.official import OfficialKube
+from controller.kube.rest import RestKube
 from controller.spoke.addon import GROUP, PLURAL, VERSION
 from kubesim import APIServer
 from tests.hub.conftest import ADMIN, CRD, TOKENS, addon, api_client
@@ -143,7 +143,7 @@ def watching(kubeconfig: Path) -> Iterator[Screen]:
         return render(copies, now, filters=Filters(), json_format=True)
 
     screen, stop = Screen(), threading.Event()
-    api = OfficialKube(KubeconfigSource(kubeconfig).current())
+    api = RestKube(KubeconfigSource(kubeconfig).current())
     thread = threading.Thread(
         target=watch_fleet, args=(api, show),
         kwargs={"out": screen, "interval": 0.05, "stop": stop, "watch_seconds": 2,

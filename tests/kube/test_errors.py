@@ -19,7 +19,7 @@ from controller.kube.api import (
     UnavailableError,
     error_for,
 )
-from controller.kube.official import parse_retry_after
+from controller.kube.rest import parse_retry_after
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
 
@@ -88,5 +88,3 @@ def test_retry_after_header(header: str | None, seconds: float | None) -> None:
 )
 def test_http_status_to_error_kind(status: int, kind: ErrorKind) -> None:
     assert error_for("failed", status=status or None).kind is kind
-
-

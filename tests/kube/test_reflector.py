@@ -1,5 +1,5 @@
 """The one list-then-watch loop (`controller.kube.reflector`), on both sides of the seam:
-`FakeKube`, and `OfficialKube` against kubesim (the real client over HTTP against a server that
+`FakeKube`, and `RestKube` against kubesim (the project's client over HTTP against a server that
 answers as kube-apiserver does). What it must do, as client-go's reflector does:
 
 - list, hand over every object found, then every change in order from the list's
@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from controller.kube.api import (
     ADDON,
@@ -37,11 +36,12 @@ from controller.kube.api import (
     WatchEvent,
 )
 from controller.kube.backoff import Backoff
+from controller.kube.connection import Connection
 from controller.kube.fake import FakeKube
-from controller.kube.official import OfficialKube
 from controller.kube.reflector import ObjectKind, Reflector, Selection
+from controller.kube.rest import RestKube
 from kubesim import APIServer, RequestInfo
-from tests.support import WAIT, api_client, eventually
+from tests.support import WAIT, connection, eventually
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "base" / "crd.yaml"
 NAMESPACE = "addons"
@@ -109,9 +109,9 @@ class ServerBackend(Backend):
     """kubesim; a dropped watch reconnects only after a short delay, so that a change made
     right after the drop is made before the watch resumes (as with the fake's lock)."""
 
-    def __init__(self, server: APIServer, api: client.ApiClient) -> None:
+    def __init__(self, server: APIServer, api: Connection) -> None:
         self.server = server
-        self.kube = OfficialKube(api, request_timeout=5.0)
+        self.kube = RestKube(api, request_timeout=5.0)
 
     def put(self, obj: dict[str, Any]) -> None:
         self.server.put_object(ADDON.group, ADDON.version, ADDON.plural, obj)
@@ -157,7 +157,7 @@ def backend(request: pytest.FixtureRequest) -> Iterator[Backend]:
         return
     with ExitStack() as stack:
         server = stack.enter_context(APIServer([CRD], namespaces=["default", NAMESPACE]))
-        api = stack.enter_context(api_client(server))
+        api = stack.enter_context(connection(server))
         made = ServerBackend(server, api)
         made.put(addon())
         yield made

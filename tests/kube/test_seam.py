@@ -1,5 +1,5 @@
 """The seam's contract, checked on both of its sides: `FakeKube` (what unit tests use) must
-answer as `OfficialKube` against kubesim (the real client over HTTP against a server that
+answer as `RestKube` against kubesim (the project's client over HTTP against a server that
 answers as kube-apiserver) does. Each test names the API server behaviour it relies on:
 404 for a missing object, 409 for a create of an existing name and for a stale
 resourceVersion, a status PUT that leaves the spec and a PUT of the object that leaves the
@@ -29,9 +29,9 @@ from controller.kube.api import (
 )
 from controller.kube.api import NAMESPACE as NAMESPACE_RESOURCE
 from controller.kube.fake import FakeKube
-from controller.kube.official import OfficialKube
+from controller.kube.rest import RestKube
 from kubesim import APIServer, UserInfo
-from tests.support import api_client
+from tests.support import api_client, connection
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "base" / "crd.yaml"
 NAMESPACE = "open-cluster-management-addon-observability"
@@ -53,7 +53,7 @@ def kube(request: pytest.FixtureRequest) -> Iterator[Kube]:
         client.CoreV1Api(api).create_namespace(
             client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE))
         )
-        yield OfficialKube(api, request_timeout=5.0)
+        yield RestKube(connection(server, ADMIN), request_timeout=5.0)
 
 
 def addon(**spec: Any) -> dict[str, Any]:
@@ -66,8 +66,13 @@ def addon(**spec: Any) -> dict[str, Any]:
 
 
 def first_event(kube: Kube, version: str) -> WatchEvent:
-    stream = kube.watch(ADDON, NAMESPACE, resource_version=version, timeout_seconds=2,
-                        field_selector=f"metadata.name={NAME}")
+    stream = kube.watch(
+        ADDON,
+        NAMESPACE,
+        resource_version=version,
+        timeout_seconds=2,
+        field_selector=f"metadata.name={NAME}",
+    )
     try:
         return next(e for e in stream if e.type != "BOOKMARK")
     finally:
@@ -100,8 +105,9 @@ def test_a_status_write_with_a_stale_resource_version_conflicts(kube: Kube) -> N
 def test_the_generation_moves_with_the_spec_and_a_put_keeps_the_status(kube: Kube) -> None:
     read = kube.create(ADDON, NAMESPACE, addon())
     read = kube.replace_status(ADDON, NAMESPACE, NAME, {**read, "status": {"conditions": []}})
-    stored = kube.replace(ADDON, NAMESPACE, NAME, {**read, "spec": {"retention": "1d"},
-                                                   "status": {}})
+    stored = kube.replace(
+        ADDON, NAMESPACE, NAME, {**read, "spec": {"retention": "1d"}, "status": {}}
+    )
     assert stored["metadata"]["generation"] == 2
     assert stored["status"] == {"conditions": []}
 

@@ -17,10 +17,10 @@ from controller.hub.app import HubReplica
 from controller.hub.options import HubOptions, add_hub_flags
 from controller.kube.backoff import Backoff
 from kubesim import APIServer, RequestInfo, UserInfo
-from tests.hub.hubside import COPY_CRD, MCA_CRD, Hub, api, seed, standard
+from tests.hub.hubside import COPY_CRD, MCA_CRD, Hub, seed, standard
 from tests.manifests.kustomize import MANIFESTS, build, find
 from tests.manifests.rbac import Grant, Request, ServiceAccount, grants_for, unauthorized, unused
-from tests.support import IN_CLUSTER, eventually
+from tests.support import IN_CLUSTER, connection, eventually
 
 pytestmark = pytest.mark.integration
 
@@ -65,7 +65,10 @@ def _run(selector: str, objects: list[Obj]) -> tuple[list[Request], list[Grant]]
             for cluster in ("cluster1", "cluster2"):
                 hub.cluster(cluster, labels={"fleet": "prod"})
                 hub.set_copy(cluster, seed())
-            with api(server, "hub-side") as first_api, api(server, "hub-side") as second_api:
+            with (
+                connection(server, "hub-side") as first_api,
+                connection(server, "hub-side") as second_api,
+            ):
                 first = HubReplica(
                     settings,
                     first_api,

@@ -38,7 +38,7 @@ from tests.manifests.rbac import (
     unauthorized,
     unused,
 )
-from tests.support import api_client, eventually
+from tests.support import api_client, connection, eventually
 
 pytestmark = pytest.mark.integration
 
@@ -297,7 +297,7 @@ def run_replica(tmp_path: Path, *, create_missing: bool = False, overlay: str = 
 def _exercise(spoke: APIServer, hub: APIServer, options: RunOptions, who: Identities) -> None:
     hub_ref = options.hub_ref
     assert hub_ref is not None
-    with api_client(spoke, "controller") as api:
+    with connection(spoke, "controller") as api:
         replica = Replica(options, api_client=api, identity=POD_NAME, hub_backoff=(0.02, 0.2))
         replica.start()
         try:

@@ -25,11 +25,11 @@ from controller.demo.scenario_run import SteppedClock
 from controller.flags import Address
 from controller.hub.app import HubReplica
 from controller.hub.options import HubOptions
-from tests.hub.hubside import api, hub_server, seed
+from tests.hub.hubside import hub_server, seed
 from tests.monitoring.prometheus import tools
 from tests.monitoring.prometheusrules import RULES
 from tests.monitoring.test_dashboards import FILES, queries
-from tests.support import eventually
+from tests.support import connection, eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 LOOPBACK = Address(host="127.0.0.1", port=0)
@@ -104,7 +104,7 @@ def test_prometheus_alerts_while_degraded_and_resolves_after_recovery(prometheus
         hub.set_copy("c1", seed("Degraded", "ForwardFailure", at=hour_ago))
         options = HubOptions(metrics_address=LOOPBACK, probe_address=LOOPBACK, request_timeout=5.0)
         with (
-            api(hub.server, "hub-a") as client_,
+            connection(hub.server, "hub-a") as client_,
             HubReplica(options, client_, identity="hub-a") as side,
         ):
             assert side.process.metrics_server is not None

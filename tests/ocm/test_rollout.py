@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client
 
 from controller.cli import main
 from controller.demo.addon_manager import Rendered, render
@@ -31,6 +30,7 @@ from controller.hub.app import HubReplica
 from controller.hub.mirror import managed_cluster_addon
 from controller.hub.options import HubOptions, add_hub_flags
 from controller.kube.api import ForbiddenError
+from controller.kube.connection import Connection
 from controller.kube.kubeconfig import kubeconfig_yaml
 from controller.reports.client import ReportClient
 from controller.spoke.app import Replica
@@ -39,7 +39,7 @@ from kubesim import APIServer, UserInfo
 from tests.certificates import Authority
 from tests.manifests.kustomize import MANIFESTS, ROOT, build, find
 from tests.manifests.pod import mounted, pod_args, pod_environment, run_parser
-from tests.support import MC, WAIT, api_client, apply_objects, eventually, kube_of
+from tests.support import MC, WAIT, apply_objects, connection, eventually, kube_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -172,7 +172,7 @@ def spokes(
                 "addon-status-hub-kubeconfig": {"kubeconfig": hub_kubeconfig},
                 "addon-status-serving-cert": {"tls.crt": pair.cert, "tls.key": pair.key},
             }
-            replica = _replica(rendered, root, secrets, api_client(server, "controller"))
+            replica = _replica(rendered, root, secrets, connection(server, "controller"))
             ca = root / "serving-ca.crt"
             ca.write_bytes(serving.ca)
             started.append(Spoke(cluster, server, replica, rendered, ca))
@@ -185,7 +185,7 @@ def spokes(
 
 
 def _replica(
-    rendered: Rendered, root: Path, secrets: dict[str, dict[str, bytes]], api: client.ApiClient
+    rendered: Rendered, root: Path, secrets: dict[str, dict[str, bytes]], api: Connection
 ) -> Replica:
     """`addon-status run` as the rendered pod starts it, on loopback ports."""
     deployment = find(rendered.agent, "Deployment", "addon-status-controller")
@@ -210,7 +210,7 @@ def hub_side(rollout: list[Obj], hub: APIServer) -> Iterator[HubReplica]:
     environ = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", **pod_environment(rollout, deployment)}
     options = HubOptions.from_args(parser.parse_args(args), environ)
     options = options.model_copy(update={"lease_namespace": environ["POD_NAMESPACE"]})
-    replica = HubReplica(options, api_client(hub, "hub-side"), serve=False)
+    replica = HubReplica(options, connection(hub, "hub-side"), serve=False)
     replica.start()
     yield replica
     replica.stop()

@@ -20,11 +20,12 @@ import pytest
 from kubernetes import client
 from prometheus_client import CollectorRegistry
 
-from controller.kube.official import OfficialKube
+from controller.kube.connection import Connection
+from controller.kube.rest import RestKube
 from controller.ops.leader import LeaderElector, LeaderMetrics, SystemClock
 from kubesim import APIServer, RequestInfo, UserInfo
 from tests.hub.conftest import ADMIN, TOKENS, api_client
-from tests.support import eventually
+from tests.support import connection, eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 LEASE = "addon-status"
@@ -34,24 +35,33 @@ FAST = {"lease_duration": 1.0, "renew_deadline": 0.6, "retry_period": 0.2}
 
 @pytest.fixture
 def lease_server() -> Iterator[APIServer]:
-    tokens = {**TOKENS, "token-a": UserInfo("a"), "token-b": UserInfo("b"),
-              "token-c": UserInfo("c")}
+    tokens = {
+        **TOKENS,
+        "token-a": UserInfo("a"),
+        "token-b": UserInfo("b"),
+        "token-c": UserInfo("c"),
+    }
     with APIServer([], tokens=tokens) as server:
         yield server
 
 
 @pytest.fixture
 def elector(lease_server: APIServer) -> Iterator[Callable[..., LeaderElector]]:
-    started: list[tuple[LeaderElector, client.ApiClient]] = []
+    started: list[tuple[LeaderElector, Connection]] = []
 
     def make(identity: str, *, start: bool = True, **options: Any) -> LeaderElector:
-        api = api_client(lease_server, f"token-{identity}")
+        api = connection(lease_server, f"token-{identity}")
         settings: dict[str, Any] = {
-            "namespace": NAMESPACE, "name": LEASE, "identity": identity,
-            "clock": SystemClock(), "on_started_leading": lambda: None,
-            "on_stopped_leading": lambda: None, **FAST, **options,
+            "namespace": NAMESPACE,
+            "name": LEASE,
+            "identity": identity,
+            "clock": SystemClock(),
+            "on_started_leading": lambda: None,
+            "on_stopped_leading": lambda: None,
+            **FAST,
+            **options,
         }
-        made = LeaderElector(OfficialKube(api, request_timeout=0.3), **settings)
+        made = LeaderElector(RestKube(api, request_timeout=0.3), **settings)
         if start:
             made.start()
         started.append((made, api))
@@ -60,13 +70,14 @@ def elector(lease_server: APIServer) -> Iterator[Callable[..., LeaderElector]]:
     yield make
     for made, api in started:
         assert made.stop(release=False, timeout=5), "the election thread did not stop"
-        api.close()  # type: ignore[no-untyped-call]
+        api.close()
 
 
 def lease_spec(server: APIServer) -> client.V1LeaseSpec:
     with api_client(server, ADMIN) as admin:
         lease: client.V1Lease = client.CoordinationV1Api(admin).read_namespaced_lease(
-            LEASE, NAMESPACE)
+            LEASE, NAMESPACE
+        )
     assert lease.spec is not None
     return lease.spec
 
@@ -97,16 +108,22 @@ def test_two_replicas_are_never_both_leaders(
             # before the other may take the Lease
             lease_server.faults.delay(0.8, match=renewals_by(leader))
             other = candidates[next(n for n in candidates if n != leader)]
-            eventually(lambda: other.is_leader, timeout=5,  # noqa: B023 - used at once
-                       what=f"{other.identity} to take over from {leader}")
+            eventually(
+                lambda: other.is_leader,  # noqa: B023 - used at once
+                timeout=5,
+                what=f"{other.identity} to take over from {leader}",
+            )
             lease_server.faults.delay(0)
         # a leader killed without release: the other waits for expiry, and the Lease never
         # has two leaders meanwhile either
         leader = next(n for n, e in candidates.items() if e.is_leader)
         candidates[leader].stop(release=False)
         candidates[leader] = elector("c")
-        eventually(lambda: any(e.is_leader for e in candidates.values()), timeout=5,
-                   what="a leader after the kill")
+        eventually(
+            lambda: any(e.is_leader for e in candidates.values()),
+            timeout=5,
+            what="a leader after the kill",
+        )
     finally:
         stop.set()
         sampler.join(2)
@@ -176,9 +193,12 @@ def test_callbacks_and_metrics_follow_leadership(
 ) -> None:
     registry = CollectorRegistry()
     events: list[str] = []
-    leader = elector("a", metrics=LeaderMetrics(registry),
-                     on_started_leading=lambda: events.append("started"),
-                     on_stopped_leading=lambda: events.append("stopped"))
+    leader = elector(
+        "a",
+        metrics=LeaderMetrics(registry),
+        on_started_leading=lambda: events.append("started"),
+        on_stopped_leading=lambda: events.append("stopped"),
+    )
     assert registry.get_sample_value("addon_status_lease_renew_age_seconds") == float("inf")
     eventually(lambda: leader.is_leader, what="a to lead")
     assert registry.get_sample_value("addon_status_leader_transitions_total") == 1
@@ -190,11 +210,19 @@ def test_callbacks_and_metrics_follow_leadership(
 
 
 def test_inconsistent_durations_are_refused(lease_server: APIServer) -> None:
-    with api_client(lease_server) as api, pytest.raises(ValueError, match="lease_duration"):
-        LeaderElector(OfficialKube(api), namespace=NAMESPACE, name=LEASE, identity="a",
-                      clock=SystemClock(),
-                      lease_duration=1.0, renew_deadline=2.0, retry_period=0.2,
-                      on_started_leading=lambda: None, on_stopped_leading=lambda: None)
+    with connection(lease_server) as api, pytest.raises(ValueError, match="lease_duration"):
+        LeaderElector(
+            RestKube(api),
+            namespace=NAMESPACE,
+            name=LEASE,
+            identity="a",
+            clock=SystemClock(),
+            lease_duration=1.0,
+            renew_deadline=2.0,
+            retry_period=0.2,
+            on_started_leading=lambda: None,
+            on_stopped_leading=lambda: None,
+        )
 
 
 class _FailingOnceClock(SystemClock):
@@ -220,7 +248,8 @@ def test_an_unexpected_error_in_a_round_does_not_end_the_election(
 
 
 def test_an_outage_past_the_renew_deadline_is_logged_once_and_the_age_shows_it(
-    lease_server: APIServer, elector: Callable[..., LeaderElector],
+    lease_server: APIServer,
+    elector: Callable[..., LeaderElector],
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     registry = CollectorRegistry()
@@ -244,11 +273,18 @@ def test_an_undisturbed_leader_renews_with_one_update_and_no_read(
     """client-go's fast path, in the server's audit: each renewal is one `update` of the Lease.
     A long renew deadline and request timeout keep a busy machine from stepping the leader down
     (which would rightly read the Lease again)."""
-    with api_client(lease_server, "token-a") as api:
+    with connection(lease_server, "token-a") as api:
         leader = LeaderElector(
-            OfficialKube(api, request_timeout=5.0), namespace=NAMESPACE, name=LEASE,
-            identity="a", clock=SystemClock(), lease_duration=15.0, renew_deadline=10.0,
-            retry_period=0.1, on_started_leading=lambda: None, on_stopped_leading=lambda: None,
+            RestKube(api, request_timeout=5.0),
+            namespace=NAMESPACE,
+            name=LEASE,
+            identity="a",
+            clock=SystemClock(),
+            lease_duration=15.0,
+            renew_deadline=10.0,
+            retry_period=0.1,
+            on_started_leading=lambda: None,
+            on_stopped_leading=lambda: None,
         )
         leader.start()
         try:

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client
 
+from controller.kube.api import NAMESPACE
 from controller.kube.kubeconfig import client_for, kubeconfig_yaml
+from controller.kube.rest import RestKube
 from controller.ops.logs import REDACTED, configure_logging, redact
 from kubesim import APIServer, ServingTLS
 from tests.certificates import Authority
@@ -106,7 +107,7 @@ def test_an_insecure_kubeconfig_keeps_the_logs_one_json_object_per_line(
         try:
             with client_for(kubeconfig) as api:
                 for _ in range(3):
-                    client.CoreV1Api(api).list_namespace()
+                    RestKube(api).list(NAMESPACE, "")
         finally:
             logging.getLogger().removeHandler(handler)
     assert capsys.readouterr().err == "", "nothing bypasses the JSON handler"

@@ -1,7 +1,7 @@
 """The wheel stands alone: built from the distribution's files only (what the Dockerfile copies)
 and installed with its declared dependencies into a fresh virtual environment, it runs the
-demo, `simulate` and `diagrams` from a directory outside the source tree, answers `--version`
-from its metadata, and carries the CRDs of manifests/.
+demo (without the `kubernetes` package), `simulate` and `diagrams` from a directory outside the
+source tree, answers `--version` from its metadata, and carries the CRDs of manifests/.
 
 The dependencies come from the package index (PyPI here and in CI; pip's cache where it has
 one); building, installing and running take about a minute on a 2-core machine."""
@@ -107,6 +107,15 @@ def test_the_installed_package_runs_its_own_files(installed: Installed) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert Path(done.stdout.strip()).is_relative_to(installed.venv), done.stdout
+
+
+def test_the_installed_package_needs_no_kubernetes_package(installed: Installed) -> None:
+    """The seam speaks HTTP itself (controller/kube/connection.py): the declared dependencies
+    do not bring the `kubernetes` package, and the demo below runs without it."""
+    done = installed.run(
+        "python", "-c", "import importlib.util as u; print(u.find_spec('kubernetes'))"
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "None"), done.stderr
 
 
 def test_the_installed_demo_plays_the_story_to_the_hub(installed: Installed) -> None:

@@ -10,14 +10,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kubernetes import client
 
-from controller.kube.official import OfficialKube
+from controller.kube.connection import Connection
+from controller.kube.rest import RestKube
 from controller.reports.auth import AuthenticationError, Identity, TokenReviewAuthenticator
 from controller.reports.server import ReportServer
 from kubesim import APIServer, UserInfo
 from tests.reports.conftest import MC_SA, OPERATOR_SA, TOKENS, UWL_SA, ServerFactory, call
-from tests.support import MC, api_client
+from tests.support import MC, connection
 
 pytestmark = pytest.mark.integration
 
@@ -49,8 +49,8 @@ def apiserver() -> Iterator[APIServer]:
 
 
 @pytest.fixture
-def spoke(apiserver: APIServer) -> Iterator[client.ApiClient]:
-    with api_client(apiserver, CONTROLLER_TOKEN) as spoke_client:
+def spoke(apiserver: APIServer) -> Iterator[Connection]:
+    with connection(apiserver, CONTROLLER_TOKEN) as spoke_client:
         yield spoke_client
 
 
@@ -60,9 +60,9 @@ def ticker() -> Ticker:
 
 
 @pytest.fixture
-def reviewer(spoke: client.ApiClient, ticker: Ticker) -> TokenReviewAuthenticator:
+def reviewer(spoke: Connection, ticker: Ticker) -> TokenReviewAuthenticator:
     return TokenReviewAuthenticator(
-        OfficialKube(spoke, request_timeout=5.0), cache_ttl=10.0, clock=ticker
+        RestKube(spoke, request_timeout=5.0), cache_ttl=10.0, clock=ticker
     )
 
 
@@ -120,10 +120,8 @@ def test_negative_answers_are_not_cached(
     assert reviewer.authenticate("new-tok-1c3e5a7b9d").username == "system:serviceaccount:x:y"
 
 
-def test_the_cache_is_bounded(
-    spoke: client.ApiClient, apiserver: APIServer, ticker: Ticker
-) -> None:
-    reviewer = TokenReviewAuthenticator(OfficialKube(spoke), max_entries=1, clock=ticker)
+def test_the_cache_is_bounded(spoke: Connection, apiserver: APIServer, ticker: Ticker) -> None:
+    reviewer = TokenReviewAuthenticator(RestKube(spoke), max_entries=1, clock=ticker)
     reviewer.authenticate(TOKENS["mc"])
     reviewer.authenticate(TOKENS["uwl"])
     reviewer.authenticate(TOKENS["mc"])
@@ -131,9 +129,9 @@ def test_the_cache_is_bounded(
 
 
 def test_an_audience_the_api_server_confirms_is_accepted(
-    spoke: client.ApiClient, apiserver: APIServer
+    spoke: Connection, apiserver: APIServer
 ) -> None:
-    reviewer = TokenReviewAuthenticator(OfficialKube(spoke), audiences=["addon-status"])
+    reviewer = TokenReviewAuthenticator(RestKube(spoke), audiences=["addon-status"])
     assert reviewer.authenticate(TOKENS["operator"]).username == OPERATOR_SA
     last = [r for r in apiserver.audit if r.resource == "tokenreviews"][-1]
     assert last.user == CONTROLLER_SA

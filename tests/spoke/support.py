@@ -7,7 +7,7 @@ import threading
 from typing import Any
 
 from controller.kube.api import Kube
-from controller.kube.official import ApiClient
+from controller.kube.connection import Connection
 from controller.spoke.app import Replica
 from controller.spoke.options import RunOptions
 from controller.spoke.worker import Worker
@@ -32,6 +32,7 @@ __all__ = [
     "true_type",
 ]
 
+
 def report(reason: Reason, collector: str | None = MC, **extra: Any) -> Report:
     return Report(
         reason, collector, extra.get("message", ""), extra.get("generation"), extra.get("version")
@@ -52,7 +53,7 @@ def spoke_replica(
     options: RunOptions,
     *,
     kube: Kube | None = None,
-    api_client: ApiClient | None = None,
+    api_client: Connection | None = None,
     config: Config | None = None,
     **kwargs: Any,
 ) -> Replica:

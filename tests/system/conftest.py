@@ -23,6 +23,7 @@ import pytest
 from kubernetes import client
 
 from controller import ReportClient
+from controller.kube.connection import Connection
 from controller.kube.kubeconfig import kubeconfig_yaml
 from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION
 from controller.spoke.app import Replica
@@ -165,7 +166,7 @@ def replicas(
     """`make("a", **options)`: a started replica named `a` (its Lease identity; spoke user
     `replica-a`). Options override the test defaults: loopback, no report authentication, a
     hub copy in `cluster1`, Lease 1 s / renew 0.6 s / retry 0.2 s, no staleness."""
-    started: list[tuple[Replica, client.ApiClient]] = []
+    started: list[tuple[Replica, Connection]] = []
     before = set(threading.enumerate())
 
     def make(name: str = "a", **overrides: Any) -> Replica:
@@ -183,7 +184,7 @@ def replicas(
             "retry_period": timedelta(seconds=0.2),
             **overrides,
         }
-        api = api_client(spoke_server, f"spoke-token-{name}")
+        api = support.connection(spoke_server, f"spoke-token-{name}")
         replica = Replica(
             RunOptions(**settings),
             api_client=api,
@@ -198,7 +199,7 @@ def replicas(
     yield make
     for replica, api in started:
         replica.stop()
-        api.close()  # type: ignore[no-untyped-call]
+        api.close()
 
     def leftovers() -> set[str]:
         return {t.name for t in set(threading.enumerate()) - before} & THREADS

@@ -23,7 +23,7 @@ from controller.spoke.options import RunOptions
 from kubesim import APIServer
 from tests.spoke.fakes import NAME, NAMESPACE, FakeClock
 from tests.spoke.support import spoke_replica
-from tests.support import api_client
+from tests.support import api_client, connection
 
 CRD = Path(__file__).resolve().parents[3] / "manifests" / "base" / "crd.yaml"
 LOOPBACK = Address(host="127.0.0.1", port=0)
@@ -131,14 +131,14 @@ def clock() -> FakeClock:
 
 
 @pytest.fixture
-def spoke(api: client.ApiClient, addon: Addon, clock: FakeClock) -> Iterator[SpokeFactory]:
-    """Build and start a replica on the test's CR (on `kube` if given, else over the real
-    client); every one is stopped at the end."""
+def spoke(server: APIServer, addon: Addon, clock: FakeClock) -> Iterator[SpokeFactory]:
+    """Build and start a replica on the test's CR (on `kube` if given, else over HTTP through
+    the project's own connection); every one is stopped at the end."""
     started: list[Replica] = []
 
     def make(*, kube: Kube | None = None, **kwargs: Any) -> Replica:
         kwargs.setdefault("registry", CollectorRegistry())
-        client_ = None if kube is not None else api
+        client_ = None if kube is not None else connection(server)
         controller = spoke_replica(OPTIONS, api_client=client_, kube=kube, clock=clock, **kwargs)
         controller.start()
         started.append(controller)

@@ -21,7 +21,7 @@ from controller.spoke.options import Address, RunOptions
 from kubesim import APIServer
 from statemachines import Config
 from statemachines.health import load_resources
-from tests.support import WAIT, eventually
+from tests.support import WAIT, connection, eventually
 
 pytestmark = pytest.mark.integration
 
@@ -73,12 +73,15 @@ def api(server: APIServer) -> Iterator[client.ApiClient]:
 
 
 @pytest.fixture
-def replica(api: client.ApiClient) -> Iterator[Replica]:
+def replica(server: APIServer) -> Iterator[Replica]:
     resources = load_resources(
         RESOURCES, namespace=NAMESPACE, collectors=["metrics-collector", "uwl-metrics-collector"]
     )
     config = Config.create(resources=resources)
-    with Replica(OPTIONS, api_client=api, config=config, watch_seconds=5, max_wait=0.05) as r:
+    replica = Replica(
+        OPTIONS, api_client=connection(server), config=config, watch_seconds=5, max_wait=0.05
+    )
+    with replica as r:
         yield r
 
 

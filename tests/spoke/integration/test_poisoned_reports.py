@@ -13,10 +13,9 @@ import urllib.request
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from controller.kube.api import InvalidError
-from controller.kube.official import OfficialKube
+from controller.kube.rest import RestKube
 from controller.reports.server import ReportServer
 from controller.spoke.addon import AddonRef, AddonStore
 from controller.spoke.app import Replica
@@ -28,15 +27,17 @@ from tests.reports.conftest import Answer, call
 from tests.spoke.fakes import NAME, NAMESPACE
 from tests.spoke.integration.conftest import Addon, SpokeFactory
 from tests.spoke.support import MC, UWL, WAIT, boot, collector, report, settle
-from tests.support import eventually
+from tests.support import connection, eventually
 
 pytestmark = pytest.mark.integration
 R = Reason
 
 
 def _status_write(info: RequestInfo) -> bool:
-    return info.resource == "observabilityaddons" and info.subresource == "status" and (
-        info.verb == "update"
+    return (
+        info.resource == "observabilityaddons"
+        and info.subresource == "status"
+        and (info.verb == "update")
     )
 
 
@@ -44,8 +45,6 @@ def _post(controller: Replica, body: dict[str, Any]) -> Answer:
     server = controller.report_server
     assert isinstance(server, ReportServer)
     return call(server.url, body=json.dumps(body).encode())
-
-
 
 
 def _readyz(controller: Replica) -> tuple[int, str]:
@@ -126,10 +125,8 @@ def test_a_generation_no_int64_holds_never_reaches_the_worker_and_the_worker_goe
     assert collector(addon.status, MC)["state"] == "Degraded"
 
 
-def test_the_store_reports_a_real_422_naming_the_field(
-    api: client.ApiClient, addon: Addon
-) -> None:
-    store = AddonStore(OfficialKube(api), AddonRef(NAMESPACE, NAME))
+def test_the_store_reports_a_real_422_naming_the_field(server: APIServer, addon: Addon) -> None:
+    store = AddonStore(RestKube(connection(server)), AddonRef(NAMESPACE, NAME))
     obj = store.get()
     obj["status"] = {"collectors": [{"name": MC, "observedGeneration": 2**63}]}
     with pytest.raises(InvalidError) as caught:

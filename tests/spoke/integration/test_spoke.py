@@ -17,7 +17,8 @@ from kubernetes import client
 
 from controller.flags import OptionsError
 from controller.kube.api import ApiResource
-from controller.kube.official import OfficialKube
+from controller.kube.connection import Connection
+from controller.kube.rest import RestKube
 from controller.spoke.addon import GROUP, PLURAL, VERSION
 from controller.spoke.status_writer import owned_types
 from kubesim import APIServer, RequestInfo
@@ -37,12 +38,10 @@ from tests.spoke.support import (
     spoke_replica,
     true_type,
 )
-from tests.support import eventually
+from tests.support import connection, eventually
 
 pytestmark = pytest.mark.integration
 R = Reason
-
-
 
 
 def generations(addon: Addon) -> set[int]:
@@ -167,11 +166,11 @@ def test_a_restart_in_the_middle_of_an_update_keeps_versions_history_and_last_kn
     assert after["lastKnownGood"] == before["lastKnownGood"]
 
 
-class RacedKube(OfficialKube):
+class RacedKube(RestKube):
     """The real client, except that once, between the writer's read and its PUT, someone
     else writes the CR."""
 
-    def __init__(self, api: client.ApiClient, race: Callable[[], None]) -> None:
+    def __init__(self, api: Connection, race: Callable[[], None]) -> None:
         super().__init__(api, request_timeout=5.0)
         self._race: Callable[[], None] | None = race
 
@@ -191,7 +190,7 @@ def test_a_writer_racing_between_read_and_write_loses_nothing(
         addon.add_foreign_condition("ExternalCheck")
         addon.change_spec(retention="7d")
 
-    controller = spoke(kube=RacedKube(api, race))
+    controller = spoke(kube=RacedKube(connection(server), race))
     settle(controller.worker)  # the initial write met the race: 409, fresh read, write again
     eventually(lambda: generations(addon) == {2}, "the conditions to follow generation 2")
     worker = controller.worker
@@ -359,10 +358,10 @@ def test_probes_follow_the_cr(server: APIServer, addon: Addon, spoke: SpokeFacto
 
 
 def test_start_without_the_cr_fails_and_leaves_nothing(
-    api: client.ApiClient, addon: Addon, clock: FakeClock
+    server: APIServer, addon: Addon, clock: FakeClock
 ) -> None:
     addon.objects.delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, NAME)
-    controller = spoke_replica(OPTIONS, api_client=api, clock=clock)
+    controller = spoke_replica(OPTIONS, api_client=connection(server), clock=clock)
     with pytest.raises(OptionsError, match="does not exist"):
         controller.start()
     assert not controller.worker.alive and not controller.watch.alive

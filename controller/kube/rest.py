@@ -1,10 +1,9 @@
-"""`Kube` on the official client: one `ApiClient` per kubeconfig, plain JSON dicts in and out,
+"""`Kube` over HTTP: Kubernetes' REST API on one `Connection`, plain JSON dicts in and out,
 every failure translated once into the error tree of `controller.kube.api`.
 
-Requests go through the client's generic request path (`param_serialize` / `call_api`), so
-custom resources, Leases, Events and TokenReviews share one code path and none of them passes
-through the client's typed models (which validate what they receive, and lose fields they do
-not know). Every call carries `request_timeout`: a hung API server must never hang a caller.
+Custom resources, Leases, Events and TokenReviews share one code path; nothing passes through
+typed models (which validate what they receive, and lose fields they do not know). Every call
+carries `request_timeout`: a hung API server must never hang a caller.
 """
 
 from __future__ import annotations
@@ -18,8 +17,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any, Final
 
-from kubernetes.client import ApiClient
-from kubernetes.client.exceptions import ApiException
+from urllib3 import BaseHTTPResponse
 from urllib3.exceptions import HTTPError, MaxRetryError, ProtocolError
 
 from controller.kube.api import (
@@ -30,12 +28,12 @@ from controller.kube.api import (
     WatchEvent,
     error_for,
 )
+from controller.kube.connection import Connection, KubeConfigurationError
 
-__all__ = ["ApiClient", "OfficialKube", "RequestTimeout", "parse_retry_after"]
+__all__ = ["RequestTimeout", "RestKube", "parse_retry_after"]
 
 RequestTimeout = float | tuple[float, float]
 _DETAIL_LIMIT: Final = 200
-_OBJECT: Final = {"2XX": "object"}
 
 
 def parse_retry_after(value: str | None, *, now: datetime) -> float | None:
@@ -55,11 +53,11 @@ def parse_retry_after(value: str | None, *, now: datetime) -> float | None:
     return max((moment - now).total_seconds(), 0.0)
 
 
-class OfficialKube:
-    """`controller.kube.api.Kube` over an `ApiClient` (which the caller owns and closes)."""
+class RestKube:
+    """`controller.kube.api.Kube` over a `Connection` (which the caller owns and closes)."""
 
-    def __init__(self, api_client: ApiClient, *, request_timeout: RequestTimeout = 10.0) -> None:
-        self._api = api_client
+    def __init__(self, connection: Connection, *, request_timeout: RequestTimeout = 10.0) -> None:
+        self._api = connection
         self._timeout = request_timeout
         self._discovered: dict[tuple[str, str], ApiResource] = {}
 
@@ -199,17 +197,20 @@ class OfficialKube:
         quote_server: bool = True,
         content_type: str = "application/json",
     ) -> dict[str, Any]:
+        payload = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
         try:
-            response = self._send(
-                method, path, body, query or [], self._timeout, content_type=content_type
-            )
-            response.read()
-            data = self._api.response_deserialize(response, _OBJECT).data
-        except (ApiException, HTTPError, OSError) as error:
-            translated = _translated(error, what, quote_server=quote_server)
-            if not quote_server:  # the client's exception holds the body: not even as a cause
-                raise translated from None
-            raise translated from error
+            response = self._api.request(
+                method, path, query=query or [], body=payload, content_type=content_type,
+                timeout=self._timeout,
+            )  # fmt: skip
+        except (HTTPError, OSError, KubeConfigurationError) as error:
+            raise _unanswered(error, what) from error
+        if not 200 <= response.status <= 299:
+            raise _refused(response, what, quote_server=quote_server, connection=self._api)
+        try:
+            data = json.loads(response.data)
+        except ValueError as error:
+            raise KubeError(f"{what}: the API server answered something not JSON") from error
         if not isinstance(data, dict):
             raise KubeError(f"{what}: the API server answered {type(data).__name__}, not an object")
         return data
@@ -220,39 +221,16 @@ class OfficialKube:
         query: builtins.list[tuple[str, str]],
         timeout: tuple[float, float],
         what: str,
-    ) -> Any:
-        """The raw urllib3 response of a watch request (2xx), to read line by line."""
+    ) -> BaseHTTPResponse:
+        """The unread response of a watch request (2xx), to read line by line."""
         try:
-            response = self._send("GET", path, None, query, timeout)
-            if not 200 <= response.status <= 299:
-                response.read()
-                raise ApiException.from_response(http_resp=response, body=None, data=None)
-        except (ApiException, HTTPError, OSError) as error:
-            raise _translated(error, what) from error
-        return response.response
-
-    def _send(
-        self,
-        method: str,
-        path: str,
-        body: Mapping[str, Any] | None,
-        query: builtins.list[tuple[str, str]],
-        timeout: RequestTimeout,
-        *,
-        content_type: str = "application/json",
-    ) -> Any:
-        headers = {"Accept": "application/json"}
-        if body is not None:
-            headers["Content-Type"] = content_type
-        verb, url, headers, payload, form = self._api.param_serialize(
-            method=method,
-            resource_path=path,
-            query_params=query,
-            header_params=headers,
-            body=dict(body) if body is not None else None,
-            auth_settings=["BearerToken"],
-        )
-        return self._api.call_api(verb, url, headers, payload, form, _request_timeout=timeout)
+            response = self._api.request("GET", path, query=query, timeout=timeout, stream=True)
+        except (HTTPError, OSError, KubeConfigurationError) as error:
+            raise _unanswered(error, what) from error
+        if not 200 <= response.status <= 299:
+            response.read()
+            raise _refused(response, what, connection=self._api)
+        return response
 
 
 class _Watch:
@@ -311,7 +289,7 @@ def _lines(response: Any, what: str) -> Iterator[bytes]:
     except ProtocolError:
         return
     except (HTTPError, OSError) as error:
-        raise _translated(error, what) from error
+        raise _unanswered(error, what) from error
     if buffer.strip():
         yield bytes(buffer)
 
@@ -336,24 +314,28 @@ def _event_from(line: bytes, what: str) -> WatchEvent | None:
     return None
 
 
-def _translated(error: Exception, what: str, *, quote_server: bool = True) -> KubeError:
-    """The client's exception as one of the tree, with the server's message (never the
-    headers, which carry the bearer token)."""
-    if not isinstance(error, ApiException):
-        # urllib3 gives up with MaxRetryError; what went wrong ("Connection refused") is its
-        # reason. Neither holds a header, so neither holds the token.
-        cause = error.reason if isinstance(error, MaxRetryError) and error.reason else error
-        return error_for(f"{what}: {type(cause).__name__}: {cause}", status=None)
-    status = int(error.status) if error.status else None
-    body = _status_body(error.body) if quote_server else {}
-    headers = error.headers or {}
-    retry_after = parse_retry_after(headers.get("Retry-After"), now=datetime.now(UTC))
+def _unanswered(error: Exception, what: str) -> KubeError:
+    """No answer: what went wrong ("Connection refused"), which holds no header, so no token."""
+    cause = error.reason if isinstance(error, MaxRetryError) and error.reason else error
+    return error_for(f"{what}: {type(cause).__name__}: {cause}", status=None)
+
+
+def _refused(
+    response: BaseHTTPResponse, what: str, *, connection: Connection, quote_server: bool = True
+) -> KubeError:
+    """The server's answer as one of the tree, with its message (never the headers, which
+    carry the bearer token); the server's own words only where they cannot echo a secret."""
+    status = response.status
+    if status == 401:
+        connection.forget_credential()  # an exec plugin's token expired early: run it again
+    body = _status_body(response.data) if quote_server else {}
+    retry_after = parse_retry_after(response.headers.get("Retry-After"), now=datetime.now(UTC))
     details = body.get("details")
     if retry_after is None and isinstance(details, dict):
         seconds = details.get("retryAfterSeconds")
         retry_after = float(seconds) if isinstance(seconds, int) and seconds > 0 else None
-    message = body.get("message") if isinstance(body.get("message"), str) else error.reason
-    detail = f"{what}: {status or ''} {message or ''}".strip()[: len(what) + _DETAIL_LIMIT]
+    message = body.get("message") if isinstance(body.get("message"), str) else response.reason
+    detail = f"{what}: {status} {message or ''}".strip()[: len(what) + _DETAIL_LIMIT]
     return error_for(detail, status=status, retry_after=retry_after)
 
 
