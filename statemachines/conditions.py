@@ -77,7 +77,8 @@ class Condition:
     observed_generation: int
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "status", ConditionStatus(self.status))  # ValueError if none
+        if self.status.__class__ is not ConditionStatus:
+            object.__setattr__(self, "status", ConditionStatus(self.status))  # ValueError if none
         if not _valid_reason(self.reason):
             raise ValueError(f"condition {self.type}: reason {self.reason!r} is not a valid reason")
         if self.last_transition_time.microsecond:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -26,6 +26,11 @@ class Config:
     resources: tuple[Resource, ...] = ()
     history_limit: int = 10  # status.history keeps this many changes; 0: no history
     related_objects: tuple[RelatedObject, ...] = ()  # status.relatedObjects, in this order
+    # Looked up on every write: the collectors by name.
+    _by_name: Mapping[str, CollectorSpec] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_name", {c.name: c for c in self.collectors})
 
     @classmethod
     def create(
@@ -97,7 +102,7 @@ class Config:
         return next((c for c in self.collectors if c.primary), self.collectors[0])
 
     def spec(self, name: str) -> CollectorSpec | None:
-        return next((c for c in self.collectors if c.name == name), None)
+        return self._by_name.get(name)
 
 
 def _watched(resources: Sequence[Resource]) -> list[RelatedObject]:

@@ -25,7 +25,7 @@ from statemachines.settings import Settings
 from statemachines.state import AddonState, CollectorState
 from statemachines.stored import Stored, read_status
 from statemachines.vocabulary import Rule, State
-from statemachines.writing import write_conditions
+from statemachines.writing import shown, write_conditions
 
 __all__ = [
     "advance",
@@ -66,7 +66,7 @@ def apply(state: AddonState, report: Report, now: datetime, *, config: Config) -
         elif old.stale:  # the report ended staleness: a visible change of its own
             changes = (*changes, _change(now, Cause.REPORT, old, after))
     verdict = judged[0][1] if len(judged) == 1 else _combined([j[1] for j in judged], config)
-    if state.collectors != before.collectors:
+    if any(shown(a) != shown(b) for a, b in zip(before.collectors, state.collectors, strict=True)):
         state = write_conditions(state, config, now)
     return _outcome(before, state, verdict, changes, config)
 
@@ -187,8 +187,9 @@ def _judge(
     if report.version is not None:  # section 9: what the update installs, once Available
         taken = replace(taken, desired_version=report.version)
     if c.reason is report.reason:
-        message = c.message if report.message is None else report.message
-        new = replace(dampening.cancel(taken), message=message)
+        new = dampening.cancel(taken)
+        if report.message is not None and report.message != c.message:
+            new = replace(new, message=report.message)
         detail = "the current reason again" + (
             "; the open window is cancelled" if c.pending else ""
         )
@@ -209,15 +210,13 @@ def _judge(
 
 def _due(c: CollectorState, settings: Settings) -> tuple[datetime, Cause] | None:
     """The collector's next timer: the earlier of its window's and its staleness deadline."""
-    times = [
-        (at, cause)
-        for at, cause in (
-            (dampening.deadline(c, settings), Cause.DAMPENING_WINDOW),
-            (staleness.deadline(c, settings), Cause.STALENESS),
-        )
-        if at is not None
-    ]
-    return min(times) if times else None
+    window = dampening.deadline(c, settings)
+    stale = staleness.deadline(c, settings)
+    if stale is None:
+        return None if window is None else (window, Cause.DAMPENING_WINDOW)
+    if window is None or stale < window:  # a tie goes to the window, as min() of pairs did
+        return stale, Cause.STALENESS
+    return window, Cause.DAMPENING_WINDOW
 
 
 def _fire_due(

@@ -42,7 +42,7 @@ def hold(
 
 def cancel(c: CollectorState) -> CollectorState:
     """The current reason again interrupts an open window on the other forwarding reason."""
-    return replace(c, pending=None)
+    return c if c.pending is None else replace(c, pending=None)
 
 
 def deadline(c: CollectorState, settings: Settings) -> datetime | None:

@@ -42,6 +42,6 @@ def refusal(c: CollectorState, observed: int | None, current: int) -> tuple[Rule
 
 def take(c: CollectorState, observed: int | None) -> CollectorState:
     """`c` having taken a report of `observed` (accepted, pending or heartbeat)."""
-    if observed is None:
+    if observed is None or observed <= (c.observed_generation or 0):
         return c
-    return replace(c, observed_generation=max(observed, c.observed_generation or 0))
+    return replace(c, observed_generation=observed)

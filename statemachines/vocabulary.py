@@ -7,6 +7,7 @@ checked the same way.
 
 from __future__ import annotations
 
+import functools
 import re
 from enum import StrEnum
 from typing import Annotated
@@ -162,10 +163,12 @@ class Profile(BaseModel):
         return re.sub(rf"\b({names})\b", lambda m: self.name_of(Reason(m[1])), text)
 
     def spec(self, reason: Reason) -> ReasonSpec:
-        for row in self.reasons:
-            if row.reason is reason:
-                return row
-        raise KeyError(reason)
+        return self._specs[reason]  # KeyError for a reason the table lacks
+
+    @functools.cached_property
+    def _specs(self) -> dict[Reason, ReasonSpec]:
+        """The table by reason: the aggregator asks it for every collector of every write."""
+        return {row.reason: row for row in self.reasons}
 
     def parse_reason(self, text: str) -> Reason | None:
         """The reportable reason spelled `text` (as written here, or an alias), or None."""

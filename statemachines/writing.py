@@ -14,7 +14,7 @@ from datetime import datetime
 
 from statemachines import health
 from statemachines.aggregate import aggregate
-from statemachines.conditions import Condition, ConditionStatus, find_condition, transition_time
+from statemachines.conditions import Condition, ConditionStatus, transition_time
 from statemachines.config import Config
 from statemachines.history import recorded
 from statemachines.readiness import last_known_good, ready_condition
@@ -22,7 +22,21 @@ from statemachines.settings import format_duration
 from statemachines.state import AddonState, CollectorState
 from statemachines.vocabulary import READY, ConditionType, Reason
 
-__all__ = ["collector_condition", "write_conditions"]
+__all__ = ["collector_condition", "shown", "write_conditions"]
+
+# The types the core writes besides the collectors' own; any other is someone else's.
+_CORE_TYPES = frozenset({*ConditionType, READY, health.RESOURCES_HEALTHY})
+
+
+def shown(c: CollectorState) -> tuple[object, ...]:
+    """What the conditions read of a collector (its own condition, the aggregate's message and
+    precedence, `Ready`'s generations): a change elsewhere — an open window, the staleness
+    clock — cannot change them, and `apply` then skips `write_conditions`. A property test
+    holds this list to `write_conditions`."""
+    return (
+        c.state, c.reason, c.message, c.changed_at, c.stale,
+        c.observed_generation, c.desired_version, c.version,
+    )  # fmt: skip
 
 
 def collector_condition(c: CollectorState, config: Config, generation: int) -> Condition:
@@ -52,27 +66,23 @@ def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonS
     collectors = [collector_condition(c, config, state.generation) for c in state.collectors]
     result = aggregate(state, config, collectors)
     previous = state.conditions
+    by_type = {c.type: c for c in previous}
     standard = []
     reason = config.profile.name_of(result.reason)
     for type_ in config.profile.standard_types:
         status = ConditionStatus.TRUE if type_ is result.type else ConditionStatus.FALSE
-        since = transition_time(find_condition(previous, type_), status, now)
+        since = transition_time(by_type.get(type_), status, now)
         standard.append(Condition(type_, status, reason, result.message, since, state.generation))
     ready = ready_condition(state, standard, config, now)
     resources = health.resources_healthy(
         state.resources,
         state.health,
-        previous=find_condition(previous, health.RESOURCES_HEALTHY),
+        previous=by_type.get(health.RESOURCES_HEALTHY),
         now=now,
         generation=state.generation,
     )
-    ours = {
-        *ConditionType,
-        READY,
-        *(c.condition_type for c in config.profile.collectors),
-        health.RESOURCES_HEALTHY,
-    }
-    foreign = tuple(c for c in previous if c.type not in ours)
+    ours = {c.condition_type for c in config.profile.collectors}
+    foreign = tuple(c for c in previous if c.type not in _CORE_TYPES and c.type not in ours)
     conditions = (*standard, ready, *collectors, *([resources] if resources else []), *foreign)
     if conditions == previous:
         return state

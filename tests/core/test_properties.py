@@ -7,7 +7,8 @@ sequences on a random clock:
 - a refused report changes no collector's state or reason, and writes nothing (section 2);
 - no report raises the generation the core works at, whatever it claims (section 6);
 - a state survives the CR's status: to_status -> JSON -> from_status / start (sections 3, 6);
-- every written condition keeps the writing rules and the vocabulary (section 6, STYLE item 1).
+- every written condition keeps the writing rules and the vocabulary (section 6);
+- the conditions are always those of the state, though `apply` skips what cannot change them.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from statemachines.core import start
 from statemachines.reports import VerdictKind
 from statemachines.stored import from_status, to_status
 from statemachines.vocabulary import READY, SEED, Actor, ConditionType, ReadyReason, Reason, State
+from statemachines.writing import write_conditions
 from tests.core.conftest import MC, STANDARD, T0, UWL, Run, Target, reach, standard_true
 
 R, S, V, T = Reason, State, VerdictKind, ConditionType
@@ -309,3 +311,17 @@ def test_written_conditions_keep_the_rules(
         assert raw["status"] in {"True", "False", "Unknown"}
         moment = datetime.fromisoformat(raw["lastTransitionTime"].replace("Z", "+00:00"))
         assert T0 <= moment <= run.now
+
+
+@PROPERTY
+@given(order=ORDERS, config=SETTINGS, steps=STEPS)
+def test_the_conditions_are_always_those_of_the_state(
+    order: list[str], config: dict[str, Any], steps: list[tuple[Any, ...]]
+) -> None:
+    """After every step the conditions are what `write_conditions` computes for the state:
+    `apply` skips it when no collector changed in what the conditions read (`shown`; an open
+    window and the staleness clock are not), and this holds that list to what is read."""
+    run = Run.begin(collectors=order, settings=config, generation=CR_GENERATION)
+    for step in steps:
+        _say(run, step)
+        assert write_conditions(run.state, run.config, run.now) is run.state, step
