@@ -24,6 +24,7 @@ __all__ = [
     "find_condition",
     "format_precise",
     "format_time",
+    "kept_or_new",
     "parse_time",
     "standard_true",
     "standard_true_in",
@@ -108,6 +109,29 @@ class Condition:
             last_transition_time=parse_time(str(raw["lastTransitionTime"])),
             observed_generation=int(raw.get("observedGeneration", 0)),
         )
+
+
+def kept_or_new(  # noqa: PLR0917 (a condition's fields, in their order)
+    old: Condition | None,
+    type_: str,
+    status: ConditionStatus,
+    reason: str,
+    message: str,
+    since: datetime,
+    generation: int,
+) -> Condition:
+    """`old` when it already says exactly this, else a new condition: most writes change one
+    or two of the eight conditions, and building a value costs more than comparing one."""
+    if (
+        old is not None
+        and old.status is status
+        and old.reason == reason
+        and old.message == message
+        and old.last_transition_time == since
+        and old.observed_generation == generation
+    ):
+        return old
+    return Condition(type_, status, reason, message, since, generation)
 
 
 def find_condition(conditions: tuple[Condition, ...], type_: str) -> Condition | None:

@@ -12,12 +12,12 @@ decides status.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from statemachines import dampening, generations, health, staleness
 from statemachines.config import Config
+from statemachines.evolve import evolve
 from statemachines.machines import fire
 from statemachines.outcome import Cause, Change, Outcome, Position
 from statemachines.reports import STRENGTH, Report, Verdict, VerdictKind
@@ -66,7 +66,8 @@ def apply(state: AddonState, report: Report, now: datetime, *, config: Config) -
         elif old.stale:  # the report ended staleness: a visible change of its own
             changes = (*changes, _change(now, Cause.REPORT, old, after))
     verdict = judged[0][1] if len(judged) == 1 else _combined([j[1] for j in judged], config)
-    if any(shown(a) != shown(b) for a, b in zip(before.collectors, state.collectors, strict=True)):
+    pairs = zip(before.collectors, state.collectors, strict=True)
+    if any(a is not b and shown(a) != shown(b) for a, b in pairs):
         state = write_conditions(state, config, now)
     return _outcome(before, state, verdict, changes, config)
 
@@ -86,7 +87,7 @@ def resume(
     tell."""
     stored = read_status(status, config, now, generation)
     after, _ = _fire_due(stored.state, now, config)  # a window that ended while nobody ran
-    return replace(stored, state=write_conditions(after, config, now))
+    return evolve(stored, state=write_conditions(after, config, now))
 
 
 def advance(state: AddonState, now: datetime, *, config: Config) -> Outcome:
@@ -101,7 +102,7 @@ def observe_generation(
     """The CR's `metadata.generation` as the shell read it; the conditions follow it. It never
     goes back (an older read is a stale one). The shell calls this before judging a report that
     is `generations.from_the_future`, after reading the CR again."""
-    after = replace(state, generation=max(state.generation, generation))
+    after = evolve(state, generation=max(state.generation, generation))
     return _outcome(state, write_conditions(after, config, now), None, (), config)
 
 
@@ -137,7 +138,7 @@ def observe_result(
     counted = health.count(after.health.get(resource), result, now, for_=spec.for_)
     if counted != after.health.get(resource):
         after = write_conditions(
-            replace(after, health={**after.health, resource: counted}), config, now
+            evolve(after, health={**after.health, resource: counted}), config, now
         )
     return _outcome(state, after, None, changes, config)
 
@@ -151,12 +152,16 @@ def _resource(state: AddonState, name: str) -> health.Resource:
 
 def next_wakeup(state: AddonState, config: Config) -> datetime | None:
     """The earliest timer: a dampening window, a staleness deadline or a resource's `for`."""
+    if state.wakeup is not None and state.wakeup[0] is config:
+        return state.wakeup[1]
     due = [_due(c, config.settings[c.name]) for c in state.collectors]
     times = [d[0] for d in due if d is not None]
     held = health.next_wakeup(state.resources, state.health)
     if held is not None:
         times.append(held)
-    return min(times) if times else None
+    earliest = min(times) if times else None
+    object.__setattr__(state, "wakeup", (config, earliest))  # a cache on a frozen value
+    return earliest
 
 
 def _outcome(
@@ -185,11 +190,11 @@ def _judge(
         return c, _verdict(VerdictKind.REFUSED, c, refusal[1], rule=refusal[0]), None
     taken = generations.take(c, report.observed_generation)
     if report.version is not None:  # section 9: what the update installs, once Available
-        taken = replace(taken, desired_version=report.version)
+        taken = evolve(taken, desired_version=report.version)
     if c.reason is report.reason:
         new = dampening.cancel(taken)
         if report.message is not None and report.message != c.message:
-            new = replace(new, message=report.message)
+            new = evolve(new, message=report.message)
         detail = "the current reason again" + (
             "; the open window is cancelled" if c.pending else ""
         )
@@ -226,6 +231,9 @@ def _fire_due(
     that ends no later than a collector's timer counts first."""
     changes: tuple[Change, ...] = ()
     while True:
+        earliest = next_wakeup(state, config)
+        if earliest is None or earliest > now:
+            return state, changes
         held = health.next_wakeup(state.resources, state.health)
         due = [
             (d, i)
@@ -234,7 +242,7 @@ def _fire_due(
         ]
         if held is not None and held <= now and (not due or held <= min(due)[0][0]):
             counted = health.advance(state.resources, state.health, held)
-            state = write_conditions(replace(state, health=counted), config, held)
+            state = write_conditions(evolve(state, health=counted), config, held)
             continue
         if not due or min(due)[0][0] > now:
             return state, changes
@@ -272,7 +280,7 @@ def _combined(verdicts: list[Verdict], config: Config) -> Verdict:
     detail = "; ".join(f"{v.collector}: {v.kind.value} ({v.detail})" for v in verdicts)
     refused = next((v for v in verdicts if v.kind is VerdictKind.REFUSED), None)
     if refused is not None:
-        return replace(refused, collector=None, detail=detail)
+        return evolve(refused, collector=None, detail=detail)
     strongest = max(verdicts, key=lambda v: STRENGTH.index(v.kind))
     primary = next((v for v in verdicts if v.collector == config.primary.name), strongest)
     return Verdict(strongest.kind, None, primary.state, primary.reason, detail)

@@ -11,9 +11,9 @@ Operator reasons are never dampened.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime, timedelta
 
+from statemachines.evolve import evolve
 from statemachines.machines import ROWS, WINDOW_ELAPSED, fire
 from statemachines.settings import Settings
 from statemachines.state import CollectorState, Pending
@@ -37,12 +37,12 @@ def hold(
     """Open the window on the first report of `reason`; a later one keeps its start and updates
     its message. Returns the collector and the window's deadline."""
     since = c.pending.since if c.pending and c.pending.reason is reason else now
-    return replace(c, pending=Pending(reason, since, message)), since + length
+    return evolve(c, pending=Pending(reason, since, message)), since + length
 
 
 def cancel(c: CollectorState) -> CollectorState:
     """The current reason again interrupts an open window on the other forwarding reason."""
-    return c if c.pending is None else replace(c, pending=None)
+    return c if c.pending is None else evolve(c, pending=None)
 
 
 def deadline(c: CollectorState, settings: Settings) -> datetime | None:

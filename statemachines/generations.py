@@ -9,8 +9,7 @@ already took: refused (`OutdatedGeneration`). A report without one is never refu
 
 from __future__ import annotations
 
-from dataclasses import replace
-
+from statemachines.evolve import evolve
 from statemachines.reports import Report
 from statemachines.state import AddonState, CollectorState
 from statemachines.vocabulary import Rule
@@ -44,4 +43,4 @@ def take(c: CollectorState, observed: int | None) -> CollectorState:
     """`c` having taken a report of `observed` (accepted, pending or heartbeat)."""
     if observed is None or observed <= (c.observed_generation or 0):
         return c
-    return replace(c, observed_generation=observed)
+    return evolve(c, observed_generation=observed)

@@ -15,6 +15,7 @@ from statemachines.conditions import (
     Condition,
     ConditionStatus,
     find_condition,
+    kept_or_new,
     standard_true,
     transition_time,
 )
@@ -58,8 +59,9 @@ def ready_condition(
     else:
         reason, status = ReadyReason.CURRENT, ConditionStatus.TRUE
         message = f"Available at generation {generation}"
-    since = transition_time(find_condition(state.conditions, READY), status, now)
-    return Condition(READY, status, reason, cut(message, ADDON_MESSAGE), since, generation)
+    old = find_condition(state.conditions, READY)
+    since = transition_time(old, status, now)
+    return kept_or_new(old, READY, status, reason, cut(message, ADDON_MESSAGE), since, generation)
 
 
 def last_known_good(

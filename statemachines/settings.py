@@ -5,6 +5,7 @@ Durations are written as in Kubernetes and Go (`90s`, `10m`, `1h30m`); a bare nu
 
 from __future__ import annotations
 
+import functools
 import re
 from datetime import timedelta
 from typing import Annotated, Any
@@ -82,7 +83,7 @@ class Settings(BaseModel):
             raise ValueError("staleAfter must be positive")
         return self
 
-    @property
+    @functools.cached_property  # asked for every collector on every report
     def staleness_limit(self) -> timedelta:
         return self.stale_after if self.stale_after is not None else 3 * self.report_interval
 

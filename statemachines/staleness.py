@@ -9,9 +9,9 @@ report ends the staleness.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 
+from statemachines.evolve import evolve
 from statemachines.settings import Settings
 from statemachines.state import CollectorState
 from statemachines.vocabulary import State
@@ -24,8 +24,8 @@ _NEVER_STALE = (State.DISABLED, State.NOT_SUPPORTED)
 def heard(c: CollectorState, now: datetime) -> CollectorState:
     """A report about `c` arrived at `now`: the clock restarts and staleness ends."""
     if c.stale:
-        return replace(c, stale=False, heard_at=now, changed_at=now)
-    return replace(c, heard_at=now)
+        return evolve(c, stale=False, heard_at=now, changed_at=now)
+    return evolve(c, heard_at=now)
 
 
 def deadline(c: CollectorState, settings: Settings) -> datetime | None:
@@ -36,4 +36,4 @@ def deadline(c: CollectorState, settings: Settings) -> datetime | None:
 
 
 def go_stale(c: CollectorState, at: datetime) -> CollectorState:
-    return replace(c, stale=True, changed_at=at)
+    return evolve(c, stale=True, changed_at=at)

@@ -7,12 +7,13 @@ Immutable values; the entry point returns new ones (`stored.py` maps them to and
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from statemachines import health as health_rules
 from statemachines.conditions import Condition
 from statemachines.config import Config
+from statemachines.evolve import evolve
 from statemachines.health import CountedHealth, Resource
 from statemachines.related import RelatedObject
 from statemachines.vocabulary import Reason, State
@@ -60,7 +61,7 @@ class CollectorState:
         installed = self.version
         if state is State.AVAILABLE and self.desired_version is not None:
             installed = self.desired_version
-        return replace(
+        return evolve(
             self,
             state=state,
             reason=reason,
@@ -108,6 +109,11 @@ class AddonState:
     history: tuple[HistoryEntry, ...] = ()  # newest first
     last_known_good: LastKnownGood | None = None
     related_objects: tuple[RelatedObject, ...] = ()  # as the configuration names them
+    # `core.next_wakeup` remembered for one configuration: asked when the state is made and
+    # again by the next report. Not a field of the value: every new state starts without it.
+    wakeup: tuple[object, datetime | None] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def collector(self, name: str) -> CollectorState:
         for c in self.collectors:
@@ -117,7 +123,7 @@ class AddonState:
 
     def with_collector(self, new: CollectorState) -> AddonState:
         collectors = tuple(new if c.name == new.name else c for c in self.collectors)
-        return replace(self, collectors=collectors)
+        return evolve(self, collectors=collectors)
 
 
 def initial_state(

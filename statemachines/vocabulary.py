@@ -152,7 +152,12 @@ class Profile(BaseModel):
 
     def name_of(self, reason: Reason) -> str:
         """How this profile writes `reason` on the CR."""
-        return self.written.get(reason, reason.value)
+        return self._names[reason]
+
+    @functools.cached_property
+    def _names(self) -> dict[Reason, str]:
+        """Every reason as written: asked several times for every status written."""
+        return {r: self.written.get(r, r.value) for r in Reason}
 
     def spelled(self, text: str) -> str:
         """`text` (a verdict's detail, an Event's message: words the core puts together from

@@ -9,13 +9,13 @@ they change in the same status write as the change they record.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 
 from statemachines import health
 from statemachines.aggregate import aggregate
-from statemachines.conditions import Condition, ConditionStatus, transition_time
+from statemachines.conditions import Condition, ConditionStatus, kept_or_new, transition_time
 from statemachines.config import Config
+from statemachines.evolve import evolve
 from statemachines.history import recorded
 from statemachines.readiness import last_known_good, ready_condition
 from statemachines.settings import format_duration
@@ -39,9 +39,12 @@ def shown(c: CollectorState) -> tuple[object, ...]:
     )  # fmt: skip
 
 
-def collector_condition(c: CollectorState, config: Config, generation: int) -> Condition:
+def collector_condition(
+    c: CollectorState, config: Config, generation: int, old: Condition | None = None
+) -> Condition:
     """The collector's own condition: its last accepted reason and message, Unknown while stale.
-    Its transition time is the collector's own (section 1)."""
+    Its transition time is the collector's own (section 1). `old`, the stored one, is kept if
+    it says the same."""
     spec, name = config.spec(c.name), config.profile.name_of
     assert spec is not None and c.changed_at is not None
     type_, at = spec.condition_type, c.changed_at
@@ -50,11 +53,19 @@ def collector_condition(c: CollectorState, config: Config, generation: int) -> C
         underneath = f"{c.state.value} ({name(c.reason or Reason.NO_REPORT_YET)})"
         message = f"no report for {limit} (staleAfter); last known state {underneath}"
         stale = name(Reason.REPORTS_STALE)
-        return Condition(type_, ConditionStatus.UNKNOWN, stale, message, at, generation)
+        return kept_or_new(old, type_, ConditionStatus.UNKNOWN, stale, message, at, generation)
     if c.reason is None:
         no_report = name(Reason.NO_REPORT_YET)
-        return Condition(type_, ConditionStatus.TRUE, no_report, "no report yet", at, generation)
-    return Condition(type_, ConditionStatus.TRUE, name(c.reason), c.message, at, generation)
+        no_report_yet = (ConditionStatus.TRUE, no_report, "no report yet")
+        return kept_or_new(old, type_, *no_report_yet, at, generation)
+    reported = (ConditionStatus.TRUE, name(c.reason), c.message)
+    return kept_or_new(old, type_, *reported, at, generation)
+
+
+def _type_of(c: CollectorState, config: Config) -> str:
+    spec = config.spec(c.name)
+    assert spec is not None  # every collector of a state is configured
+    return spec.condition_type
 
 
 def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonState:
@@ -63,16 +74,21 @@ def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonS
     A standard condition keeps its transition time unless its status flips; the False ones carry
     the kept reason and message too, so each says why.
     """
-    collectors = [collector_condition(c, config, state.generation) for c in state.collectors]
-    result = aggregate(state, config, collectors)
     previous = state.conditions
     by_type = {c.type: c for c in previous}
+    collectors = [
+        collector_condition(c, config, state.generation, by_type.get(_type_of(c, config)))
+        for c in state.collectors
+    ]
+    result = aggregate(state, config, collectors)
     standard = []
     reason = config.profile.name_of(result.reason)
     for type_ in config.profile.standard_types:
         status = ConditionStatus.TRUE if type_ is result.type else ConditionStatus.FALSE
         since = transition_time(by_type.get(type_), status, now)
-        standard.append(Condition(type_, status, reason, result.message, since, state.generation))
+        old = by_type.get(type_)
+        written = (status, reason, result.message, since, state.generation)
+        standard.append(kept_or_new(old, type_, *written))
     ready = ready_condition(state, standard, config, now)
     resources = health.resources_healthy(
         state.resources,
@@ -86,7 +102,7 @@ def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonS
     conditions = (*standard, ready, *collectors, *([resources] if resources else []), *foreign)
     if conditions == previous:
         return state
-    return replace(
+    return evolve(
         state,
         conditions=conditions,
         history=recorded(state.history, previous, conditions, now, limit=config.history_limit),

@@ -58,6 +58,9 @@ def overlay(
     """Each counted collector's contribution (`contributions`: name -> reason, the collectors
     that are neither `Disabled` nor `NotSupported`) raised to its resources' floor."""
 
+    if not resources:  # nothing speaks for any collector: nothing is raised
+        return dict(contributions)
+
     def rank(reason: Reason) -> int:
         return profile.spec(reason).precedence or 0
 
