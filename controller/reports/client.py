@@ -14,7 +14,10 @@ carries a bearer token, which must never reach a server that only claims to be t
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
 import json
+import os
 import socket
 import ssl
 import threading
@@ -87,22 +90,23 @@ class _Watchdog:
     sends a byte just before every read timeout returns at once instead of going on for ever."""
 
     def __init__(self, deadline: float) -> None:
+        self.deadline = deadline
         self._lock = threading.Lock()
         self._connections: list[HTTPConnection] = []
-        self.fired = False
-        self._timer = threading.Timer(max(0.0, deadline - time.monotonic()), self._fire)
-        self._timer.daemon = True
-        self._timer.start()
+        self.fired = self.stopped = False
+        _ALARM.add(self)
 
     def watch(self, connection: HTTPConnection) -> None:
         with self._lock:
             self._connections.append(connection)
 
     def stop(self) -> None:
-        self._timer.cancel()
+        self.stopped = True  # the alarm drops it when it comes first
 
-    def _fire(self) -> None:
+    def fire(self) -> None:
         with self._lock:
+            if self.stopped:
+                return
             self.fired = True
             for connection in self._connections:
                 if connection.sock is not None:
@@ -110,6 +114,53 @@ class _Watchdog:
                         connection.sock.shutdown(socket.SHUT_RDWR)
 
 
+class _Alarm:
+    """One thread for every call's deadline, started with the first call: a thread per call
+    cost more than the call itself. It sleeps until the earliest deadline of a call that is
+    still going; the calls that ended are dropped when their deadline comes first."""
+
+    def __init__(self) -> None:
+        self._ready = threading.Condition()
+        self._due: list[tuple[float, int, _Watchdog]] = []
+        self._order = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def add(self, watchdog: _Watchdog) -> None:
+        with self._ready:
+            heapq.heappush(self._due, (watchdog.deadline, next(self._order), watchdog))
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._run, name="report-deadlines", daemon=True
+                )
+                self._thread.start()
+            if self._due[0][2] is watchdog:
+                self._ready.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._ready:
+                while self._due and self._due[0][2].stopped:
+                    heapq.heappop(self._due)
+                if not self._due:
+                    self._ready.wait()
+                    continue
+                wait = self._due[0][0] - time.monotonic()
+                if wait > 0:
+                    self._ready.wait(wait)
+                    continue
+                _, _, due = heapq.heappop(self._due)
+            due.fire()
+
+
+_ALARM = _Alarm()
+
+
+def _after_fork() -> None:
+    global _ALARM  # noqa: PLW0603 - the parent's thread does not survive a fork
+    _ALARM = _Alarm()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 _CALL: ContextVar[_Watchdog | None] = ContextVar("report_call", default=None)
 
 

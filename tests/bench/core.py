@@ -16,7 +16,6 @@ the machine's load falls on both alike. `--profile` prints where this tree's tim
 from __future__ import annotations
 
 import argparse
-import contextlib
 import cProfile
 import json
 import os
@@ -25,10 +24,8 @@ import random
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -36,7 +33,9 @@ import statemachines
 from statemachines import Config, Report, apply, start
 from statemachines.vocabulary import Reason
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from baseline import ROOT, worktree
+
 MC, UWL = "metrics-collector", "uwl-metrics-collector"
 R = Reason
 
@@ -110,19 +109,6 @@ def show(label: str, reports: int, figures: dict[str, object]) -> float:
     for kind, (count, micros) in sorted(verdicts.items(), key=lambda kv: -kv[1][0]):
         print(f"  {kind + ' (' + str(count) + ')':<22} median us per report: {micros:6.1f}")
     return median / reports * 1e6
-
-
-@contextlib.contextmanager
-def worktree(revision: str) -> Iterator[Path]:
-    """`revision` checked out beside this one, removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix="addon-status-baseline-") as scratch:
-        path = Path(scratch) / "tree"
-        git = ["git", "-C", str(ROOT), "worktree"]
-        subprocess.run([*git, "add", "--quiet", "--detach", str(path), revision], check=True)
-        try:
-            yield path
-        finally:
-            subprocess.run([*git, "remove", "--force", str(path)], check=False)
 
 
 def child(tree: Path, reports: int) -> dict[str, object]:

@@ -23,7 +23,11 @@ written statuses must be exactly the shadow's, in order. The fake clock moves 10
 report, so dampening windows open (and are written once) but never run out during a run:
 every write belongs to one report.
 
+`--baseline REV` runs REV's own e2e.py and this tree's in alternating fresh processes (REV in
+a temporary worktree) and prints both medians of every figure they share.
+
     .venv/bin/python tests/bench/e2e.py [--reports 1000] [--runs 3] [--spec-changes 20]
+                                        [--baseline REV]
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # baseline.py, for --baseline
 
 from kubernetes import client  # noqa: E402
 from prometheus_client import CollectorRegistry  # noqa: E402
@@ -425,8 +430,7 @@ def show(count: int, runs: list[Run]) -> None:
     print("  real: ReportClient -> report API -> worker -> core -> spoke status (RestKube,")
     print("  embedded API server) -> HubReplicator -> hub copy (second embedded API")
     print("  server), assembled by controller.spoke.app.Replica (--insecure, loopback); the hub")
-    print("  copy")
-    print("  timed by a watch on it; fake: the clock (10 ms per report)")
+    print("  copy timed by a watch on it; fake: the clock (10 ms per report)")
     header = "".join(f"{f'run {n}':>10}" for n in range(1, len(runs) + 1))
     print(f"  {'figure':<52}{'median':>10}{header}")
     for name in runs[0].figures:
@@ -462,9 +466,35 @@ def main() -> None:
     parser.add_argument("--reports", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--spec-changes", type=int, default=20)
+    parser.add_argument("--baseline", metavar="REV", help="measure REV beside this tree")
     args = parser.parse_args()
+    if args.baseline:
+        side_by_side(args.baseline, args.reports, args.runs, args.spec_changes)
+        return
     reports = workload(args.reports)
     show(args.reports, [one_run(reports, args.spec_changes) for _ in range(args.runs)])
+
+
+def side_by_side(revision: str, reports: int, runs: int, spec_changes: int) -> None:
+    """REV's own e2e.py and this tree's, a fresh process each, alternating `runs` times on the
+    same workload; the median of each figure both print."""
+    from baseline import figures_of, run_in, worktree
+
+    argv = ("--reports", str(reports), "--runs", "1")
+    found: dict[str, list[dict[str, float]]] = {"baseline": [], "this tree": []}
+    with worktree(revision) as tree:
+        for _ in range(runs):
+            found["baseline"].append(figures_of(run_in(tree, "e2e.py", *argv)))
+            ours = run_in(ROOT, "e2e.py", *argv, "--spec-changes", str(spec_changes))
+            found["this tree"].append(figures_of(ours))
+    print(f"end to end, side by side: {reports} reports, {runs} alternating runs each (median)")
+    print(f"  {'figure':<52}{revision:>12}{'this tree':>12}")
+    for name in found["this tree"][0]:
+        if name not in found["baseline"][0]:
+            continue
+        cells = [statistics.median(f[name] for f in found[k]) for k in ("baseline", "this tree")]
+        digits = _digits(name)
+        print(f"  {name + ':':<52}{cells[0]:>12.{digits}f}{cells[1]:>12.{digits}f}")
 
 
 if __name__ == "__main__":

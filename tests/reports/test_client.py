@@ -288,6 +288,18 @@ def test_the_client_enforces_its_total_deadline_while_reading_a_body(
     assert time.monotonic() - started < 1.0 + 0.5
 
 
+def test_every_call_shares_one_deadline_thread(server: ReportServer) -> None:
+    """The deadlines of all calls are kept by one thread, not a thread per call: a collector
+    reporting often must not pay a thread's start for each report."""
+    with ReportClient(server.url, token=TOKENS["operator"]) as client:
+        client.report(reason="UpdateSuccessful")
+        before = threading.active_count()
+        for _ in range(20):
+            client.report(reason="UpdateSuccessful")
+        assert threading.active_count() == before
+    assert [t.name for t in threading.enumerate()].count("report-deadlines") == 1
+
+
 def test_the_client_does_not_read_an_answer_larger_than_its_limit(
     misbehaving: Callable[[Callable[[socket.socket], None]], _Misbehaving],
 ) -> None:
