@@ -282,6 +282,8 @@ _CONTROL: Final = re.compile("[\x00-\x1f\x7f-\x9f]")
 def _printable(text: str) -> str:
     """A cell as the terminal must show it: a control character (an escape sequence a hub copy
     may carry to forge a row or move the cursor) written out as `\\xNN`, never sent raw."""
+    if text.isascii() and text.isprintable():  # most cells: no search needed
+        return text
     return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
 
 
