@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import copy
 import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
+from kubesim.codec import clone
 from kubesim.fields import FieldError
 from kubesim.meta import (
     coerce_metadata,
@@ -399,8 +399,8 @@ class NamespaceStrategy(TypedStrategy):
         self._label(obj)
 
     def prepare_update(self, new: Obj, old: Obj, subresource: str, version: str) -> Obj:
-        new["spec"] = copy.deepcopy(old["spec"])
-        new["status"] = copy.deepcopy(old["status"])
+        new["spec"] = clone(old["spec"])
+        new["status"] = clone(old["status"])
         self._label(new)
         return new
 

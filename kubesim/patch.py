@@ -4,10 +4,10 @@ merge keys of the fields these types have). Failures carry kube-apiserver's stat
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kubesim.codec import clone
 from kubesim.errors import APIError, bad_request
 
 __all__ = [
@@ -47,7 +47,7 @@ def apply_patch(kind: str, current: dict[str, Any], patch: Any, merge_lists: Mer
 
 def merge_patch(target: Any, patch: Any) -> Any:
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return clone(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
@@ -121,13 +121,13 @@ def _get(doc: Any, parts: list[str], path: str) -> Any:
 
 def _add(doc: Any, parts: list[str], value: Any, path: str) -> Any:
     if not parts:
-        return copy.deepcopy(value)
+        return clone(value)
     parent = _parent(doc, parts, path)
     token = parts[-1]
     if isinstance(parent, dict):
-        parent[token] = copy.deepcopy(value)
+        parent[token] = clone(value)
     elif isinstance(parent, list):
-        parent.insert(_index(parent, token, allow_end=True), copy.deepcopy(value))
+        parent.insert(_index(parent, token, allow_end=True), clone(value))
     else:
         raise _PatchError(f"error in add for path: '{path}': doc is missing path")
     return doc
@@ -152,7 +152,7 @@ def _remove(doc: Any, parts: list[str], path: str) -> Any:
 def json_patch(document: Any, operations: Any) -> Any:
     if not isinstance(operations, list) or not all(isinstance(op, dict) for op in operations):
         raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
-    doc = copy.deepcopy(document)
+    doc = clone(document)
     for operation in operations:
         name = operation.get("op")
         path = operation.get("path", "")
@@ -173,12 +173,12 @@ def json_patch(document: Any, operations: Any) -> Any:
                 doc = (
                     _add(_remove(doc, parts, path), parts, operation.get("value"), path)
                     if parts
-                    else copy.deepcopy(operation.get("value"))
+                    else clone(operation.get("value"))
                 )
             elif name in ("move", "copy"):
                 source = operation.get("from", "")
                 source_parts = _pointer(source)
-                value = copy.deepcopy(_get(doc, source_parts, source))
+                value = clone(_get(doc, source_parts, source))
                 if name == "move":
                     doc = _remove(doc, source_parts, source)
                 doc = _add(doc, parts, value, path)
@@ -233,7 +233,7 @@ def strategic_merge_patch(
             else:
                 result[key] = merged
         else:
-            result[key] = _strip_directives(copy.deepcopy(value))
+            result[key] = _strip_directives(clone(value))
     retain = patch.get("$retainKeys")
     if isinstance(retain, list):
         result = {k: v for k, v in result.items() if k in retain}
@@ -247,7 +247,7 @@ def _merge_list(original: list[Any], patch: list[Any], merge_key: str | None) ->
             for item in patch
             if not (isinstance(item, dict) and item.get("$patch") == "replace")
         ]
-    out = copy.deepcopy(original)
+    out = clone(original)
     for item in patch:
         if merge_key is None or not isinstance(item, dict):
             if item not in out:

@@ -5,14 +5,13 @@ strategy's prepare and validation (422), admission (404 for a missing namespace)
 
 from __future__ import annotations
 
-import copy
 import random
 import uuid
 from collections.abc import Mapping
 from typing import Any, Final
 
 from kubesim.access import Authenticator
-from kubesim.codec import decode_json, format_time, now
+from kubesim.codec import clone, decode_json, format_time, now
 from kubesim.errors import (
     APIError,
     already_exists,
@@ -241,7 +240,7 @@ class Registry(ReadRegistry):
             old = self.store.get(rt.id, target.key)
             if old is None:
                 raise not_found(rt.group, rt.plural, target.name)
-            current = copy.deepcopy(self.out(rt, target.version, old))
+            current = clone(self.out(rt, target.version, old))
             patched = apply_patch(kind, current, document, rt.strategy.merge_lists)
             obj, warnings = self._decode(rt, target.version, patched, query)
             if rt.namespaced:
@@ -351,7 +350,7 @@ class Registry(ReadRegistry):
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return self.result(200, rt, self.out(rt, version, old))
-            marked = copy.deepcopy(old)
+            marked = clone(old)
             marked["metadata"]["deletionTimestamp"] = format_time(now())
             marked["metadata"]["deletionGracePeriodSeconds"] = 0
             stored = marked if dry_run else self.store.commit(rt.id, key, marked)

@@ -4,7 +4,6 @@ strategies); custom resources get theirs from a CustomResourceDefinition file.""
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -13,6 +12,7 @@ from typing import Any, ClassVar, Final
 
 import yaml
 
+from kubesim.codec import clone
 from kubesim.fields import FieldError
 from kubesim.meta import coerce_metadata, dns1123_subdomain
 from kubesim.patch import (
@@ -159,7 +159,7 @@ class CustomResourceStrategy(Strategy):
         return name == "status" and self._status.get(version, False)
 
     def decode(self, body: Obj, version: str) -> tuple[Obj, list[str]]:
-        obj = copy.deepcopy(body)
+        obj = clone(body)
         obj["metadata"], dropped = coerce_metadata(obj.get("metadata"))
         schema = self._schemas.get(version)
         dropped += prune(obj, schema)
@@ -173,7 +173,7 @@ class CustomResourceStrategy(Strategy):
 
     def prepare_update(self, new: Obj, old: Obj, subresource: str, version: str) -> Obj:
         if subresource == "status":
-            out = copy.deepcopy(old)
+            out = clone(old)
             if "status" in new:
                 out["status"] = new["status"]
             else:
@@ -181,7 +181,7 @@ class CustomResourceStrategy(Strategy):
             return out
         if self._status.get(version):
             if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
+                new["status"] = clone(old["status"])
             else:
                 new.pop("status", None)
         generation = old["metadata"].get("generation", 1)

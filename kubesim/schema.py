@@ -5,7 +5,6 @@ and messages of kube-openapi, so a controller sees the same 422 it would see in 
 from __future__ import annotations
 
 import base64
-import copy
 import ipaddress
 import json
 import re
@@ -15,7 +14,7 @@ from datetime import date
 from functools import lru_cache
 from typing import Any, Final
 
-from kubesim.codec import Float64Integer
+from kubesim.codec import Float64Integer, clone
 from kubesim.fields import FieldError, go_quote, go_value
 
 __all__ = ["PathPart", "apply_defaults", "path_string", "prune", "validate"]
@@ -60,6 +59,9 @@ def _prune(
     *,
     embedded: bool = False,
 ) -> None:
+    """Drop what `schema` does not know from `value`, in place; each dropped field's path goes
+    to `pruned`. `path` is the one list of the walk, extended and restored around each step
+    (a copy per node cost more than the pruning)."""
     if schema is not None and schema.get("x-kubernetes-preserve-unknown-fields"):
         _prune_known_only(value, schema, path, pruned)
         return
@@ -70,19 +72,18 @@ def _prune(
         for key in list(value):
             if embedded and _is_meta_field(key, value[key]):
                 continue
-            if key in properties:
-                _prune(value[key], properties[key], [*path, key], pruned)
-            elif isinstance(additional, Mapping):
-                _prune(value[key], additional, [*path, key], pruned)
-            elif additional is True and schema is not None:
-                continue
-            else:
+            below = properties.get(key)
+            if below is None and isinstance(additional, Mapping):
+                below = additional
+            if below is not None:
+                _step(value[key], below, path, key, pruned, _prune)
+            elif not (additional is True and schema is not None):
                 pruned.append(path_string([*path, key]))
                 del value[key]
     elif isinstance(value, list):
         items = schema.get("items") if schema is not None else None
         for index, item in enumerate(value):
-            _prune(item, items, [*path, index], pruned)
+            _step(item, items, path, index, pruned, _prune)
 
 
 def _prune_known_only(value: Any, schema: Schema, path: list[PathPart], pruned: list[str]) -> None:
@@ -94,13 +95,29 @@ def _prune_known_only(value: Any, schema: Schema, path: list[PathPart], pruned: 
         for key in list(value):
             if embedded and _is_meta_field(key, value[key]):
                 continue
-            if key in properties:
-                _prune(value[key], properties[key], [*path, key], pruned)
-            elif isinstance(additional, Mapping):
-                _prune(value[key], additional, [*path, key], pruned)
+            below = properties.get(key)
+            if below is None and isinstance(additional, Mapping):
+                below = additional
+            if below is not None:
+                _step(value[key], below, path, key, pruned, _prune)
     elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
         for index, item in enumerate(value):
-            _prune_known_only(item, schema["items"], [*path, index], pruned)
+            _step(item, schema["items"], path, index, pruned, _prune_known_only)
+
+
+def _step(  # noqa: PLR0917 (one step of the walk)
+    value: Any,
+    schema: Any,
+    path: list[PathPart],
+    part: PathPart,
+    pruned: list[str],
+    walk: Any,
+) -> None:
+    path.append(part)
+    try:
+        walk(value, schema, path, pruned)
+    finally:
+        path.pop()
 
 
 # -- defaulting ----------------------------------------------------------------------------------
@@ -115,7 +132,7 @@ def apply_defaults(value: Any, schema: Schema | None) -> None:
             if key in value and value[key] is None and not sub.get("nullable"):
                 del value[key]
             if key not in value and "default" in sub:
-                value[key] = copy.deepcopy(sub["default"])
+                value[key] = clone(sub["default"])
             if key in value:
                 apply_defaults(value[key], sub)
         additional = schema.get("additionalProperties")
@@ -260,15 +277,15 @@ def _validate_array(
         errors.append(FieldError.invalid(where, len(value), detail))
     list_type = schema.get("x-kubernetes-list-type")
     if list_type == "set":
-        seen: list[str] = []
+        seen: set[str] = set()
         for index, item in enumerate(value):
             key = json.dumps(item, sort_keys=True)
             if key in seen:
                 errors.append(FieldError.duplicate(path_string([*path, index]), item))
-            seen.append(key)
+            seen.add(key)
     elif list_type == "map":
         keys = schema.get("x-kubernetes-list-map-keys") or []
-        seen_keys: list[str] = []
+        seen_keys: set[str] = set()
         for index, item in enumerate(value):
             if not isinstance(item, dict):
                 continue
@@ -276,7 +293,7 @@ def _validate_array(
             key = json.dumps(identity, sort_keys=True)
             if key in seen_keys:
                 errors.append(FieldError.duplicate(path_string([*path, index]), identity))
-            seen_keys.append(key)
+            seen_keys.add(key)
     items = schema.get("items")
     if isinstance(items, Mapping):
         for index, item in enumerate(value):

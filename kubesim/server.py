@@ -5,7 +5,6 @@ registry or a watch stream, audit."""
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 import time
@@ -24,7 +23,7 @@ from kubesim.access import (
     UserInfo,
 )
 from kubesim.builtins import builtin_types
-from kubesim.codec import encode_json, format_time, now
+from kubesim.codec import clone, encode_json, format_time, now
 from kubesim.discovery import Discovery, version_info
 from kubesim.errors import (
     APIError,
@@ -215,7 +214,7 @@ class APIServer:
     ) -> dict[str, Any] | None:
         rt = self._type(group, version, plural)
         obj = self._store.get(rt.id, (namespace if rt.namespaced else "", name))
-        return None if obj is None else copy.deepcopy(self._registry.out(rt, version, obj))
+        return None if obj is None else clone(self._registry.out(rt, version, obj))
 
     def put_object(
         self, group: str, version: str, plural: str, obj: Mapping[str, Any]
@@ -224,7 +223,7 @@ class APIServer:
         audit, no faults; server-owned metadata is kept or filled, a new resourceVersion is
         assigned and watches see the change."""
         rt = self._type(group, version, plural)
-        new = copy.deepcopy(dict(obj))
+        new = clone(dict(obj))
         meta = new.setdefault("metadata", {})
         key = (meta.get("namespace", "") if rt.namespaced else "", meta["name"])
         with self._store.lock:
@@ -239,7 +238,7 @@ class APIServer:
             new["apiVersion"] = rt.api_version(rt.storage_version)
             new.setdefault("kind", rt.kind)
             stored = self._store.commit(rt.id, key, new)
-        return copy.deepcopy(self._registry.out(rt, version, stored))
+        return clone(self._registry.out(rt, version, stored))
 
     def delete_object(
         self, group: str, version: str, plural: str, namespace: str, name: str

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-import copy
 import re
 from typing import Any
 
+from kubesim.codec import clone
 from kubesim.fields import FieldError
 from kubesim.meta import coerce_metadata
 from kubesim.resources import ResourceType, Strategy
@@ -40,7 +40,7 @@ class _TopLevelStrategy(Strategy):
         obj["metadata"] = metadata
         for key, value in body.items():
             if key in self.fields:
-                obj[key] = copy.deepcopy(value)
+                obj[key] = clone(value)
             elif key not in ("apiVersion", "kind", "metadata"):
                 dropped.append(key)
         return obj, dropped
@@ -64,10 +64,10 @@ class DeploymentStrategy(_TopLevelStrategy):
 
     def prepare_update(self, new: Obj, old: Obj, subresource: str, version: str) -> Obj:
         if subresource == "status":
-            out = copy.deepcopy(old)
-            out["status"] = copy.deepcopy(new.get("status") or {})
+            out = clone(old)
+            out["status"] = clone(new.get("status") or {})
             return out
-        new["status"] = copy.deepcopy(old.get("status") or {})
+        new["status"] = clone(old.get("status") or {})
         _default_spec(new)
         generation = old["metadata"].get("generation", 1)
         annotations = (new["metadata"].get("annotations"), old["metadata"].get("annotations"))
@@ -181,7 +181,7 @@ class _Kept(_TopLevelStrategy):
 
     def prepare_update(self, new: Obj, old: Obj, subresource: str, version: str) -> Obj:
         if "status" in self.fields:
-            new["status"] = copy.deepcopy(old.get("status") or {})
+            new["status"] = clone(old.get("status") or {})
         return new
 
 

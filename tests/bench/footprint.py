@@ -96,7 +96,7 @@ IMPORT_LAYERS = [
     ("pydantic (and a first model)", "import pydantic\nclass _M(pydantic.BaseModel): x: int"),
     ("statemachines, transitions", "import statemachines.core, transitions"),
     ("urllib3, prometheus_client", "import urllib3, prometheus_client"),
-    ("controller.spoke.app (the rest of run's modules)", "import controller.spoke.app"),
+    ("the rest of run's modules", "import controller.spoke.app"),
 ]
 LAYERED = """
 def rss():
