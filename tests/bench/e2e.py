@@ -477,7 +477,7 @@ def main() -> None:
 
 def side_by_side(revision: str, reports: int, runs: int, spec_changes: int) -> None:
     """REV's own e2e.py and this tree's, a fresh process each, alternating `runs` times on the
-    same workload; the median of each figure both print."""
+    same workload; the median of each figure both print, and the range of the runs."""
     from baseline import figures_of, run_in, worktree
 
     argv = ("--reports", str(reports), "--runs", "1")
@@ -487,14 +487,17 @@ def side_by_side(revision: str, reports: int, runs: int, spec_changes: int) -> N
             found["baseline"].append(figures_of(run_in(tree, "e2e.py", *argv)))
             ours = run_in(ROOT, "e2e.py", *argv, "--spec-changes", str(spec_changes))
             found["this tree"].append(figures_of(ours))
-    print(f"end to end, side by side: {reports} reports, {runs} alternating runs each (median)")
-    print(f"  {'figure':<52}{revision:>12}{'this tree':>12}")
+    print(f"end to end, side by side: {reports} reports, {runs} alternating runs each")
+    header = f"  {'figure':<52}{revision:>12}{'this tree':>12}"
+    print(f"{header}   (lowest-highest run of each)")
     for name in found["this tree"][0]:
         if name not in found["baseline"][0]:
             continue
-        cells = [statistics.median(f[name] for f in found[k]) for k in ("baseline", "this tree")]
+        runs_of = [sorted(f[name] for f in found[k]) for k in ("baseline", "this tree")]
         digits = _digits(name)
-        print(f"  {name + ':':<52}{cells[0]:>12.{digits}f}{cells[1]:>12.{digits}f}")
+        cells = "".join(f"{statistics.median(r):>12.{digits}f}" for r in runs_of)
+        spread = "   ".join(f"{r[0]:.{digits}f}-{r[-1]:.{digits}f}" for r in runs_of)
+        print(f"  {name + ':':<52}{cells}   ({spread})")
 
 
 if __name__ == "__main__":
