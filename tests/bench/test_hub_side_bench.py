@@ -20,7 +20,16 @@ def test_the_hub_side_writes_once_per_visible_change_and_never_otherwise_and_rea
     None
 ):
     done = subprocess.run(
-        [sys.executable, str(BENCH / "hub_side.py"), "--clusters", "3", "--resync", "1"],
+        [
+            sys.executable,
+            str(BENCH / "hub_side.py"),
+            "--clusters",
+            "3",
+            "--resync",
+            "1",
+            "--runs",
+            "1",
+        ],
         capture_output=True,
         text=True,
         timeout=120,

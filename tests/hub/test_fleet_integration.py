@@ -1,6 +1,7 @@
-"""`addon-status fleet` with the real `kubernetes` client over HTTP against an embedded hub
-serving the addon CRD, with a hub copy in each of several cluster namespaces: the rows come
-from ONE list call across all namespaces; the filters and the JSON shape end to end; a bad
+"""`addon-status fleet` over HTTP against an embedded hub serving the addon CRD (the hub
+copies written with the official `kubernetes` client), with a hub copy in each of several
+cluster namespaces: the rows come from ONE list call across all namespaces (a page per call
+on a larger hub); the filters and the JSON shape end to end; a bad
 kubeconfig is a one-line start-up error and an unreachable hub a one-line read error; `--watch`
 draws the fleet, then sees a change, and lists again after 410 Gone."""
 
@@ -20,7 +21,9 @@ from kubernetes import client
 
 from controller.cli import main
 from controller.fleet.command import watch_fleet
+from controller.fleet.copies import list_hub_copies
 from controller.fleet.view import Filters, render
+from controller.kube.connection import Connection
 from controller.kube.kubeconfig import KubeconfigSource, kubeconfig_yaml
 from controller.kube.rest import RestKube
 from controller.spoke.addon import GROUP, PLURAL, VERSION
@@ -87,6 +90,15 @@ def test_fleet_lists_every_cluster_in_one_call(
         ("edge-1", "Available"), ("edge-2", "Degraded"), ("prod-1", "Available")]  # fmt: skip
     assert hub.count_requests(verbs=["list"], resource=PLURAL) == 1
     assert hub.count_requests(verbs=["get", "list", "watch"]) == 1
+
+
+def test_fleet_reads_a_large_hub_a_page_at_a_time(hub: APIServer) -> None:
+    """As `kubectl get --chunk-size`: `limit`, then each `continue` token, one call a page."""
+    hub.clear_audit()
+    with Connection(hub.url, token=ADMIN) as connection:
+        listing = list_hub_copies(RestKube(connection), page=2)
+    assert [r.cluster for r in listing.rows] == list(CLUSTERS)
+    assert listing.calls == 2 == hub.count_requests(verbs=["list"], resource=PLURAL)
 
 
 def test_fleet_filters_end_to_end(kubeconfig: Path, capsys: pytest.CaptureFixture[str]) -> None:
