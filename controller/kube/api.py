@@ -22,7 +22,7 @@ import builtins
 import enum
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar, cast
 
 from statemachines.errors import AddonStatusError
 
@@ -48,8 +48,11 @@ __all__ = [
     "WatchEvent",
     "WatchStream",
     "error_for",
+    "json_copy",
     "resource_version",
 ]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -305,3 +308,19 @@ class Kube(Protocol):
 def resource_version(obj: Mapping[str, Any]) -> str:
     """An object's (or a list's) `metadata.resourceVersion`; "" when it has none."""
     return str((obj.get("metadata") or {}).get("resourceVersion") or "")
+
+
+def json_copy(value: T) -> T:
+    """A deep copy of a JSON value (dicts, lists and immutable leaves): about a fourth of what
+    `copy.deepcopy` costs, which memoises every node against cycles JSON cannot have. The
+    spoke copies a status four or five times per write."""
+    return cast(T, _json_copy(value))
+
+
+def _json_copy(value: Any) -> Any:
+    kind = type(value)
+    if kind is dict:
+        return {key: _json_copy(item) for key, item in value.items()}
+    if kind is list:
+        return [_json_copy(item) for item in value]
+    return value

@@ -16,7 +16,6 @@ read what happened (`calls`, `written`).
 from __future__ import annotations
 
 import builtins
-import copy
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -37,6 +36,7 @@ from controller.kube.api import (
     UnavailableError,
     WatchEvent,
     error_for,
+    json_copy,
 )
 
 __all__ = ["Call", "FakeKube"]
@@ -133,7 +133,7 @@ class FakeKube:
     def get(self, resource: ApiResource, namespace: str, name: str) -> dict[str, Any]:
         self._enter("get", resource, name)
         with self._changed:
-            return copy.deepcopy(self._stored((resource, namespace, name)))
+            return json_copy(self._stored((resource, namespace, name)))
 
     def list(
         self,
@@ -161,7 +161,7 @@ class FakeKube:
                 and (not continue_token or (ns, name) > tuple(continue_token.split("/", 1)))
             )
             page = chosen[:limit] if limit else chosen
-            items = [copy.deepcopy(obj) for _, obj in page]
+            items = [json_copy(obj) for _, obj in page]
             version = str(self._version)
         meta = {"resourceVersion": version}
         if limit and len(chosen) > limit:
@@ -199,7 +199,7 @@ class FakeKube:
             key = (resource, namespace, name)
             if key in self._objects:
                 raise ConflictError(f"{resource.plural} {name!r} already exists", status=409)
-            obj = copy.deepcopy(dict(body))
+            obj = json_copy(dict(body))
             obj["metadata"] = {
                 **obj["metadata"],
                 "namespace": namespace,
@@ -217,7 +217,7 @@ class FakeKube:
         with self._changed:
             key = (resource, namespace, name)
             stored = self._precondition(key, body)
-            obj = copy.deepcopy(dict(body))
+            obj = json_copy(dict(body))
             # What an update may change in metadata, as kube-apiserver allows it.
             mutable = ("labels", "annotations", "ownerReferences", "finalizers")
             meta = {
@@ -240,8 +240,8 @@ class FakeKube:
             key = (resource, namespace, name)
             stored = self._precondition(key, body)
             status = {k: v for k, v in (body.get("status") or {}).items() if k not in self.prune}
-            stored["status"] = copy.deepcopy(status)
-            self.written.append(copy.deepcopy(status))
+            stored["status"] = json_copy(status)
+            self.written.append(json_copy(status))
             return self._bump(key, "MODIFIED")
 
     def patch(
@@ -251,7 +251,7 @@ class FakeKube:
         self._enter("patch", resource, name)
         with self._changed:
             key = (resource, namespace, name)
-            self._stored(key).update(copy.deepcopy(dict(patch)))
+            self._stored(key).update(json_copy(dict(patch)))
             return self._bump(key, "MODIFIED")
 
     def patch_status(
@@ -263,7 +263,7 @@ class FakeKube:
             stored = self._precondition(key, patch)
             status = merge_patched(stored.get("status") or {}, patch.get("status") or {})
             stored["status"] = {k: v for k, v in status.items() if k not in self.prune}
-            self.written.append(copy.deepcopy(stored["status"]))
+            self.written.append(json_copy(stored["status"]))
             return self._bump(key, "MODIFIED")
 
     def review_token(self, token: str, audiences: builtins.list[str]) -> dict[str, Any]:
@@ -271,7 +271,7 @@ class FakeKube:
         user = self.tokens.get(token)
         if user is None:
             return {"authenticated": False}
-        return {"authenticated": True, "user": copy.deepcopy(user), "audiences": list(audiences)}
+        return {"authenticated": True, "user": json_copy(user), "audiences": list(audiences)}
 
     # ---- what tests and other actors do ------------------------------------------------------
 
@@ -296,7 +296,7 @@ class FakeKube:
         meta = obj["metadata"]
         key = (resource, str(meta["namespace"]), str(meta["name"]))
         with self._changed:
-            stored = copy.deepcopy(dict(obj))
+            stored = json_copy(dict(obj))
             stored["metadata"].setdefault("generation", 1)
             self._objects[key] = stored
             return self._bump(key, "ADDED")
@@ -313,7 +313,7 @@ class FakeKube:
         key = (resource, namespace, name)
         with self._changed:
             obj = self._stored(key)
-            spec = copy.deepcopy(obj.get("spec"))
+            spec = json_copy(obj.get("spec"))
             mutate(obj)
             if obj.get("spec") != spec:
                 obj["metadata"]["generation"] = int(obj["metadata"].get("generation") or 1) + 1
@@ -325,13 +325,13 @@ class FakeKube:
             gone = self._objects.pop(key)
             self._version += 1
             gone["metadata"]["resourceVersion"] = str(self._version)
-            self._history.append((self._version, key, WatchEvent("DELETED", copy.deepcopy(gone))))
+            self._history.append((self._version, key, WatchEvent("DELETED", json_copy(gone))))
             self._changed.notify_all()
 
     def stored(self, resource: ApiResource, namespace: str, name: str) -> dict[str, Any] | None:
         with self._changed:
             obj = self._objects.get((resource, namespace, name))
-            return copy.deepcopy(obj) if obj is not None else None
+            return json_copy(obj) if obj is not None else None
 
     def others_write(self, count: int) -> None:
         """Other objects change: the server's resourceVersion moves past every object's own."""
@@ -402,10 +402,10 @@ class FakeKube:
         obj = self._objects[key]
         self._version += 1
         obj["metadata"]["resourceVersion"] = str(self._version)
-        snapshot = copy.deepcopy(obj)
+        snapshot = json_copy(obj)
         self._history.append((self._version, key, WatchEvent(kind, snapshot)))
         self._changed.notify_all()
-        return copy.deepcopy(snapshot)
+        return json_copy(snapshot)
 
     def _matches(self, stream: _Stream, key: Key) -> bool:
         resource, namespace, name = key
@@ -433,7 +433,7 @@ class FakeKube:
                     (v, e) for v, k, e in self._history if v > seen and self._matches(stream, k)
                 )
             seen = version
-            yield WatchEvent(event.type, copy.deepcopy(event.object))
+            yield WatchEvent(event.type, json_copy(event.object))
 
     def _newer(self, stream: _Stream, seen: int) -> bool:
         return any(v > seen and self._matches(stream, k) for v, k, _ in self._history)
@@ -442,7 +442,7 @@ class FakeKube:
 def merge_patched(target: Any, patch: Any) -> Any:
     """RFC 7386: an object merges key by key (null removes), anything else replaces."""
     if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
+        return json_copy(patch)
     merged = dict(target) if isinstance(target, Mapping) else {}
     for key, value in patch.items():
         if value is None:

@@ -11,12 +11,11 @@ not current, and every retry reads afresh.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controller.kube.api import ConflictError
+from controller.kube.api import ConflictError, json_copy
 
 __all__ = ["Updated", "update_status"]
 
@@ -52,7 +51,7 @@ def update_status(
         raise ValueError("attempts must be at least 1")
     last: ConflictError | None = None
     for attempt in range(1, attempts + 1):
-        obj = copy.deepcopy(dict(first)) if first is not None and attempt == 1 else read()
+        obj = json_copy(dict(first)) if first is not None and attempt == 1 else read()
         current = obj.get("status") or {}
         status = mutate(current)
         if status is None or status == current:

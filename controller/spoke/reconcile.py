@@ -26,13 +26,12 @@ first (the watch may be behind); the core then refuses it if it is still ahead.
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Callable, Iterable
 from enum import Enum
 from typing import Any
 
-from controller.kube.api import InvalidError, KubeError, NotFoundError, WatchEvent
+from controller.kube.api import InvalidError, KubeError, NotFoundError, WatchEvent, json_copy
 from controller.kube.backoff import Retry
 from controller.ops.clocks import MachineClock
 from controller.ops.role import Role
@@ -371,7 +370,7 @@ class Reconciler:
         if self._kept is None:
             return obj.get("status")
         if self._kept_owed:
-            return copy.deepcopy(self._kept_stored)
+            return json_copy(self._kept_stored)
         try:
             return self._kept.read(obj)
         except StoredStateError as error:  # not JSON: as if there were none
@@ -407,7 +406,7 @@ class Reconciler:
             return
         for hook in list(self.status.hooks):
             try:
-                hook(copy.deepcopy(self.status.last))
+                hook(json_copy(self.status.last))
             except Exception:
                 log.exception("an on_status_written hook failed")
 

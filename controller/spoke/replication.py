@@ -14,7 +14,6 @@ sync is the one status-update loop, `controller.kube.update.update_status`.
 
 from __future__ import annotations
 
-import copy as deepcopy_module
 import logging
 import math
 import random
@@ -30,6 +29,7 @@ from controller.kube.api import (
     Kube,
     KubeError,
     NotFoundError,
+    json_copy,
 )
 from controller.kube.backoff import RETRY_AFTER_CEILING, backoff_delay
 from controller.kube.rest import RestKube
@@ -73,7 +73,7 @@ def hub_status_for(
     else's and are kept; in `status` mode the spoke status replaces the hub's."""
     if mode == "status":
         return projection(spoke_status, mode)
-    return {**deepcopy_module.deepcopy(dict(hub_status)), **projection(spoke_status, mode)}
+    return {**json_copy(dict(hub_status)), **projection(spoke_status, mode)}
 
 
 @dataclass(frozen=True)
@@ -177,7 +177,7 @@ class HubReplicator:
 
     def publish(self, status: Mapping[str, Any]) -> None:
         """Hand over the newest spoke status; returns at once whatever the hub is doing."""
-        snapshot = deepcopy_module.deepcopy(dict(status))
+        snapshot = json_copy(dict(status))
         with self._wake:
             now = self._clock.monotonic()
             sequence = (self._latest.sequence if self._latest else 0) + 1

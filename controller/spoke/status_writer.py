@@ -16,7 +16,6 @@ right costs no write at all.
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -28,6 +27,7 @@ from controller.kube.api import (
     KubeError,
     NotFoundError,
     WatchEvent,
+    json_copy,
     resource_version,
 )
 from controller.kube.backoff import Retry
@@ -70,7 +70,7 @@ def merged_status(
     same type, new ones go to the end in the order of `desired`; one of ours that `desired` no
     longer has (a collector that is not configured any more) is dropped.
     """
-    desired = copy.deepcopy(desired)  # the result must not alias the caller's dicts
+    desired = json_copy(desired)  # the result must not alias the caller's dicts
     ours = {c["type"]: c for c in desired.get(CONDITIONS) or [] if c.get("type") in owned}
     placed: set[str] = set()
     conditions: list[Any] = []
@@ -174,9 +174,9 @@ class SpokeStatus:
 
     def adopt(self, obj: Mapping[str, Any], desired: Mapping[str, Any]) -> None:
         """The CR as just read (at start, by a new leader, a new CR): is our part right?"""
-        self._known = copy.deepcopy(dict(obj))
+        self._known = json_copy(dict(obj))
         self._unechoed.clear()
-        self.last = copy.deepcopy(obj.get("status") or {})
+        self.last = json_copy(obj.get("status") or {})
         self._owed = needs_write(obj, desired, owned=self._owned)
 
     @property
@@ -207,7 +207,7 @@ class SpokeStatus:
         if version in self._echoes:
             return False
         # Older than our last write, or newer with our echo lost: only a read tells.
-        self._known = copy.deepcopy(event.object) if not self._unechoed else None
+        self._known = json_copy(event.object) if not self._unechoed else None
         return True
 
     def lags(self, obj: Mapping[str, Any], desired: Mapping[str, Any]) -> bool:
@@ -238,7 +238,7 @@ class SpokeStatus:
         self._owed = False
         self.retry.succeeded()
         self._known = result.obj
-        self.last = copy.deepcopy(result.obj.get("status") or {})
+        self.last = json_copy(result.obj.get("status") or {})
         if result.written:
             self._announce(result.obj)
 
@@ -250,6 +250,6 @@ class SpokeStatus:
         log.info("status written", extra={"resourceVersion": version})
         for hook in list(self.hooks):
             try:
-                hook(copy.deepcopy(self.last))
+                hook(json_copy(self.last))
             except Exception:
                 log.exception("an on_status_written hook failed")
