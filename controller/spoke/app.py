@@ -44,7 +44,7 @@ from controller.kube.reflector import Reflector
 from controller.kube.rest import RestKube
 from controller.ops.clocks import LeaseClock, MachineClock, SystemClock, utc_now
 from controller.process import Process, run_process
-from controller.reports.cli import build_report_server
+from controller.reports.flags import build_report_server
 from controller.reports.server import ReportServer
 from controller.reports.sink import SinkNotLeaderError, SinkRejectedError, SinkUnavailableError
 from controller.spoke.addon import GROUP, PLURAL, AddonStore

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.reports.cli import add_report_parser, build_report_server
+from controller.reports.cli import add_report_parser
+from controller.reports.flags import build_report_server
 from controller.reports.server import ReportServer
 from controller.spoke.options import RunOptions
 from statemachines.config import Config
@@ -187,9 +188,7 @@ def no_cluster() -> object:
 def build(sink: CoreSink, config: Config, *argv: str) -> ReportServer:
     args = run_flags(*argv)
     registry = CollectorRegistry()
-    return build_report_server(
-        args, sink=sink, config=config, registry=registry, kube=no_cluster
-    )
+    return build_report_server(args, sink=sink, config=config, registry=registry, kube=no_cluster)
 
 
 def test_run_flags_build_an_insecure_loopback_server(sink: CoreSink, config: Config) -> None:

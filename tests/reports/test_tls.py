@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.reports.cli import add_report_parser, build_report_server
+from controller.reports.cli import add_report_parser
 from controller.reports.client import ReportClient, ReportUnavailable
+from controller.reports.flags import build_report_server
 from controller.reports.server import ReportServer, ServingCertificate
 from controller.spoke.options import RunOptions, add_run_flags
 from statemachines.config import Config
