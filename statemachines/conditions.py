@@ -13,8 +13,8 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
+from statemachines.names import REASON_PATTERN, ConditionType
 from statemachines.size import cut
-from statemachines.vocabulary import REASON_PATTERN, ConditionType
 
 __all__ = [
     "MAX_MESSAGE",

@@ -25,7 +25,7 @@ from shutil import get_terminal_size
 from typing import TYPE_CHECKING, Any, TextIO
 
 from controller.fleet.view import UNKNOWN, Filters, render, render_rows
-from statemachines.vocabulary import ConditionType
+from statemachines.names import ConditionType
 
 if TYPE_CHECKING:
     from controller.kube.api import Kube

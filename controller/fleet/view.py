@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from statemachines.conditions import STANDARD_TYPES, format_time, parse_time, standard_true_in
-from statemachines.vocabulary import ConditionType
+from statemachines.names import ConditionType
 
 __all__ = [
     "SCHEMA",

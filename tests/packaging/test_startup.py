@@ -1,6 +1,6 @@
 """`addon-status --help`, `--version`, `report` and `simulate` start without the Kubernetes
 client and the embedded API server, which take most of a second and tens of MiB to import, and
-`report` (run by collectors' scripts, once per report) without pydantic and the core too: each
+`report` (run by collectors' scripts, once per report) and `fleet` without pydantic too: each
 command runs in a fresh interpreter, which then lists what it imported."""
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from controller.kube.kubeconfig import kubeconfig_yaml
 
 pytestmark = pytest.mark.slow
 
@@ -31,8 +33,9 @@ print(json.dumps({"code": code, "loaded": loaded}))
 """
 
 
-def imported_by(*argv: str, preload: str = "") -> list[str]:
-    """The heavy packages loaded once `addon-status ARGV` is done (after `preload`)."""
+def imported_by(*argv: str, preload: str = "", codes: tuple[int, ...] = (0, 2)) -> list[str]:
+    """The heavy packages loaded once `addon-status ARGV` is done (after `preload`), which
+    exits with one of `codes`."""
     done = subprocess.run(
         [sys.executable, "-c", PROBE.replace("{preload}", preload), *argv],
         cwd=ROOT,
@@ -42,7 +45,7 @@ def imported_by(*argv: str, preload: str = "") -> list[str]:
         check=True,
     )
     result = json.loads(done.stdout.splitlines()[-1])
-    assert result["code"] in (0, 2), done.stderr
+    assert result["code"] in codes, done.stderr
     loaded: list[str] = result["loaded"]
     return loaded
 
@@ -72,6 +75,15 @@ def test_report_imports_none_of_them() -> None:
     url = f"http://127.0.0.1:{unused_port()}"
     assert imported_by("report", "--url", url, "--reason", "ForwardSuccessful",
                        "--timeout", "0.2", "--deadline", "0.5") == []  # fmt: skip
+
+
+def test_fleet_imports_none_of_them(tmp_path: Path) -> None:
+    """The whole path of the fleet view, up to a hub nobody answers for (exit 1): the view
+    needs the names of the conditions, not the vocabulary's validated table."""
+    kubeconfig = tmp_path / "hub"
+    hub = f"http://127.0.0.1:{unused_port()}"
+    kubeconfig.write_text(kubeconfig_yaml(server=hub, token="t"), "utf-8")
+    assert imported_by("fleet", "--kubeconfig", str(kubeconfig), codes=(1,)) == []
 
 
 def test_the_probe_sees_what_was_imported() -> None:
