@@ -35,8 +35,14 @@ def test_the_hub_flags_load_no_kubernetes_client() -> None:
         "add_hub_flags(argparse.ArgumentParser())\n"
         "print('kubernetes' in sys.modules)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
-                          text=True, check=True, env={"PYTHONPATH": str(ROOT)})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(ROOT)},
+    )
     assert done.stdout.strip() == "False"
 
 
@@ -54,8 +60,17 @@ def test_a_hub_kubeconfig_that_is_not_valid_is_a_one_line_start_up_error(
 ) -> None:
     kubeconfig = tmp_path / "hub.kubeconfig"
     kubeconfig.write_text("clusters: [", encoding="utf-8")
-    code = main(["hub", "--kubeconfig", str(kubeconfig), "--metrics-address", "127.0.0.1:0",
-                 "--probe-address", "127.0.0.1:0"])
+    code = main(
+        [
+            "hub",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--metrics-address",
+            "127.0.0.1:0",
+            "--probe-address",
+            "127.0.0.1:0",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 1
     assert err.count("\n") == 1

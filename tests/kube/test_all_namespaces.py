@@ -25,8 +25,9 @@ def test_the_fake_lists_and_watches_every_namespace() -> None:
     kube.put(ADDON, _addon("c1"))
     listed = kube.list(ADDON, "", field_selector="metadata.name=observability-addon")
     assert [i["metadata"]["namespace"] for i in listed["items"]] == ["c1"]
-    stream = kube.watch(ADDON, "", resource_version=listed["metadata"]["resourceVersion"],
-                        timeout_seconds=1)
+    stream = kube.watch(
+        ADDON, "", resource_version=listed["metadata"]["resourceVersion"], timeout_seconds=1
+    )
     kube.put(ADDON, _addon("c2"))
     event = next(iter(stream))
     stream.close()

@@ -18,9 +18,15 @@ NAMESPACE, NAME = "ns", "addon"
 
 def stored(status: dict[str, Any] | None = None) -> FakeKube:
     kube = FakeKube()
-    kube.put(ADDON, {"apiVersion": ADDON.api_version, "kind": ADDON.kind,
-                     "metadata": {"name": NAME, "namespace": NAMESPACE},
-                     **({"status": status} if status is not None else {})})
+    kube.put(
+        ADDON,
+        {
+            "apiVersion": ADDON.api_version,
+            "kind": ADDON.kind,
+            "metadata": {"name": NAME, "namespace": NAMESPACE},
+            **({"status": status} if status is not None else {}),
+        },
+    )
     return kube
 
 
@@ -58,8 +64,9 @@ def test_a_change_is_written_with_the_read_resource_version() -> None:
 
 def test_a_conflict_starts_over_from_a_fresh_read() -> None:
     kube = stored()
-    kube.before["replace_status"] = lambda: kube.before.clear() or kube.edit(
-        ADDON, NAMESPACE, NAME, lambda obj: obj.update(status={"theirs": 1})
+    kube.before["replace_status"] = lambda: (
+        kube.before.clear()
+        or kube.edit(ADDON, NAMESPACE, NAME, lambda obj: obj.update(status={"theirs": 1}))
     )
     retries: list[int] = []
     updated = run(kube, ready, on_conflict=lambda attempt, error: retries.append(attempt))

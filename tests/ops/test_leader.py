@@ -33,11 +33,18 @@ class MovedClock:
         return self.seconds
 
 
-def elector(kube: FakeKube, clock: MovedClock, registry: CollectorRegistry,
-            events: list[str]) -> LeaderElector:
+def elector(
+    kube: FakeKube, clock: MovedClock, registry: CollectorRegistry, events: list[str]
+) -> LeaderElector:
     return LeaderElector(
-        kube, namespace="default", name="addon-status", identity="a", clock=clock,
-        lease_duration=15.0, renew_deadline=10.0, retry_period=2.0,
+        kube,
+        namespace="default",
+        name="addon-status",
+        identity="a",
+        clock=clock,
+        lease_duration=15.0,
+        renew_deadline=10.0,
+        retry_period=2.0,
         on_started_leading=lambda: events.append("started"),
         on_stopped_leading=lambda: events.append("stopped"),
         metrics=LeaderMetrics(registry),
@@ -100,6 +107,7 @@ def _now_held_by(holder: str, clock: MovedClock) -> Callable[[dict[str, Any]], N
     def mutate(lease: dict[str, Any]) -> None:
         lease["spec"]["holderIdentity"] = holder
         lease["spec"]["renewTime"] = clock.now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
     return mutate
 
 
@@ -120,8 +128,12 @@ def test_a_conflict_on_renewal_by_a_writer_that_left_us_holding_renews_from_a_fr
     kube, clock, events = FakeKube(), MovedClock(), []
     leader = elector(kube, clock, CollectorRegistry(), events)
     leader.run_round()
-    kube.edit(LEASE, "default", "addon-status",
-              lambda lease: lease["metadata"].setdefault("labels", {}).update(team="obs"))
+    kube.edit(
+        LEASE,
+        "default",
+        "addon-status",
+        lambda lease: lease["metadata"].setdefault("labels", {}).update(team="obs"),
+    )
     clock.seconds += 2.0
     del kube.calls[:]
     leader.run_round()

@@ -23,8 +23,9 @@ NOW = datetime(2025, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
 # --- the Lease ----------------------------------------------------------------------------
 
 
-def record(holder: str | None, *, renewed: float = 0.0, duration: int | None = 15,
-           transitions: int = 0) -> LeaseRecord:
+def record(
+    holder: str | None, *, renewed: float = 0.0, duration: int | None = 15, transitions: int = 0
+) -> LeaseRecord:
     renew = NOW + timedelta(seconds=renewed)
     return LeaseRecord(holder, duration, NOW - timedelta(minutes=5), renew, transitions)
 
@@ -59,8 +60,9 @@ def test_renewal_keeps_acquire_time_and_transitions() -> None:
 
 
 def test_a_take_over_counts_one_transition() -> None:
-    taken = next_record(record("a", renewed=-20, transitions=3), identity="b", now=NOW,
-                        duration_seconds=15)
+    taken = next_record(
+        record("a", renewed=-20, transitions=3), identity="b", now=NOW, duration_seconds=15
+    )
     assert taken == LeaseRecord("b", 15, NOW, NOW, 4)
     assert next_record(None, identity="b", now=NOW, duration_seconds=15).transitions == 0
 

@@ -83,9 +83,7 @@ def test_utf8_of_a_surrogate_is_400_like_all_invalid_utf8(
     assert sink.judged == []
 
 
-def test_control_characters_in_a_message_are_replaced(
-    server: ReportServer, sink: CoreSink
-) -> None:
+def test_control_characters_in_a_message_are_replaced(server: ReportServer, sink: CoreSink) -> None:
     head = b'{"collector": "metrics-collector", "reason": "ForwardFailure", "message": "'
     text = b"503\\r\\u0000 \\u001b[31mred\\u007f\\u0085\\tend\\nnext line"
     code, answer = _send(server, head + text + b'"}')

@@ -47,9 +47,7 @@ def fetch(port: int, path: str) -> tuple[int, str]:
         return error.code, error.read().decode()
 
 
-def test_reports_reach_the_cr_and_the_metrics(
-    controller: Replica, store: FakeAddonStore
-) -> None:
+def test_reports_reach_the_cr_and_the_metrics(controller: Replica, store: FakeAddonStore) -> None:
     worker = controller.worker
     worker.submit(report(Reason.UPDATE_SUCCESSFUL, None), timeout=WAIT)
     worker.submit(report(Reason.FORWARD_SUCCESSFUL, MC), timeout=WAIT)

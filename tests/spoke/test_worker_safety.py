@@ -34,8 +34,6 @@ def _invalid(code: int = 422) -> KubeError:
     return error_for(f"replace status: {code}: status.x: Invalid", status=code)
 
 
-
-
 @pytest.mark.parametrize("code", [422, 400])
 def test_a_write_rejected_as_invalid_is_answered_to_its_report_and_rolled_back(
     make_worker: WorkerFactory, store: FakeAddonStore, code: int

@@ -66,8 +66,6 @@ def collector(bookkeeping: dict[str, Any], name: str) -> dict[str, Any]:
     return next(c for c in bookkeeping["collectors"] if c["name"] == name)
 
 
-
-
 def open_window(reporter: ReportClient, clock: FakeClock) -> None:
     """ForwardFailed on the primary at T0+1m: a 10-minute window opens, ending at T0+11m."""
     clock.move(minutes=1)
