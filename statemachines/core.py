@@ -19,7 +19,7 @@ from statemachines import dampening, generations, health, staleness
 from statemachines.config import Config
 from statemachines.evolve import evolve
 from statemachines.machines import fire
-from statemachines.outcome import Cause, Change, Outcome, Position
+from statemachines.outcome import Cause, Change, Outcome, Position, position_label
 from statemachines.reports import STRENGTH, Report, Verdict, VerdictKind
 from statemachines.settings import Settings
 from statemachines.state import AddonState, CollectorState
@@ -56,10 +56,11 @@ def apply(state: AddonState, report: Report, now: datetime, *, config: Config) -
         for n in names
     ]
     refused = any(v.kind is VerdictKind.REFUSED for _, v, _ in judged)
-    for new, _, change in judged:
+    for new, own, change in judged:
         old = state.collector(new.name)
-        # Nothing changes on a refusal, but a refused report is a sign of life too.
-        after = staleness.heard(old, now) if refused else new
+        # Nothing changes on a refusal, but a refused report is a sign of life too (a collector
+        # that refused is already only heard).
+        after = new if not refused or own.kind is VerdictKind.REFUSED else staleness.heard(old, now)
         state = state.with_collector(after)
         if change is not None and not refused:
             changes = (*changes, change)
@@ -261,7 +262,7 @@ def _change(at: datetime, cause: Cause, before: CollectorState, after: Collector
 
 
 def _label(c: CollectorState) -> str:
-    return Position.of(c).label
+    return position_label(c.state, c.reason, c.stale)
 
 
 def _verdict(

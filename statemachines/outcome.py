@@ -6,13 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from functools import cache
 
 from statemachines.conditions import Condition
 from statemachines.reports import Verdict
 from statemachines.state import AddonState, CollectorState
 from statemachines.vocabulary import Reason, State
 
-__all__ = ["Cause", "Change", "Outcome", "Position"]
+__all__ = ["Cause", "Change", "Outcome", "Position", "position_label"]
 
 
 class Cause(StrEnum):
@@ -38,8 +39,13 @@ class Position:
     @property
     def label(self) -> str:
         """For people: `Available (ForwardSuccessful)`, `Available (ForwardSuccessful, stale)`."""
-        reason = self.reason.value if self.reason else "no reason"
-        return f"{self.state.value} ({reason}{', stale' if self.stale else ''})"
+        return position_label(self.state, self.reason, self.stale)
+
+
+@cache  # a few dozen positions exist; verdicts and moves name them on every report
+def position_label(state: State, reason: Reason | None, stale: bool) -> str:
+    named = reason.value if reason else "no reason"
+    return f"{state.value} ({named}{', stale' if stale else ''})"
 
 
 @dataclass(frozen=True, slots=True)
