@@ -92,7 +92,7 @@ def test_fleet_lists_every_cluster_in_one_call(
     assert hub.count_requests(verbs=["get", "list", "watch"]) == 1
 
 
-def test_fleet_reads_a_large_hub_a_page_at_a_time(hub: APIServer) -> None:
+def test_fleet_reads_the_hub_a_page_at_a_time(hub: APIServer) -> None:
     """As `kubectl get --chunk-size`: `limit`, then each `continue` token, one call a page."""
     hub.clear_audit()
     with Connection(hub.url, token=ADMIN) as connection:

@@ -4,6 +4,8 @@ status the writer keeps (what `copy.deepcopy` guaranteed before)."""
 
 from __future__ import annotations
 
+from types import MappingProxyType
+
 from controller.kube.api import json_copy
 
 
@@ -25,3 +27,13 @@ def test_a_copy_equals_the_original_and_shares_no_container_with_it() -> None:
         "status": {"conditions": [{"type": "Available", "observedGeneration": 2}], "ok": True,
                    "ratio": 0.5, "none": None, "empty": [], "nested": [[{"k": "v"}]]},
     }  # fmt: skip
+
+
+def test_a_mapping_or_tuple_that_is_no_plain_dict_or_list_is_copied_too() -> None:
+    """What `copy.deepcopy` guaranteed for any container a caller hands in."""
+    inner = {"type": "Available"}
+    original = {"view": MappingProxyType({"conditions": (inner,)})}
+    copied = json_copy(original)
+    assert copied == {"view": {"conditions": ({"type": "Available"},)}}
+    copied["view"]["conditions"][0]["type"] = "Degraded"
+    assert inner == {"type": "Available"}

@@ -1,7 +1,8 @@
-"""`addon-status --help`, `--version`, `report` and `simulate` start without the Kubernetes
-client and the embedded API server, which take most of a second and tens of MiB to import, and
-`report` (run by collectors' scripts, once per report) and `fleet` without pydantic too: each
-command runs in a fresh interpreter, which then lists what it imported."""
+"""`addon-status --help`, `--version`, `report`, `fleet` and `simulate` start without the
+Kubernetes client and the embedded API server, which take most of a second and tens of MiB to
+import, and all but `simulate` without pydantic too (`report` runs once per report in
+collectors' scripts): each command runs in a fresh interpreter, which then lists what it
+imported."""
 
 from __future__ import annotations
 
