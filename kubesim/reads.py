@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kubesim.access import UserInfo
 from kubesim.errors import (
     APIError,
     bad_request,
@@ -61,6 +62,7 @@ class Target:
     namespace: str = ""
     name: str = ""
     subresource: str = ""
+    user: UserInfo | None = None  # who writes (admission needs it); None: the server itself
 
     @property
     def key(self) -> ObjectKey:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from kubesim.access import Authenticator
@@ -64,12 +64,21 @@ def _field_validation(query: Mapping[str, str]) -> str:
     return value
 
 
+Admit = Callable[[str, Target, Obj | None, Obj | None], list[str]]
+"""(operation, target, object, old object) -> warnings; raises the APIError of a refusal."""
+
+
 class Registry(ReadRegistry):
     def __init__(
-        self, store: Store, types: list[ResourceType], authenticator: Authenticator
+        self,
+        store: Store,
+        types: list[ResourceType],
+        authenticator: Authenticator,
+        admit: Admit | None = None,
     ) -> None:
         super().__init__(store, types)
         self._authenticator = authenticator
+        self._admit = admit
 
     # -- decoding ---------------------------------------------------------------------------
 
@@ -161,6 +170,8 @@ class Registry(ReadRegistry):
         namespace, name = meta.get("namespace", ""), meta["name"]
         if rt.namespaced and self.store.get(_NAMESPACES, ("", namespace)) is None:
             raise not_found("", "namespaces", namespace)
+        if self._admit is not None and target.user is not None:
+            warnings = [*warnings, *self._admit("CREATE", target, obj, None)]
         if self.store.get(rt.id, (namespace, name)) is not None:
             raise already_exists(rt.group, rt.plural, name)
         stored = obj if dry_run else self.store.commit(rt.id, (namespace, name), obj)
@@ -311,6 +322,8 @@ class Registry(ReadRegistry):
         )
         if errors:
             raise invalid(rt.group, rt.kind, name, errors)
+        if self._admit is not None and target.user is not None:
+            warnings = [*warnings, *self._admit("UPDATE", target, new, old)]
         if new == old or dry_run:
             return self.result(200, rt, self.out(rt, version, new), warnings)
         key: ObjectKey = (old_meta.get("namespace", ""), name)
@@ -346,6 +359,8 @@ class Registry(ReadRegistry):
     def _delete(self, target: Target, old: Obj, dry_run: bool) -> Result:
         rt, version = target.rt, target.version
         meta = old["metadata"]
+        if self._admit is not None and target.user is not None:
+            self._admit("DELETE", target, None, old)
         key: ObjectKey = (meta.get("namespace", ""), meta["name"])
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):

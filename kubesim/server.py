@@ -22,6 +22,7 @@ from kubesim.access import (
     Authenticator,
     UserInfo,
 )
+from kubesim.admission import ADMISSION_GROUP, AdmissionRequest, Policies, admission_types
 from kubesim.builtins import builtin_types
 from kubesim.codec import clone, encode_json, format_time, now
 from kubesim.discovery import Discovery, version_info
@@ -33,6 +34,7 @@ from kubesim.errors import (
     path_not_found,
     unauthorized,
 )
+from kubesim.escalation import check_escalation
 from kubesim.faults import Faults
 from kubesim.rbac import RBAC_GROUP, Authorizer, rbac_types
 from kubesim.reads import Result, Target
@@ -74,11 +76,13 @@ class APIServer:
             *builtin_types(),
             *workload_types(),
             *rbac_types(),
+            *admission_types(),
             *load_crds(crd_paths),
         ]
         self._store = Store(watch_history)
         self._auth = Authenticator(tokens, anonymous=anonymous)
-        self._registry = Registry(self._store, self._types, self._auth)
+        self._policies = Policies(lambda plural: self._store.items((ADMISSION_GROUP, plural), None))
+        self._registry = Registry(self._store, self._types, self._auth, self._admit)
         self._audit = AuditLog()
         # How many audited requests match; by default the successful writes, so that
         # `count_requests(resource="observabilityaddons", subresource="status")` is the number
@@ -292,7 +296,7 @@ class APIServer:
             elif info.verb == "watch":
                 self._watch(handler, info, query)
             else:
-                result = self._resource(handler, info, query, body)
+                result = self._resource(handler, info, query, body, user)
                 self._answer(
                     handler,
                     info,
@@ -327,11 +331,36 @@ class APIServer:
             return discovery.resource_list(parts[1], parts[2])
         raise path_not_found()
 
+    def _admit(
+        self, operation: str, target: Target, obj: dict[str, Any] | None, old: Any
+    ) -> list[str]:
+        """What kube-apiserver checks of a write after the object's own validation: RBAC's
+        escalation check (with RBAC on), then the ValidatingAdmissionPolicies."""
+        assert target.user is not None
+        rt = target.rt
+        if self._authorizer is not None and obj is not None and rt.group == RBAC_GROUP:
+
+            def role_of(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
+                return self._store.get((RBAC_GROUP, plural), (namespace, name))
+
+            check_escalation(self._authorizer, target.user, obj, role_of)
+        meta = (obj or old or {}).get("metadata") or {}
+        request = AdmissionRequest(
+            operation, rt.group, target.version, rt.plural, target.subresource, rt.kind,
+            target.namespace, str(meta.get("name") or target.name), target.user, obj, old,
+        )  # fmt: skip
+        return self._policies.admit(request)
+
     def _resource(
-        self, handler: Handler, info: RequestInfo, query: Mapping[str, str], body: bytes
+        self,
+        handler: Handler,
+        info: RequestInfo,
+        query: Mapping[str, str],
+        body: bytes,
+        user: UserInfo,
     ) -> Result:
         registry = self._registry
-        target = registry.target(info)
+        target = replace(registry.target(info), user=user)
 
         def options() -> Any:
             return handler.object_body(body) if body.strip() else None

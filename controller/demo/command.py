@@ -86,18 +86,19 @@ def hub_server(rendered: Mapping[str, Rendered]) -> Iterator[APIServer]:
     everything (kube-apiserver's --anonymous-auth and a role bound to system:unauthenticated):
     kubectl sends no bearer token over plain HTTP, and `kubectl get` is part of the demo."""
     from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
-    from controller.hub.mirror import managed_cluster_addon
+    from controller.hub.mirror import cluster_namespace, managed_cluster_addon
 
     tokens = {HUB_TOKEN: UserInfo("demo-admin", groups=("system:masters",))}
     for cluster, share in rendered.items():
         tokens[agent_token(cluster)] = UserInfo(share.identity.user, groups=share.identity.groups)
-    hub = APIServer([_crd(), _crd(MCA_CRD)], namespaces=["default", *rendered], tokens=tokens,
+    hub = APIServer([_crd(), _crd(MCA_CRD)], namespaces=["default"], tokens=tokens,
                     anonymous=True, rbac=True)  # fmt: skip
     roles = yaml.safe_load_all((ROLLOUT / "clusterroles.yaml").read_text("utf-8"))
     with hub:
         for obj in [*_readers(), *roles]:
             hub.put_object("rbac.authorization.k8s.io", "v1", f"{obj['kind'].lower()}s", obj)
         for cluster, share in rendered.items():
+            hub.put_object("", "v1", "namespaces", cluster_namespace(cluster))
             hub.put_object(MCA.group, MCA.version, MCA.plural, managed_cluster_addon(cluster))
             for binding in share.hub:
                 hub.put_object("rbac.authorization.k8s.io", "v1", "rolebindings", binding)

@@ -76,7 +76,7 @@ def add_fleet_parser(sub: Any) -> None:
 
 
 def run_fleet(args: argparse.Namespace) -> int:
-    from controller.fleet.copies import list_hub_copies
+    from controller.fleet.copies import list_clusters, list_hub_copies
     from controller.kube.api import KubeError
     from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource
     from controller.kube.rest import RestKube
@@ -103,12 +103,14 @@ def run_fleet(args: argparse.Namespace) -> int:
         return _closed_quietly()
     try:
         listing = list_hub_copies(kube, args.copy_name)
+        clusters = list_clusters(kube)
     except KubeError as error:
         print(f"addon-status fleet: {error}", file=sys.stderr)
         return 1
+    rows = [row for row in listing.rows if row.cluster in clusters]
     now = datetime.now(UTC)
     with contextlib.suppress(BrokenPipeError):  # `fleet | head`: the reader has seen enough
-        view = render_rows(listing.rows, now, filters=filters, json_format=json_format, width=width)
+        view = render_rows(rows, now, filters=filters, json_format=json_format, width=width)
         print(view)
     return _closed_quietly()
 
@@ -147,12 +149,23 @@ def watch_fleet(
     `interval` seconds in place, elsewhere once per change. Read failures are retried with
     backoff and the last good view stays; on a terminal the failure shows under the view,
     elsewhere it goes once to `err` (so that `out` stays one frame after another)."""
-    from controller.kube.api import ADDON
+    from controller.hub.ocm import CLUSTER_LABEL
+    from controller.kube.api import ADDON, NAMESPACE
     from controller.kube.backoff import Backoff
     from controller.kube.reflector import Reflector, Selection
 
     stop, err = stop or threading.Event(), err or sys.stderr
     updates: queue.Queue[tuple[str, Any]] = queue.Queue()
+    clusters = Reflector(
+        kube,
+        Selection(NAMESPACE, label_selector=CLUSTER_LABEL),
+        name="fleet-clusters",
+        on_listed=lambda items, version: updates.put(("clusters", items)),
+        on_event=lambda event: updates.put((f"cluster-{event.type}", event.object)),
+        on_failed=lambda error: updates.put(("error", f"hub unreachable, retrying: {error}")),
+        backoff=Backoff(initial=0.5, maximum=30.0),
+        watch_seconds=watch_seconds,
+    )
     reader = Reflector(
         kube,
         Selection(ADDON, name=name),
@@ -163,11 +176,13 @@ def watch_fleet(
         backoff=Backoff(initial=0.5, maximum=30.0),
         watch_seconds=watch_seconds,
     )
+    clusters.start()
     reader.start()
     try:
         _draw(updates, show, out=out, err=err, interval=interval, stop=stop, now=now)
     finally:
         reader.stop(timeout=1.0)
+        clusters.stop(timeout=1.0)
 
 
 def _draw(
@@ -180,13 +195,14 @@ def _draw(
     stop: threading.Event,
     now: Callable[[], datetime],
 ) -> None:
-    copies: dict[tuple[str, str], Mapping[str, Any]] = {}
+    fleet = _Fleet()
     drawn: dict[tuple[str, str], Mapping[str, Any]] | None = None  # the copies last drawn
     problem, tty = "", out.isatty()
     while not stop.is_set():
-        changed = _drain(updates, copies, timeout=interval)
+        changed = _drain(updates, fleet, timeout=interval)
         if changed is None:
             continue
+        copies = fleet.shown()
         if isinstance(changed, str):
             if changed != problem and not tty:
                 print(f"addon-status fleet: {changed}", file=err, flush=True)
@@ -202,19 +218,45 @@ def _draw(
         out.flush()
 
 
+class _Fleet:
+    """What `--watch` has seen: the hub copies and the cluster namespaces (None: not listed)."""
+
+    def __init__(self) -> None:
+        self.copies: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self.clusters: set[str] | None = None
+        self.listed = False  # the copies, once
+
+    def shown(self) -> dict[tuple[str, str], Mapping[str, Any]]:
+        clusters = self.clusters or set()
+        return {key: copy for key, copy in self.copies.items() if key[0] in clusters}
+
+    def cluster_event(self, kind: str, payload: Any) -> None:
+        if kind == "clusters":
+            self.clusters = {_key(item)[1] for item in payload}
+        elif kind == "cluster-DELETED":
+            (self.clusters or set()).discard(_key(payload)[1])
+        else:
+            self.clusters = (self.clusters or set()) | {_key(payload)[1]}
+
+
 def _drain(
     updates: queue.Queue[tuple[str, Any]],
-    copies: dict[tuple[str, str], Mapping[str, Any]],
+    fleet: _Fleet,
     *,
     timeout: float,
 ) -> bool | str | None:
-    """Apply what the reader sent within `timeout`: True when a copy changed, False when
-    nothing did, an error's text, or None before the first list arrived."""
+    """Apply what the readers sent within `timeout`: True when a copy or the clusters changed,
+    False when nothing did, an error's text, or None before both first lists arrived."""
     changed: bool | str = False
+    copies = fleet.copies
     try:
         kind, payload = updates.get(timeout=timeout)
         while True:
-            if kind == "list":
+            if kind.startswith("cluster"):
+                fleet.cluster_event(kind, payload)
+                changed = True
+            elif kind == "list":
+                fleet.listed = True
                 copies.clear()
                 copies.update((_key(c), c) for c in payload)
                 changed = True
@@ -229,7 +271,9 @@ def _drain(
             kind, payload = updates.get_nowait()
     except queue.Empty:
         pass
-    return changed if copies or changed is not False else None
+    if fleet.clusters is None or not fleet.listed:
+        return changed if isinstance(changed, str) else None
+    return changed
 
 
 def _key(copy: Mapping[str, Any]) -> tuple[str, str]:

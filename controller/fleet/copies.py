@@ -1,6 +1,8 @@
 """The fleet view's read of the hub, through the seam: every cluster's hub copy of the addon,
 listed across all namespaces a page at a time (`--watch` follows them with the one
-list-then-watch loop, `controller.kube.reflector`).
+list-then-watch loop, `controller.kube.reflector`), and which namespaces are clusters (those
+OCM's registration labelled `open-cluster-management.io/cluster-name`: a hub that manages itself
+keeps its own spoke's copy in a namespace that is no cluster's, docs/spec.md §12).
 
 Pages of 500, as kubectl asks for them (`--chunk-size`): each page is turned into rows as it
 arrives and dropped, so a hub of 20,000 clusters never sits decoded in memory at once (one list
@@ -15,10 +17,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from controller.fleet.view import Row, row_of
-from controller.kube.api import ADDON, ALL_NAMESPACES, Kube, KubeError
+from controller.hub.ocm import CLUSTER_LABEL
+from controller.kube.api import ADDON, ALL_NAMESPACES, NAMESPACE, Kube, KubeError
 from controller.kube.api import resource_version as version_of
 
-__all__ = ["COPY_NAME", "PAGE", "Listing", "list_hub_copies"]
+__all__ = ["COPY_NAME", "PAGE", "Listing", "list_clusters", "list_hub_copies"]
 
 COPY_NAME: Final = "observability-addon"  # what every spoke names its hub copy
 PAGE: Final = 500
@@ -31,6 +34,21 @@ class Listing:
     rows: list[Row]
     resource_version: str
     calls: int
+
+
+def list_clusters(kube: Kube, *, page: int = PAGE) -> frozenset[str]:
+    """The namespaces OCM made for a ManagedCluster. Raises KubeError."""
+    names: set[str] = set()
+    token = ""
+    while True:
+        answer = kube.list(
+            NAMESPACE, ALL_NAMESPACES, label_selector=CLUSTER_LABEL, limit=page,
+            continue_token=token,
+        )  # fmt: skip
+        names.update(str(_name(i)) for i in answer.get("items") or [] if isinstance(i, dict))
+        token = str((answer.get("metadata") or {}).get("continue") or "")
+        if not token:
+            return frozenset(names)
 
 
 def list_hub_copies(kube: Kube, name: str = COPY_NAME, *, page: int = PAGE) -> Listing:

@@ -82,6 +82,7 @@ class HubReplica:
             watch_seconds=watch_seconds,
             watch_metrics=self.process.watch_metrics.watch("hub-copies"),
             addon_watch_metrics=self.process.watch_metrics.watch("managed-cluster-addons"),
+            cluster_watch_metrics=self.process.watch_metrics.watch("cluster-namespaces"),
         )
         self.registry.register(ClusterStates(self.side.cluster_states))
         self.process.add(

@@ -27,7 +27,8 @@ class MirrorMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.writes = CounterMetric(
             "addon_status_hub_mirror_writes_total",
-            "Writes of the standard conditions of a hub copy to its ManagedClusterAddOn.",
+            "Writes of the conditions the hub side owns (Degraded, Disabled, NotSupported) to a "
+            "ManagedClusterAddOn.",
             registry=registry,
         )
         self.errors = CounterMetric(
@@ -38,6 +39,18 @@ class MirrorMetrics:
         )
         for kind in ErrorKind:
             self.errors.labels(kind=kind.value)
+        self.repairs = CounterMetric(
+            "addon_status_hub_mirror_repairs",
+            "Writes that put back a condition the hub side owns after another writer changed it "
+            "(one per state of the hub copy)",
+            registry=registry,
+        )
+        self.contested = CounterMetric(
+            "addon_status_hub_mirror_contested",
+            "ManagedClusterAddOns whose owned conditions another writer changed again after the "
+            "repair: left as they are until the hub copy changes",
+            registry=registry,
+        )
         self.malformed = CounterMetric(
             "addon_status_hub_mirror_malformed_copies",
             "Hub copies holding a condition a ManagedClusterAddOn would refuse (left out of the "

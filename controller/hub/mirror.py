@@ -1,19 +1,20 @@
-"""What the hub side writes on a cluster's `ManagedClusterAddOn` (docs/spec.md §12): the
-standard conditions of the cluster's hub copy, as they are, and nothing else.
+"""What the hub side writes on a cluster's `ManagedClusterAddOn` (docs/spec.md §12.1): the
+condition types no controller of Open Cluster Management or ACM writes there, as the cluster's
+hub copy says them, and nothing else.
 
 Pure rules, no I/O: `mirror(hub copy conditions, ManagedClusterAddOn conditions)` is the
-conditions to write, or None when the `ManagedClusterAddOn` already says the same.
+conditions to write, or None when the `ManagedClusterAddOn` already says the same; `Repairs`
+decides whether a difference is written (once per hub copy state after someone else's change).
 
-- The standard types are those of either profile: `Available`, `Progressing`, `Degraded`, and
-  the seed profile's `Disabled` and `NotSupported` (the `acm` profile writes those as
-  `Degraded=True` with that reason). Whatever of them the hub copy carries is mirrored; any
-  other type on the hub copy (a collector's, another writer's) is not.
+- The owned types (`OWNED_TYPES`): `Degraded` (both profiles), and the seed profile's
+  `Disabled` and `NotSupported` (the `acm` profile writes those as `Degraded=True` with that
+  reason). `Available` and `Progressing` belong to OCM's health check and addon manager, and
+  `RegistrationApplied`, `ManifestApplied`, `Configured`, ... to OCM as well: never written.
 - A mirrored condition is the hub copy's type, status, reason, message and
   `lastTransitionTime`, verbatim: a reason or message change with the same status is mirrored
   too (upstream mirrors only a change of status, so the console kept showing an old reason).
-- Every other condition of the `ManagedClusterAddOn` belongs to another writer (the addon
-  manager's `ManifestApplied`, `RegistrationApplied`, ...) and stays as it is, in its place; a
-  standard type the hub copy does not carry is left alone as well (it is not ours to remove).
+- Every other condition of the `ManagedClusterAddOn` stays as it is, in its place; an owned
+  type the hub copy does not carry is left alone as well.
 - A hub copy is written by anyone, under whatever schema its hub serves: a hub copy condition
   the `ManagedClusterAddOn` schema would refuse (no reason or one outside its pattern or 1,024
   characters, no RFC 3339 transition time, a status other than True/False/Unknown, a value of
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from controller.kube.api import ApiResource
+from controller.hub.ocm import CLUSTER_LABEL, MANAGED_CLUSTER_ADDON
 from statemachines.conditions import (
     MAX_MESSAGE,
     STANDARD_TYPES,
@@ -41,21 +42,25 @@ from statemachines.size import cut
 from statemachines.vocabulary import REASON_PATTERN
 
 __all__ = [
+    "CLUSTER_LABEL",
     "CLUSTER_STATES",
     "MANAGED_CLUSTER_ADDON",
+    "OWNED_TYPES",
     "ClusterState",
+    "Repairs",
+    "cluster_namespace",
     "cluster_state",
     "managed_cluster_addon",
     "mirror",
+    "owned",
     "read_copy",
     "standard_conditions",
 ]
 
-MANAGED_CLUSTER_ADDON: Final = ApiResource(
-    "addon.open-cluster-management.io", "v1alpha1", "managedclusteraddons", "ManagedClusterAddOn"
-)
 CLUSTER_STATES: Final = (*STANDARD_TYPES, "Unknown")
 """A cluster's state: the standard type its hub copy says is True; `Unknown` when none is."""
+OWNED_TYPES: Final = ("Degraded", "Disabled", "NotSupported")
+"""The `ManagedClusterAddOn` condition types the hub side writes; OCM and ACM write none of them."""
 _FIELDS: Final = ("type", "status", "reason", "message", "lastTransitionTime")
 _STATUSES: Final = frozenset(ConditionStatus)
 
@@ -110,14 +115,24 @@ def _refused(condition: Mapping[str, Any]) -> str | None:
     return None
 
 
+def owned(conditions: Sequence[Mapping[str, Any]]) -> list[Condition]:
+    """The owned conditions of a `ManagedClusterAddOn`, as they are (first of a type wins)."""
+    found: dict[str, Condition] = {}
+    for condition in conditions:
+        kind = condition.get("type") if isinstance(condition, Mapping) else None
+        if isinstance(kind, str) and kind in OWNED_TYPES and kind not in found:
+            found[kind] = dict(condition)
+    return list(found.values())
+
+
 def mirror(
     hub_conditions: Sequence[Mapping[str, Any]],
     addon_conditions: Sequence[Mapping[str, Any]],
 ) -> list[Condition] | None:
     """The `ManagedClusterAddOn`'s new conditions, or None when nothing needs writing: each
-    standard condition of the hub copy replaces the one of its type in place (or is appended),
+    owned condition of the hub copy replaces the one of its type in place (or is appended),
     every other condition is kept as it is."""
-    wanted = {c["type"]: c for c in standard_conditions(hub_conditions)}
+    wanted = {c["type"]: c for c in standard_conditions(hub_conditions) if c["type"] in OWNED_TYPES}
     if not wanted:
         return None
     result: list[Condition] = []
@@ -129,6 +144,44 @@ def mirror(
             result.append(dict(condition))
     result.extend(wanted.values())
     return None if result == [dict(c) for c in addon_conditions] else result
+
+
+class Repairs:
+    """Which differences of one cluster's owned conditions the hub side writes: the first for
+    each state of the hub copy (a change of the copy, or a ManagedClusterAddOn that never held
+    it), and one repair after someone else changed them; a writer that changes them again is
+    not fought (`due` answers False) until the hub copy says something new."""
+
+    def __init__(self) -> None:
+        self._written: dict[str, object] = {}  # namespace -> the copy state written last
+        self._repaired: dict[str, object] = {}  # namespace -> the copy state repaired once
+
+    def due(self, namespace: str, hub_conditions: Sequence[Mapping[str, Any]]) -> bool:
+        """Whether `namespace`'s difference may be written now."""
+        state = _state(hub_conditions)
+        return self._written.get(namespace) != state or self._repaired.get(namespace) != state
+
+    def wrote(self, namespace: str, hub_conditions: Sequence[Mapping[str, Any]]) -> bool:
+        """Remember a successful write; True when it was the repair."""
+        state = _state(hub_conditions)
+        if self._written.get(namespace) != state:
+            self._written[namespace] = state
+            self._repaired.pop(namespace, None)
+            return False
+        self._repaired[namespace] = state
+        return True
+
+    def forget(self, namespace: str) -> None:
+        self._written.pop(namespace, None)
+        self._repaired.pop(namespace, None)
+
+
+def _state(hub_conditions: Sequence[Mapping[str, Any]]) -> object:
+    return tuple(
+        tuple(c.get(field) for field in _FIELDS)
+        for c in standard_conditions(hub_conditions)
+        if c["type"] in OWNED_TYPES
+    )
 
 
 @dataclass(frozen=True)
@@ -155,7 +208,18 @@ def cluster_state(cluster: str, hub_conditions: Sequence[Mapping[str, Any]]) -> 
     return ClusterState(cluster, str(condition["type"]), str(condition.get("reason") or ""), since)
 
 
-def managed_cluster_addon(namespace: str, name: str = "observability-controller") -> Condition:
+def cluster_namespace(cluster: str) -> Condition:
+    """A ManagedCluster's namespace on the hub, labelled as OCM's registration labels it: for
+    the demo and tests."""
+    labels = {CLUSTER_LABEL: cluster}
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {"name": cluster, "labels": labels},
+    }
+
+
+def managed_cluster_addon(namespace: str, name: str = "addon-status") -> Condition:
     """A `ManagedClusterAddOn` to create (what OCM's addon manager or an admin does when the
     addon is enabled for a cluster): for the demo and tests; the hub side never creates one."""
     return {

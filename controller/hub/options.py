@@ -26,15 +26,16 @@ __all__ = ["HUB_FLAGS", "HubOptions", "add_hub_flags", "selector_problem"]
 
 _HUB_FLAGS = (
     Flag("addon_name", "--addon-name",
-         "the ManagedClusterAddOn in each cluster namespace (observability-controller)", "NAME"),
+         "the ManagedClusterAddOn in each cluster namespace: the ClusterManagementAddOn's name "
+         "(addon-status; on ACM, observability-controller)", "NAME"),
     Flag("copy_name", "--copy-name",
          "the hub copies: the ObservabilityAddon of this name in each cluster namespace "
          "(observability-addon)", "NAME"),
     Flag("namespace_selector", "--namespace-selector",
-         "only cluster namespaces with these labels (e.g. env=prod); needs `list namespaces` "
-         "(manifests/hub-controller/namespace-selector)", "SELECTOR"),
-    Flag("resync", "--resync", "re-read every ManagedClusterAddOn and repair it this often (5m)",
-         "DUR"),
+         "only cluster namespaces with these labels too (e.g. env=prod)", "SELECTOR"),
+    Flag("resync", "--resync",
+         "compare every cluster's hub copy and ManagedClusterAddOn in memory this often, "
+         "without a read (5m)", "DUR"),
 )  # fmt: skip
 HUB_FLAGS = (*PROCESS_FLAGS, *_HUB_FLAGS, *ELECTION_FLAGS)
 """Every flag of `hub`."""
@@ -79,7 +80,7 @@ class HubOptions(ProcessOptions):
 
     FLAGS = HUB_FLAGS
 
-    addon_name: str = Field(default="observability-controller", pattern=NAME)
+    addon_name: str = Field(default="addon-status", pattern=NAME)
     copy_name: str = Field(default="observability-addon", pattern=NAME)
     namespace_selector: str = ""
     resync: Duration = timedelta(minutes=5)

@@ -268,6 +268,7 @@ class Kube(Protocol):
         resource_version: str,
         timeout_seconds: int,
         field_selector: str = "",
+        label_selector: str = "",
     ) -> WatchStream: ...
 
     def create(

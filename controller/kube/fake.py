@@ -83,6 +83,7 @@ class _Stream:
     name: str
     after: int
     deadline: float
+    label_selector: str = ""
     closed: bool = False
 
     def __iter__(self) -> Iterator[WatchEvent]:
@@ -119,6 +120,7 @@ class FakeKube:
         self._horizon = 0  # versions at or below this one are compacted away
         self._streams: builtins.list[_Stream] = []
         self._served = {(r.api_version, r.kind): r for r in _SERVED}
+        self._resource_faults: dict[tuple[str, ApiResource], builtins.list[Exception]] = {}
 
     # ---- Kube --------------------------------------------------------------------------------
 
@@ -145,11 +147,10 @@ class FakeKube:
         limit: int = 0,
         continue_token: str = "",
     ) -> dict[str, Any]:
-        """A label selector of `key=value` terms only; a page continues after the item (by
-        namespace and name) its token names."""
+        """A label selector of `key=value` and `key` (exists) terms only; a page continues
+        after the item (by namespace and name) its token names."""
         self._enter("list", resource, "")
         wanted = field_selector.removeprefix("metadata.name=") if field_selector else None
-        labels = dict(term.split("=", 1) for term in label_selector.split(",") if term)
         with self._changed:
             chosen = sorted(
                 ((ns, name), obj)
@@ -157,7 +158,7 @@ class FakeKube:
                 if kind == resource
                 and namespace in (ns, "")
                 and wanted in (None, name)
-                and labels.items() <= ((obj.get("metadata") or {}).get("labels") or {}).items()
+                and _labelled(obj, label_selector)
                 and (not continue_token or (ns, name) > tuple(continue_token.split("/", 1)))
             )
             page = chosen[:limit] if limit else chosen
@@ -181,11 +182,14 @@ class FakeKube:
         resource_version: str,
         timeout_seconds: int,
         field_selector: str = "",
+        label_selector: str = "",
     ) -> _Stream:
         self._enter("watch", resource, "")
         name = field_selector.removeprefix("metadata.name=")
         deadline = time.monotonic() + timeout_seconds
-        stream = _Stream(self, resource, namespace, name, int(resource_version or 0), deadline)
+        stream = _Stream(
+            self, resource, namespace, name, int(resource_version or 0), deadline, label_selector
+        )
         with self._changed:
             self._streams.append(stream)
         return stream
@@ -276,15 +280,24 @@ class FakeKube:
     # ---- what tests and other actors do ------------------------------------------------------
 
     def fail_next(
-        self, op: Op, error: Exception | int, *, times: int = 1, retry_after: float | None = None
+        self,
+        op: Op,
+        error: Exception | int,
+        *,
+        times: int = 1,
+        retry_after: float | None = None,
+        resource: ApiResource | None = None,
     ) -> None:
-        """The next `times` calls of `op` raise `error` (an HTTP status: its error of the
-        tree, 0 meaning no answer)."""
+        """The next `times` calls of `op` (on `resource` only, if given) raise `error` (an
+        HTTP status: its error of the tree, 0 meaning no answer)."""
         if isinstance(error, int):
             status = error or None
             error = error_for(f"injected {error}", status=status, retry_after=retry_after)
         with self._changed:
-            self.faults.setdefault(op, []).extend([error] * times)
+            if resource is None:
+                self.faults.setdefault(op, []).extend([error] * times)
+            else:
+                self._resource_faults.setdefault((op, resource), []).extend([error] * times)
 
     def serve(self, resource: ApiResource) -> None:
         """Serve another kind from now on (a CRD installed)."""
@@ -294,7 +307,7 @@ class FakeKube:
     def put(self, resource: ApiResource, obj: Mapping[str, Any]) -> dict[str, Any]:
         """Store `obj` as given (status included): an object someone else created."""
         meta = obj["metadata"]
-        key = (resource, str(meta["namespace"]), str(meta["name"]))
+        key = (resource, str(meta.get("namespace") or ""), str(meta["name"]))
         with self._changed:
             stored = json_copy(dict(obj))
             stored["metadata"].setdefault("generation", 1)
@@ -375,7 +388,7 @@ class FakeKube:
         if self.delay:
             time.sleep(self.delay)
         with self._changed:
-            pending = self.faults.get(op)
+            pending = self._resource_faults.get((op, resource)) or self.faults.get(op)
             error = pending.pop(0) if pending else None
         if error is not None:
             raise error
@@ -432,11 +445,24 @@ class FakeKube:
                 version, event = next(
                     (v, e) for v, k, e in self._history if v > seen and self._matches(stream, k)
                 )
+            if not _labelled(event.object, stream.label_selector):
+                seen = version
+                continue
             seen = version
             yield WatchEvent(event.type, json_copy(event.object))
 
     def _newer(self, stream: _Stream, seen: int) -> bool:
         return any(v > seen and self._matches(stream, k) for v, k, _ in self._history)
+
+
+def _labelled(obj: Mapping[str, Any], selector: str) -> bool:
+    """`obj` has the labels of `selector` (`key=value` and `key` terms; the fake's subset)."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    for term in filter(None, selector.split(",")):
+        key, equals, value = term.partition("=")
+        if key not in labels or (equals and labels[key] != value):
+            return False
+    return True
 
 
 def merge_patched(target: Any, patch: Any) -> Any:

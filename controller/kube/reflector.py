@@ -204,6 +204,7 @@ class Reflector:
             resource_version=version,
             timeout_seconds=self._watch_seconds,
             field_selector=self.selection.field_selector,
+            label_selector=self.selection.label_selector,
         )
         with self._lock:
             if self._stopping.is_set():

@@ -114,6 +114,7 @@ class RestKube:
         resource_version: str,
         timeout_seconds: int,
         field_selector: str = "",
+        label_selector: str = "",
     ) -> _Watch:
         query = [
             ("watch", "true"),
@@ -123,6 +124,8 @@ class RestKube:
         ]
         if field_selector:
             query.append(("fieldSelector", field_selector))
+        if label_selector:
+            query.append(("labelSelector", label_selector))
         connect = self._timeout[0] if isinstance(self._timeout, tuple) else self._timeout
         # The read timeout outlasts the server's own timeout, so a quiet watch ends cleanly;
         # only a dead connection hits it.

@@ -36,8 +36,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 
-from controller.fleet.copies import COPY_NAME, PAGE, list_hub_copies  # noqa: E402
+from controller.fleet.copies import COPY_NAME, PAGE, list_clusters, list_hub_copies  # noqa: E402
 from controller.fleet.view import Filters, as_json, as_table, summarise  # noqa: E402
+from controller.hub.mirror import cluster_namespace  # noqa: E402
 from controller.kube.connection import Connection  # noqa: E402
 from controller.kube.kubeconfig import kubeconfig_yaml  # noqa: E402
 from controller.kube.rest import RestKube  # noqa: E402
@@ -81,8 +82,9 @@ def serve(clusters: int, seed: int) -> int:
     audited so far, stop when stdin closes."""
     rng = random.Random(seed)
     names = [f"cluster-{i:05d}" for i in range(clusters)]
-    with APIServer([CRD], namespaces=["default", *names]) as hub:
+    with APIServer([CRD], namespaces=["default"]) as hub:
         for name in names:
+            hub.put_object("", "v1", "namespaces", cluster_namespace(name))
             hub.put_object(GROUP, VERSION, PLURAL, hub_copy(name, rng))
         print(hub.url, flush=True)
         for _ in sys.stdin:
@@ -94,8 +96,9 @@ def view(kube: RestKube) -> tuple[int, list[float]]:
     """One view: list (into rows), then the summary, then the table, then the JSON; ms each."""
     t0 = time.perf_counter()
     listing = list_hub_copies(kube)
+    clusters = list_clusters(kube)
     t1 = time.perf_counter()
-    rows = listing.rows
+    rows = [row for row in listing.rows if row.cluster in clusters]
     summary = summarise(Filters().apply(rows), NOW)
     t2 = time.perf_counter()
     as_table(rows, summary, total=len(rows))

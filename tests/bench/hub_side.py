@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA  # noqa: E402
-from controller.hub.mirror import managed_cluster_addon  # noqa: E402
+from controller.hub.mirror import cluster_namespace, managed_cluster_addon  # noqa: E402
 from controller.kube.kubeconfig import kubeconfig_yaml  # noqa: E402
 from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION  # noqa: E402
 from tests.bench.footprint import free_port, ready  # noqa: E402
@@ -80,7 +80,7 @@ def one_size(count: int, resync: float, workdir: Path) -> dict[str, float]:
     timeout = 120 + count / 50
     with hub_server() as hub:
         for cluster in clusters:
-            hub.server.put_object("", "v1", "namespaces", {"metadata": {"name": cluster}})
+            hub.server.put_object("", "v1", "namespaces", cluster_namespace(cluster))
             hub.server.put_object(MCA.group, MCA.version, MCA.plural,
                                   managed_cluster_addon(cluster, ADDON))  # fmt: skip
             _put_copy(hub, cluster, seed())

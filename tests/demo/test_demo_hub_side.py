@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
-from controller.hub.mirror import standard_conditions
+from controller.hub.mirror import owned, standard_conditions
 from controller.kube.api import ADDON, NotFoundError
 from controller.kube.kubeconfig import client_for
 from controller.kube.rest import RestKube
@@ -31,8 +31,10 @@ def test_the_demo_mirrors_every_hub_copy_onto_its_managed_cluster_addon() -> Non
                     copy: dict[str, Any] = kube.get(ADDON, cluster, "observability-addon")
                 except NotFoundError:
                     return False
-                addon = kube.get(MCA, cluster, "observability-controller")
-                wanted = standard_conditions((copy.get("status") or {}).get("conditions") or [])
+                addon = kube.get(MCA, cluster, "addon-status")
+                wanted = owned(
+                    standard_conditions((copy.get("status") or {}).get("conditions") or [])
+                )
                 found = (addon.get("status") or {}).get("conditions") or []
                 return bool(wanted) and found == wanted
 

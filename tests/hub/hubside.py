@@ -13,8 +13,8 @@ from kubernetes import client
 from prometheus_client import CollectorRegistry
 
 from controller.hub.app import HubReplica
+from controller.hub.mirror import CLUSTER_LABEL, OWNED_TYPES, managed_cluster_addon
 from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
-from controller.hub.mirror import managed_cluster_addon
 from controller.hub.options import HubOptions
 from controller.kube.backoff import Backoff
 from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION
@@ -25,7 +25,7 @@ ROOT: Final = Path(__file__).resolve().parents[2]
 COPY_CRD: Final = ROOT / "manifests" / "base" / "crd.yaml"
 MCA_CRD: Final = ROOT / "tests" / "data" / "upstream" / "managedclusteraddons.crd.yaml"
 COPY: Final = "observability-addon"
-ADDON: Final = "observability-controller"
+ADDON: Final = "addon-status"
 T0: Final = "2026-11-24T01:00:00Z"
 T1: Final = "2026-11-24T02:00:00Z"
 TOKENS: Final = {
@@ -80,8 +80,9 @@ def api(server: APIServer, token: str = "admin") -> client.ApiClient:
 class Hub:
     """The embedded hub, written to as the spokes' replication and OCM would."""
 
-    def __init__(self, server: APIServer) -> None:
+    def __init__(self, server: APIServer, addon: str = ADDON) -> None:
         self.server = server
+        self.addon_name = addon  # the ManagedClusterAddOn's name
         self._api = api(server)
         self.custom = client.CustomObjectsApi(self._api)
         self.core = client.CoreV1Api(self._api)
@@ -92,7 +93,7 @@ class Hub:
     def cluster(
         self, name: str, *, labels: dict[str, str] | None = None, addon: bool = True
     ) -> None:
-        meta = client.V1ObjectMeta(name=name, labels=labels)
+        meta = client.V1ObjectMeta(name=name, labels={CLUSTER_LABEL: name, **(labels or {})})
         self.core.create_namespace(client.V1Namespace(metadata=meta))
         body = {
             "apiVersion": f"{GROUP}/{VERSION}",
@@ -106,7 +107,11 @@ class Hub:
 
     def create_addon(self, cluster: str) -> None:
         self.custom.create_namespaced_custom_object(
-            MCA.group, MCA.version, cluster, MCA.plural, managed_cluster_addon(cluster, ADDON)
+            MCA.group,
+            MCA.version,
+            cluster,
+            MCA.plural,
+            managed_cluster_addon(cluster, self.addon_name),
         )
 
     def set_copy(self, cluster: str, conditions: list[Obj]) -> None:
@@ -122,7 +127,7 @@ class Hub:
 
     def addon(self, cluster: str) -> Obj:
         obj: Obj = self.custom.get_namespaced_custom_object(
-            MCA.group, MCA.version, cluster, MCA.plural, ADDON
+            MCA.group, MCA.version, cluster, MCA.plural, self.addon_name
         )
         return obj
 
@@ -134,7 +139,7 @@ class Hub:
         obj = self.addon(cluster)
         obj["status"] = {**(obj.get("status") or {}), "conditions": conditions}
         self.custom.replace_namespaced_custom_object_status(
-            MCA.group, MCA.version, cluster, MCA.plural, ADDON, obj
+            MCA.group, MCA.version, cluster, MCA.plural, self.addon_name, obj
         )
 
     def writes(self, cluster: str | None = None, user: str | None = None) -> int:
@@ -184,8 +189,8 @@ def replica(
 
 
 def standard(conditions: list[Obj]) -> list[Obj]:
-    kinds = ("Available", "Progressing", "Degraded", "Disabled", "NotSupported")
-    return [c for c in conditions if c["type"] in kinds]
+    """What the hub side writes of `conditions`: the types it owns (docs/spec.md §12.1)."""
+    return [c for c in conditions if c["type"] in OWNED_TYPES]
 
 
 def sample(registry: CollectorRegistry, name: str, **labels: str) -> float:

@@ -23,6 +23,7 @@ from controller.cli import main
 from controller.fleet.command import watch_fleet
 from controller.fleet.copies import list_hub_copies
 from controller.fleet.view import Filters, render
+from controller.hub.mirror import cluster_namespace
 from controller.kube.connection import Connection
 from controller.kube.kubeconfig import KubeconfigSource, kubeconfig_yaml
 from controller.kube.rest import RestKube
@@ -56,10 +57,12 @@ def write_status(hub: APIServer, cluster: str, state: str, reason: str) -> None:
 
 @pytest.fixture
 def hub() -> Iterator[APIServer]:
-    with APIServer([CRD], tokens=TOKENS, namespaces=["default", *CLUSTERS]) as server:
+    with APIServer([CRD], tokens=TOKENS, namespaces=["default", "hub-own"]) as server:
+        for cluster in CLUSTERS:  # as OCM's registration makes them
+            server.put_object("", "v1", "namespaces", cluster_namespace(cluster))
         with api_client(server) as admin:
             api = client.CustomObjectsApi(admin)
-            for cluster in CLUSTERS:
+            for cluster in (*CLUSTERS, "hub-own"):  # hub-own: a hub that manages itself
                 api.create_namespaced_custom_object(GROUP, VERSION, cluster, PLURAL,
                                                     addon(cluster))  # fmt: skip
         write_status(server, "edge-1", "Available", "ForwardSuccessful")
@@ -81,15 +84,18 @@ def fleet_json(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]
     return document
 
 
-def test_fleet_lists_every_cluster_in_one_call(
+def test_fleet_lists_every_cluster_in_one_call_and_no_namespace_that_is_no_cluster(
     hub: APIServer, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """One list of the copies and one of the namespaces OCM made for clusters (docs/spec.md
+    §12): `hub-own`, a hub's own namespace holding a copy, is no row."""
     hub.clear_audit()
     document = fleet_json(capsys, "--kubeconfig", str(kubeconfig))
     assert [(c["cluster"], c["state"]) for c in document["clusters"]] == [
         ("edge-1", "Available"), ("edge-2", "Degraded"), ("prod-1", "Available")]  # fmt: skip
     assert hub.count_requests(verbs=["list"], resource=PLURAL) == 1
-    assert hub.count_requests(verbs=["get", "list", "watch"]) == 1
+    assert hub.count_requests(verbs=["list"], resource="namespaces") == 1
+    assert hub.count_requests(verbs=["get", "list", "watch"]) == 2
 
 
 def test_fleet_reads_the_hub_a_page_at_a_time(hub: APIServer) -> None:
@@ -97,7 +103,7 @@ def test_fleet_reads_the_hub_a_page_at_a_time(hub: APIServer) -> None:
     hub.clear_audit()
     with Connection(hub.url, token=ADMIN) as connection:
         listing = list_hub_copies(RestKube(connection), page=2)
-    assert [r.cluster for r in listing.rows] == list(CLUSTERS)
+    assert [r.cluster for r in listing.rows] == sorted([*CLUSTERS, "hub-own"])
     assert listing.calls == 2 == hub.count_requests(verbs=["list"], resource=PLURAL)
 
 

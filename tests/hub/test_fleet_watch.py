@@ -17,7 +17,8 @@ from typing import Any
 
 from controller.fleet.command import watch_fleet
 from controller.fleet.view import Filters, render
-from controller.kube.api import ADDON, UnavailableError
+from controller.hub.mirror import cluster_namespace
+from controller.kube.api import ADDON, NAMESPACE, UnavailableError
 from controller.kube.fake import FakeKube
 from tests.support import eventually
 
@@ -30,6 +31,23 @@ def hub_copy(cluster: str, state: str) -> dict[str, Any]:
     return {"apiVersion": ADDON.api_version, "kind": ADDON.kind,
             "metadata": {"name": "observability-addon", "namespace": cluster},
             "status": {"conditions": [condition]}}  # fmt: skip
+
+
+def fleet_kube(*clusters: tuple[str, str]) -> FakeKube:
+    """A hub with a cluster namespace (as OCM labels it) and a hub copy per (cluster, state)."""
+    kube = FakeKube()
+    for cluster, state in clusters:
+        add(kube, cluster, state)
+    return kube
+
+
+def add(kube: FakeKube, cluster: str, state: str) -> None:
+    kube.put(NAMESPACE, cluster_namespace(cluster))
+    kube.create(ADDON, cluster, hub_copy(cluster, state))
+
+
+def copy_calls(kube: FakeKube, op: str) -> int:
+    return sum(1 for c in kube.calls if c.op == op and c.resource == ADDON)
 
 
 def states(frame: str) -> dict[str, str]:
@@ -67,25 +85,23 @@ def watching(kube: FakeKube, err: io.StringIO | None = None) -> Iterator[Pipe]:
 
 
 def test_a_pipe_gets_a_frame_per_change_not_per_tick() -> None:
-    kube = FakeKube()
-    kube.create(ADDON, "c1", hub_copy("c1", "Available"))
+    kube = fleet_kube(("c1", "Available"))
     with watching(kube) as out:
         eventually(lambda: len(out.frames()) == 1, what="the first frame")
         threading.Event().wait(0.2)  # some twenty redraw intervals, each a second later
         assert len(out.frames()) == 1
-        kube.create(ADDON, "c2", hub_copy("c2", "Degraded"))
+        add(kube, "c2", "Degraded")
         eventually(lambda: len(out.frames()) == 2, what="a frame for the new copy")
     assert states(out.frames()[-1]) == {"c1": "Available", "c2": "Degraded"}
 
 
 def test_a_fresh_list_of_the_same_copies_draws_nothing() -> None:
-    kube = FakeKube()
-    kube.create(ADDON, "c1", hub_copy("c1", "Available"))
-    kube.fail_next("watch", 410)  # the first watch is told Gone: the view lists again
+    kube = fleet_kube(("c1", "Available"))
+    kube.fail_next("watch", 410, resource=ADDON)  # the copies' first watch is told Gone
     with watching(kube) as out:
-        eventually(lambda: [c.op for c in kube.calls].count("list") == 2, what="a second list")
-        eventually(lambda: [c.op for c in kube.calls].count("watch") >= 2, what="a new watch")
-        kube.create(ADDON, "c2", hub_copy("c2", "Degraded"))
+        eventually(lambda: copy_calls(kube, "list") == 2, what="a second list")
+        eventually(lambda: copy_calls(kube, "watch") >= 2, what="a new watch")
+        add(kube, "c2", "Degraded")
         # Updates are drawn in order: once c2 shows, the second list was drawn, or skipped.
         eventually(lambda: any("c2" in states(f) for f in out.frames()), what="c2 on the screen")
     shown = [json.loads(frame)["clusters"] for frame in out.frames()]
@@ -93,9 +109,7 @@ def test_a_fresh_list_of_the_same_copies_draws_nothing() -> None:
 
 
 def test_a_deleted_copy_leaves_the_view() -> None:
-    kube = FakeKube()
-    kube.create(ADDON, "c1", hub_copy("c1", "Available"))
-    kube.create(ADDON, "c2", hub_copy("c2", "Available"))
+    kube = fleet_kube(("c1", "Available"), ("c2", "Available"))
     with watching(kube) as out:
         eventually(lambda: bool(out.frames()), what="the first frame")
         kube.delete(ADDON, "c2", "observability-addon")
@@ -104,10 +118,23 @@ def test_a_deleted_copy_leaves_the_view() -> None:
 
 
 def test_a_failed_list_is_told_once_and_retried() -> None:
-    kube = FakeKube()
-    kube.create(ADDON, "c1", hub_copy("c1", "Available"))
-    kube.faults["list"] = [UnavailableError("list: 503", status=503)]
+    kube = fleet_kube(("c1", "Available"))
+    kube.fail_next("list", UnavailableError("list: 503", status=503), resource=ADDON)
     err = io.StringIO()
     with watching(kube, err) as out:
         eventually(lambda: bool(out.frames()), what="the view after the retry")
     assert err.getvalue().count("hub unreachable, retrying") == 1
+
+
+def test_a_namespace_that_is_no_clusters_is_not_shown_and_a_new_cluster_is() -> None:
+    """The hub's own namespaces (a hub that manages itself) hold a copy but are no cluster:
+    only namespaces OCM labelled `open-cluster-management.io/cluster-name` are (§12)."""
+    kube = fleet_kube(("c1", "Available"))
+    kube.create(ADDON, "open-cluster-management-addon-observability",
+                hub_copy("open-cluster-management-addon-observability", "Degraded"))  # fmt: skip
+    with watching(kube) as out:
+        eventually(lambda: bool(out.frames()), what="the first frame")
+        assert states(out.frames()[-1]) == {"c1": "Available"}
+        add(kube, "c2", "Degraded")
+        eventually(lambda: states(out.frames()[-1]) == {"c1": "Available", "c2": "Degraded"},
+                   what="the new cluster")  # fmt: skip

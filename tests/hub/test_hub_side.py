@@ -14,6 +14,7 @@ from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry
 
 from controller.hub.app import hub_side
+from controller.hub.mirror import CLUSTER_LABEL
 from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
 from controller.kube.kubeconfig import kubeconfig_yaml
 from kubesim import APIServer, RequestInfo
@@ -138,14 +139,73 @@ def test_a_write_that_meets_a_newer_object_reads_it_again_and_keeps_the_other_wr
     assert (tried, hub.writes(user="hub-side-a")) == (2, 1)
 
 
-def test_the_resync_repairs_a_managed_cluster_addon_someone_changed(hub: Hub) -> None:
+def test_a_foreign_change_of_an_owned_condition_is_repaired_once_and_then_not_fought(
+    hub: Hub,
+) -> None:
     hub.cluster("cluster1")
-    hub.set_copy("cluster1", seed())
-    with replica(hub, resync=0.2):
-        eventually(lambda: hub.conditions("cluster1") == standard(seed()), "the mirror")
-        tampered = [cond("Available", "False", "Tampered"), *standard(seed())[1:]]
+    hub.set_copy("cluster1", seed("Degraded", "ForwardFailure"))
+    registry = CollectorRegistry()
+    wanted = standard(seed("Degraded", "ForwardFailure"))
+    with replica(hub, registry=registry, resync=0.2) as made:
+        eventually(lambda: hub.conditions("cluster1") == wanted, "the mirror")
+        tampered = [cond("Degraded", "False", "Tampered"), *wanted[1:]]
         hub.set_addon_conditions("cluster1", tampered)
-        eventually(lambda: hub.conditions("cluster1") == standard(seed()), "the repair")
+        eventually(lambda: hub.conditions("cluster1") == wanted, "the repair")
+        hub.set_addon_conditions("cluster1", tampered)
+        eventually(lambda: sample(registry, "addon_status_hub_mirror_contested_total") == 1, "told")
+        made.side.resync()  # and a resync does not fight either
+        assert made.side.wait_idle(5)
+        assert hub.conditions("cluster1") == tampered
+        hub.set_copy("cluster1", seed("Available", "ForwardSuccessful", at=T1))
+        recovered = standard(seed("Available", "ForwardSuccessful", at=T1))
+        eventually(lambda: hub.conditions("cluster1") == recovered, "the copy's next state")
+    assert sample(registry, "addon_status_hub_mirror_repairs_total") == 1
+    assert hub.writes("cluster1", user="hub-side-a") == 3
+
+
+def test_ocm_writes_of_available_and_progressing_are_neither_answered_nor_overwritten(
+    hub: Hub,
+) -> None:
+    """OCM's health check owns `Available` and its addon manager `Progressing` (docs/spec.md
+    §12.1): their writes queue nothing, and the hub side's write keeps them as they are."""
+    hub.cluster("cluster1")
+    hub.set_copy("cluster1", seed("Available", "ForwardSuccessful"))
+    ocm = [
+        cond("Available", "False", "Unavailable", "the agent is not ready"),
+        cond("Progressing", "True", "Progressing", "applying"),
+    ]
+    with replica(hub) as made:
+        eventually(lambda: standard(hub.conditions("cluster1")) != [], "the mirror")
+        assert made.side.wait_idle(5)
+        written = hub.writes("cluster1", user="hub-side-a")
+        for round_ in range(5):
+            mine = standard(hub.conditions("cluster1"))
+            flipped = "True" if round_ % 2 else "False"
+            hub.set_addon_conditions("cluster1", [{**ocm[0], "status": flipped}, ocm[1], *mine])
+            assert made.side.wait_idle(5)
+        assert hub.writes("cluster1", user="hub-side-a") == written == 1
+        kinds = [c["type"] for c in hub.conditions("cluster1")]
+        assert kinds == ["Available", "Progressing", "Degraded", "Disabled", "NotSupported"]
+
+
+def test_a_namespace_ocm_did_not_make_for_a_cluster_is_not_a_cluster(hub: Hub) -> None:
+    """A hub that manages itself keeps its own spoke's CR in the addon's namespace: no
+    ManagedCluster, no `open-cluster-management.io/cluster-name` label, no mirror, no series."""
+    hub.cluster("cluster1")
+    hub.cluster("open-cluster-management-addon-observability")
+    hub.core.patch_namespace(
+        "open-cluster-management-addon-observability",
+        {"metadata": {"labels": {CLUSTER_LABEL: None}}},
+    )
+    for namespace in ("cluster1", "open-cluster-management-addon-observability"):
+        hub.set_copy(namespace, seed())
+    registry = CollectorRegistry()
+    with replica(hub, registry=registry) as made:
+        eventually(lambda: hub.conditions("cluster1") == standard(seed()), "the cluster")
+        assert made.side.wait_idle(5)
+        assert [s.cluster for s in made.side.cluster_states()] == ["cluster1"]
+    assert hub.conditions("open-cluster-management-addon-observability") == []
+    assert sample(registry, "addon_status_hub_mirror_errors_total", kind="not_found") == 0
 
 
 def test_a_missing_managed_cluster_addon_is_skipped_then_mirrored_when_it_appears(
@@ -359,14 +419,14 @@ def test_a_condition_the_managed_cluster_addon_would_refuse_is_left_out_never_bl
     cluster's other conditions are mirrored, and no write is refused with 422."""
     hub.cluster("cluster1")
     conditions = seed(true="Degraded", reason="ForwardFailure")
-    conditions[0] = {**conditions[0], "reason": "not a reason!"}
+    conditions[3] = {**conditions[3], "reason": "not a reason!"}
     conditions[2] = {**conditions[2], "message": "m" * 40_000}
     _store_as_is(hub, "cluster1", {"conditions": conditions})
     registry = CollectorRegistry()
     with replica(hub, registry=registry):
-        eventually(lambda: len(hub.conditions("cluster1")) == 4, "the mirror")
+        eventually(lambda: len(hub.conditions("cluster1")) == 2, "the mirror")
     mirrored = {c["type"]: c for c in hub.conditions("cluster1")}
-    assert "Available" not in mirrored
+    assert "Disabled" not in mirrored
     assert len(mirrored["Degraded"]["message"]) == 32768
     assert mirrored["Degraded"]["message"].endswith("…")
     assert sample(registry, "addon_status_hub_mirror_errors_total", kind="invalid") == 0

@@ -37,7 +37,7 @@ PREREQUISITES: Final[dict[str, tuple[tuple[str, ...], tuple[Path, ...]]]] = {
     "hub": (("cluster1",), ()),
     "hub/create-missing": (("cluster1",), ()),
     "hub-controller": (("open-cluster-management-observability",), ()),
-    "hub-controller/namespace-selector": ((), ()),
+    "hub-controller-acm": (("open-cluster-management-observability",), ()),
     "ocm": ((), OCM),
     "ocm/acm": ((), OCM),
 }

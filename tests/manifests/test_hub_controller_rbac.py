@@ -2,8 +2,9 @@
 built from the Deployment's own args and run as the overlay's service account against an
 embedded hub, mirror a few clusters, fail over and meet a conflict; every call in the audit log
 must be allowed by the rules bound to that account, and every privilege those rules grant must
-have been used.
-`--namespace-selector` needs exactly the grant of namespace-selector/."""
+have been used, with the ManagedClusterAddOn of the rollout (`addon-status`) and with ACM's
+(`observability-controller`, the acm overlay). The namespaces' grant is what keeps a hub's own
+namespaces out of the fleet, with or without `--namespace-selector`."""
 
 from __future__ import annotations
 
@@ -49,7 +50,9 @@ def _addon_status(info: RequestInfo) -> bool:
     return info.resource == "managedclusteraddons" and info.subresource == "status"
 
 
-def _run(selector: str, objects: list[Obj]) -> tuple[list[Request], list[Grant]]:
+def _run(
+    selector: str, objects: list[Obj], addon: str = "addon-status"
+) -> tuple[list[Request], list[Grant]]:
     deployment = find(objects, "Deployment", "addon-status-hub-controller")
     pod = deployment["spec"]["template"]["spec"]
     account = ServiceAccount(deployment["metadata"]["namespace"], pod["serviceAccountName"])
@@ -60,7 +63,7 @@ def _run(selector: str, objects: list[Obj]) -> tuple[list[Request], list[Grant]]
     }
     namespaces = ("default", account.namespace)
     with APIServer([COPY_CRD, MCA_CRD], tokens=tokens, namespaces=namespaces) as server:
-        hub = Hub(server)
+        hub = Hub(server, addon)
         try:
             for cluster in ("cluster1", "cluster2"):
                 hub.cluster(cluster, labels={"fleet": "prod"})
@@ -115,27 +118,25 @@ def overlay() -> list[Obj]:
     return build(OVERLAY).objects
 
 
+@pytest.mark.parametrize("selector", ["", "fleet=prod"], ids=["every-cluster", "selector"])
 def test_every_call_of_the_hub_side_is_allowed_and_every_grant_is_used(
-    overlay: list[Obj],
+    overlay: list[Obj], selector: str
 ) -> None:
-    calls, grants = _run("", overlay)
+    calls, grants = _run(selector, overlay)
     assert any(r.verb == "watch" and r.resource == "observabilityaddons" for r in calls)
     assert unauthorized(calls, grants) == []
     assert unused(calls, grants) == []
+    without = [g for g in grants if "namespaces" not in g.rule.get("resources", [])]
+    assert "list namespaces.core (cluster)" in unauthorized(calls, without)
 
 
-def test_the_namespace_selector_needs_exactly_the_namespace_selector_grant(
-    overlay: list[Obj],
-) -> None:
-    extra = build(OVERLAY / "namespace-selector").objects
-    calls, grants = _run("fleet=prod", overlay + extra)
+def test_the_acm_overlay_grants_and_writes_the_observability_controller() -> None:
+    objects = build(MANIFESTS / "hub-controller-acm").objects
+    [container] = find(objects, "Deployment", "addon-status-hub-controller")["spec"]["template"][
+        "spec"
+    ]["containers"]
+    assert "--addon-name=observability-controller" in container["args"]
+    calls, grants = _run("", objects, "observability-controller")
+    assert any(r.resource == "managedclusteraddons" and r.verb == "patch" for r in calls)
     assert unauthorized(calls, grants) == []
     assert unused(calls, grants) == []
-    without = [g for g in grants if "namespaces" not in g.source]
-    assert unauthorized(calls, without) == ["list namespaces.core (cluster)"]
-
-
-def test_the_deployment_runs_two_replicas_with_leader_election(overlay: list[Obj]) -> None:
-    deployment = find(overlay, "Deployment", "addon-status-hub-controller")
-    assert deployment["spec"]["replicas"] == 2
-    assert _settings(deployment).leader_elect

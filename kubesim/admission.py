@@ -1,0 +1,355 @@
+"""ValidatingAdmissionPolicies (`admissionregistration.k8s.io/v1`) as kube-apiserver's policy
+plugin runs them (k8s.io/apiserver/pkg/admission/plugin/policy/validating), on every create,
+update and delete that reaches storage, after the object's own validation.
+
+A binding names a policy and what to do when it denies (`validationActions`: Deny, Warn,
+Audit). A request is matched by the policy's `matchConstraints.resourceRules` (and the
+binding's `matchResources`, when set: both must match), then by every `matchConditions`
+expression; the `variables` are evaluated in order, then each `validations` expression. A false
+validation denies with its `messageExpression`, else its `message`, else `failed expression:
+<expression>`, and its `reason` (Invalid, 422, unless set); an expression that fails to
+evaluate follows `failurePolicy` (Fail denies with the error, Ignore admits). The denial is
+kube-apiserver's: `<resource> "<name>" is forbidden: ValidatingAdmissionPolicy '<policy>' with
+binding '<binding>' denied request: <message>`.
+
+The CEL variables are `object`, `oldObject` (null where there is none), `request` (kind,
+resource, subResource, name, namespace, operation, userInfo) and `variables`; the expressions
+are compiled when the policy is written (a compile error is a 422, as kube-apiserver
+type-checks them), with cel-expr-python, the CEL project's runtime. Not served here, and so
+refused when a policy or binding uses them: `paramKind` / `paramRef`, namespace and object
+selectors, the `authorizer` variable. A variable that fails to evaluate fails the expressions
+that name it (kube-apiserver evaluates variables lazily).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Final
+
+from kubesim.access import UserInfo
+from kubesim.errors import APIError, qualified
+from kubesim.fields import FieldError, go_quote
+from kubesim.meta import coerce_metadata
+from kubesim.resources import ResourceType, Strategy
+
+__all__ = ["ADMISSION_GROUP", "AdmissionRequest", "Policies", "admission_types"]
+
+Obj = dict[str, Any]
+ADMISSION_GROUP: Final = "admissionregistration.k8s.io"
+_ACTIONS: Final = ("Deny", "Warn", "Audit")
+_REASONS: Final = {"Invalid": 422, "Forbidden": 403, "Unauthorized": 401,
+                   "RequestEntityTooLarge": 413}  # fmt: skip
+_UNSUPPORTED: Final = (
+    ("spec.paramKind", ("spec", "paramKind")),
+    ("spec.paramRef", ("spec", "paramRef")),
+    ("spec.matchConstraints.namespaceSelector", ("spec", "matchConstraints", "namespaceSelector")),
+    ("spec.matchConstraints.objectSelector", ("spec", "matchConstraints", "objectSelector")),
+    ("spec.matchResources.namespaceSelector", ("spec", "matchResources", "namespaceSelector")),
+    ("spec.matchResources.objectSelector", ("spec", "matchResources", "objectSelector")),
+)
+
+
+@cache
+def _environment() -> Any:
+    from cel_expr_python import cel
+
+    dyn = cel.Type.DYN
+    names = ("object", "oldObject", "request", "params", "namespaceObject", "variables")
+    return cel.NewEnv(variables=dict.fromkeys(names, dyn))
+
+
+@cache
+def _compiled(expression: str) -> Any:
+    """The program of `expression`; raises ValueError with cel's first error."""
+    try:
+        return _environment().compile(expression)
+    except RuntimeError as error:
+        first = str(error).splitlines()[0]
+        raise ValueError(re.sub(r"^[A-Z_]+: (ERROR: )?", "", first)) from None
+
+
+class _Failed(Exception):  # noqa: N818 - an evaluation's outcome
+    pass
+
+
+def _evaluate(expression: str, data: Mapping[str, Any]) -> Any:
+    from cel_expr_python import cel
+
+    try:
+        value = _compiled(expression).eval(_environment().Activation(data=dict(data)))
+    except Exception as error:  # the runtime's own failure is the expression's
+        raise _Failed(str(error)) from None
+    if value.type() == cel.Type.ERROR:
+        raise _Failed(re.sub(r"^[A-Z_]+: ", "", str(value.value())))
+    return value.value()
+
+
+# --- the two kinds -------------------------------------------------------------------------
+
+
+class _AdmissionStrategy(Strategy):
+    """Keeps `spec` (and a policy's `status`); type-checks every expression of a policy."""
+
+    policy = False
+
+    def decode(self, body: Obj, version: str) -> tuple[Obj, list[str]]:
+        metadata, dropped = coerce_metadata(body.get("metadata"))
+        obj: Obj = {"kind": body.get("kind"), "apiVersion": body.get("apiVersion")}
+        obj["metadata"] = metadata
+        kept = ("spec", "status") if self.policy else ("spec",)
+        for key, value in body.items():
+            if key in kept:
+                obj[key] = value
+            elif key not in ("apiVersion", "kind", "metadata"):
+                dropped.append(key)
+        return obj, dropped
+
+    def validate(self, obj: Obj, version: str) -> list[FieldError]:
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            return [FieldError.required("spec", "")]
+        errors = [
+            FieldError.forbidden(path, "not served by kubesim (see kubesim/admission.py)")
+            for path, keys in _UNSUPPORTED
+            if _dig(obj, keys) not in (None, {})
+        ]
+        return errors + (_policy_errors(spec) if self.policy else _binding_errors(spec))
+
+
+def _policy_errors(spec: Mapping[str, Any]) -> list[FieldError]:
+    errors: list[FieldError] = []
+    if spec.get("failurePolicy", "Fail") not in ("Fail", "Ignore"):
+        errors.append(FieldError.not_supported("spec.failurePolicy", spec["failurePolicy"],
+                                               ["Fail", "Ignore"]))  # fmt: skip
+    if not (spec.get("matchConstraints") or {}).get("resourceRules"):
+        errors.append(FieldError.required("spec.matchConstraints.resourceRules", ""))
+    for section, keys in (("matchConditions", ("expression",)), ("variables", ("expression",)),
+                          ("validations", ("expression", "messageExpression"))):  # fmt: skip
+        for index, item in enumerate(spec.get(section) or []):
+            for key in keys:
+                text = (item or {}).get(key)
+                where = f"spec.{section}[{index}].{key}"
+                if text is None and key == "expression":
+                    errors.append(FieldError.required(where, ""))
+                elif isinstance(text, str):
+                    try:
+                        _compiled(text)
+                    except ValueError as error:
+                        errors.append(
+                            FieldError.invalid(where, text, f"compilation failed: {error}")
+                        )
+    for index, item in enumerate(spec.get("validations") or []):
+        reason = (item or {}).get("reason")
+        if reason is not None and reason not in _REASONS:
+            errors.append(FieldError.not_supported(f"spec.validations[{index}].reason", reason,
+                                                   list(_REASONS)))  # fmt: skip
+    return errors
+
+
+def _binding_errors(spec: Mapping[str, Any]) -> list[FieldError]:
+    errors: list[FieldError] = []
+    if not spec.get("policyName"):
+        errors.append(FieldError.required("spec.policyName", ""))
+    actions = spec.get("validationActions") or []
+    if not actions:
+        errors.append(FieldError.required("spec.validationActions", ""))
+    errors += [
+        FieldError.not_supported(f"spec.validationActions[{i}]", a, list(_ACTIONS))
+        for i, a in enumerate(actions) if a not in _ACTIONS
+    ]  # fmt: skip
+    return errors
+
+
+def admission_types() -> list[ResourceType]:
+    policy = _AdmissionStrategy()
+    policy.policy = True
+    return [
+        ResourceType(ADMISSION_GROUP, ("v1",), "validatingadmissionpolicies",
+                     "validatingadmissionpolicy", "ValidatingAdmissionPolicy",
+                     "ValidatingAdmissionPolicyList", namespaced=False, strategy=policy),
+        ResourceType(ADMISSION_GROUP, ("v1",), "validatingadmissionpolicybindings",
+                     "validatingadmissionpolicybinding", "ValidatingAdmissionPolicyBinding",
+                     "ValidatingAdmissionPolicyBindingList", namespaced=False,
+                     strategy=_AdmissionStrategy()),
+    ]  # fmt: skip
+
+
+# --- evaluation ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionRequest:
+    """One write as admission sees it."""
+
+    operation: str  # CREATE, UPDATE, DELETE
+    group: str
+    version: str
+    resource: str
+    subresource: str
+    kind: str
+    namespace: str
+    name: str
+    user: UserInfo
+    object: Obj | None
+    old_object: Obj | None
+
+    def variables(self) -> dict[str, Any]:
+        user = {"username": self.user.username, "groups": self.user.authenticated_groups()}
+        if self.user.uid:
+            user["uid"] = self.user.uid
+        gvr = {"group": self.group, "version": self.version, "resource": self.resource}
+        gvk = {"group": self.group, "version": self.version, "kind": self.kind}
+        request = {
+            "kind": gvk, "resource": gvr, "subResource": self.subresource, "requestKind": gvk,
+            "requestResource": gvr, "requestSubResource": self.subresource, "name": self.name,
+            "namespace": self.namespace, "operation": self.operation, "userInfo": user,
+            "dryRun": False,
+        }  # fmt: skip
+        return {"object": self.object, "oldObject": self.old_object, "request": request,
+                "params": None, "namespaceObject": None}  # fmt: skip
+
+
+Objects = Callable[[str], list[Obj]]  # plural -> the stored objects of that kind
+
+
+class Policies:
+    """The policies and bindings stored now (no cache: a binding created a moment ago holds for
+    the next request)."""
+
+    def __init__(self, objects: Objects) -> None:
+        self._objects = objects
+
+    def admit(self, request: AdmissionRequest) -> list[str]:
+        """The warnings to send; raises the APIError of the first denial."""
+        policies = {p["metadata"]["name"]: p for p in self._objects("validatingadmissionpolicies")}
+        warnings: list[str] = []
+        bindings = sorted(self._objects("validatingadmissionpolicybindings"),
+                          key=lambda b: b["metadata"]["name"])  # fmt: skip
+        for binding in bindings:
+            spec = binding.get("spec") or {}
+            policy = policies.get(spec.get("policyName", ""))
+            if policy is None or not _matches(policy["spec"].get("matchConstraints"), request):
+                continue
+            if spec.get("matchResources") and not _matches(spec["matchResources"], request):
+                continue
+            denial = _decide(policy["spec"], request)
+            if denial is None:
+                continue
+            message, reason = denial
+            names = (policy["metadata"]["name"], binding["metadata"]["name"])
+            actions = spec.get("validationActions") or []
+            if "Warn" in actions:
+                warnings.append(f"Validation failed for ValidatingAdmissionPolicy '{names[0]}' "
+                                f"with binding '{names[1]}': {message}")  # fmt: skip
+            if "Deny" in actions:
+                raise _denied(request, names, message, reason)
+        return warnings
+
+
+def _decide(spec: Mapping[str, Any], request: AdmissionRequest) -> tuple[str, str] | None:
+    """(message, reason) when the policy denies `request`, else None."""
+    fail = spec.get("failurePolicy", "Fail") == "Fail"
+    data = request.variables()
+    try:
+        for condition in spec.get("matchConditions") or []:
+            if _evaluate(condition["expression"], {**data, "variables": {}}) is not True:
+                return None
+    except _Failed as error:
+        return (str(error), "Invalid") if fail else None
+    variables: dict[str, Any] = {}
+    broken: dict[str, str] = {}
+    for variable in spec.get("variables") or []:
+        try:
+            variables[variable["name"]] = _evaluate(
+                variable["expression"], {**data, "variables": variables}
+            )
+        except _Failed as error:
+            broken[variable["name"]] = str(error)
+    data["variables"] = variables
+    for validation in spec.get("validations") or []:
+        expression = str(validation["expression"])
+        try:
+            named = [n for n in broken if re.search(rf"\bvariables\.{re.escape(n)}\b", expression)]
+            if named:
+                raise _Failed(broken[named[0]])
+            if _evaluate(expression, data) is True:
+                continue
+        except _Failed as error:
+            if fail:
+                return f"expression '{expression}' resulted in error: {error}", "Invalid"
+            continue
+        return _message(validation, data), str(validation.get("reason") or "Invalid")
+    return None
+
+
+def _message(validation: Mapping[str, Any], data: Mapping[str, Any]) -> str:
+    message = ""
+    if validation.get("messageExpression"):
+        try:
+            found = _evaluate(validation["messageExpression"], data)
+        except _Failed:
+            found = None
+        if isinstance(found, str) and "\n" not in found and len(found) <= 5120:
+            message = found.strip()
+    if not message and validation.get("message"):
+        message = str(validation["message"]).strip()
+    return message or f"failed expression: {str(validation['expression']).strip()}"
+
+
+def _matches(constraints: Mapping[str, Any] | None, request: AdmissionRequest) -> bool:
+    constraints = constraints or {}
+    if not any(_rule_matches(r, request) for r in constraints.get("resourceRules") or []):
+        return False
+    return not any(_rule_matches(r, request) for r in constraints.get("excludeResourceRules") or [])
+
+
+def _rule_matches(rule: Mapping[str, Any], request: AdmissionRequest) -> bool:
+    def has(values: Sequence[str] | None, value: str) -> bool:
+        return "*" in (values or []) or value in (values or [])
+
+    resource = (
+        f"{request.resource}/{request.subresource}" if request.subresource else request.resource
+    )
+    resources = rule.get("resources") or []
+    resource_ok = (
+        resource in resources
+        or "*" in resources
+        or (
+            request.subresource != ""
+            and (f"*/{request.subresource}" in resources or f"{request.resource}/*" in resources)
+        )
+    )
+    scope = rule.get("scope", "*")
+    names = rule.get("resourceNames") or []
+    return (
+        has(rule.get("operations"), request.operation)
+        and has(rule.get("apiGroups"), request.group)
+        and has(rule.get("apiVersions"), request.version)
+        and resource_ok
+        and (not names or request.name in names)
+        and scope in ("*", "Namespaced" if request.namespace else "Cluster")
+    )
+
+
+def _denied(
+    request: AdmissionRequest, names: tuple[str, str], message: str, reason: str
+) -> APIError:
+    text = (f"ValidatingAdmissionPolicy '{names[0]}' with binding '{names[1]}' denied "
+            f"request: {message}")  # fmt: skip
+    target = qualified(request.group, request.resource)
+    target += f" {go_quote(request.name)}" if request.name else ""
+    details = {"name": request.name, "group": request.group, "kind": request.resource,
+               "causes": [{"message": text}]}  # fmt: skip
+    details = {k: v for k, v in details.items() if v}
+    return APIError(_REASONS.get(reason, 422), reason, f"{target} is forbidden: {text}", details)
+
+
+def _dig(obj: Mapping[str, Any], keys: Sequence[str]) -> Any:
+    for key in keys:
+        if not isinstance(obj, Mapping):
+            return None
+        obj = obj.get(key)  # type: ignore[assignment]
+    return obj

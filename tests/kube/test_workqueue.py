@@ -1,0 +1,124 @@
+"""The work queue keeps client-go's promises (controller/kube/workqueue.py), on a clock the test
+moves."""
+
+from __future__ import annotations
+
+import threading
+
+from controller.kube.backoff import Backoff
+from controller.kube.workqueue import WorkQueue
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def queue(clock: Clock, backoff: Backoff | None = None) -> WorkQueue[str]:
+    return WorkQueue(clock=clock, backoff=backoff)
+
+
+def test_a_key_added_twice_is_handed_out_once() -> None:
+    q = queue(Clock())
+    q.add("a"), q.add("b"), q.add("a")
+    assert [q.get(0), q.get(0), q.get(0)] == ["a", "b", None]
+
+
+def test_a_key_added_while_processed_comes_back_after_done_and_never_twice_at_once() -> None:
+    q = queue(Clock())
+    q.add("a")
+    assert q.get(0) == "a"
+    q.add("a")
+    assert q.get(0) is None  # not handed to a second worker while the first holds it
+    q.done("a")
+    assert q.get(0) == "a"
+    q.done("a")
+    assert q.get(0) is None
+
+
+def test_add_after_waits_for_the_clock_and_the_earlier_time_wins() -> None:
+    clock = Clock()
+    q = queue(clock)
+    q.add_after("a", 10)
+    q.add_after("a", 30)
+    q.add_after("b", 20)
+    assert q.get(0) is None
+    clock.now += 10
+    assert q.get(0) == "a"
+    clock.now += 10
+    assert q.get(0) == "b"
+    clock.now += 50
+    assert q.get(0) is None  # a's later time was superseded, not kept
+
+
+def test_a_key_ready_now_is_not_held_back_by_a_later_time() -> None:
+    clock = Clock()
+    q = queue(clock)
+    q.add_after("a", 10)
+    q.add("a")
+    assert q.get(0) == "a"
+
+
+def test_rate_limited_retries_grow_per_key_until_forgotten() -> None:
+    clock = Clock()
+    q = queue(clock, Backoff(initial=1.0, maximum=1e9))
+    ceilings = []
+    for _ in range(5):
+        delay = q.add_rate_limited("a")
+        ceilings.append(delay)
+        assert delay <= 2.0 ** (q.requeues("a") - 1)  # full jitter below the doubling ceiling
+    assert q.requeues("a") == 5 and q.requeues("b") == 0
+    q.forget("a")
+    assert q.requeues("a") == 0
+    q.add("b")
+    assert q.get(0) == "b"  # another key is not held up by a's backoff
+
+
+def test_a_waiting_woken_get_sees_the_moved_clock() -> None:
+    clock = Clock()
+    q = queue(clock)
+    q.add_after("a", 60)
+    got: list[str | None] = []
+    taker = threading.Thread(target=lambda: got.append(q.get(30)))
+    taker.start()
+    clock.now += 60
+    q.wake()
+    taker.join(30)
+    assert got == ["a"]
+
+
+def test_shut_down_with_drain_hands_out_what_is_queued_then_none() -> None:
+    clock = Clock()
+    q = queue(clock)
+    q.add("a"), q.add("b"), q.add_after("later", 5)
+    q.shut_down(drain=True)
+    q.add("c")  # refused once shutting down
+    assert [q.get(), q.get(), q.get()] == ["a", "b", None]
+
+
+def test_shut_down_without_drain_answers_none_at_once_and_frees_a_waiting_get() -> None:
+    q = queue(Clock())
+    got: list[str | None] = ["unset"]
+    taker = threading.Thread(target=lambda: got.__setitem__(0, q.get()))
+    taker.start()
+    q.add("a")
+    taker.join(30)
+    q.add("b")
+    q.shut_down()
+    assert got == ["a"] and q.get() is None
+
+
+def test_idle_means_nothing_ready_and_nothing_in_progress() -> None:
+    clock = Clock()
+    q = queue(clock)
+    q.add_after("later", 5)
+    assert q.idle()
+    q.add("a")
+    assert not q.idle()
+    assert q.get(0) == "a"
+    assert not q.idle() and not q.wait_idle(0)
+    q.done("a")
+    assert q.idle() and q.wait_idle(0)
