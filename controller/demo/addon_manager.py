@@ -7,7 +7,7 @@ For cluster `C` and addon `A` (following the addon framework's template agent):
 1. Values: `HUB_KUBECONFIG` (`/managed/hub-kubeconfig/kubeconfig`, when the template registers a
    KubeClient), then the AddOnDeploymentConfig's `customizedVariables` (which may override it),
    then the built-ins no one overrides: `CLUSTER_NAME` (C) and `INSTALL_NAMESPACE` (the config's
-   `agentInstallNamespace`, when set).
+   `agentInstallNamespace`, which its CRD defaults to `open-cluster-management-agent-addon`).
 2. Each manifest, as JSON text, has every `{{NAME}}` replaced by its value (a name without a
    value becomes empty, as the framework's templating does) and is parsed again.
 3. With an install namespace, every namespaced object moves there, a Namespace is renamed to it,
@@ -20,8 +20,10 @@ For cluster `C` and addon `A` (following the addon framework's template agent):
    `system:open-cluster-management:cluster:C:addon:A:agent:A-agent` in the groups
    `system:open-cluster-management:cluster:C:addon:A`, `system:open-cluster-management:addon:A`
    and `system:authenticated`; each `CurrentCluster` hub permission becomes the RoleBinding
-   `open-cluster-management:A:clusterrole:agent` in the namespace C, binding that ClusterRole
-   to the first group.
+   `open-cluster-management:A:clusterrole:agent` in the namespace C, labelled
+   `open-cluster-management.io/addon-name: A`, binding that ClusterRole to the agent's user and
+   both its groups (OCM >= 1.2: the second group is every cluster's, so RBAC alone no longer
+   keeps one cluster's agent out of another's namespace; the rollout's admission policy does).
 
 Not rendered (the project's configs use none of them): proxy settings, resource requirements,
 custom signers, `SingleNamespace` permissions.
@@ -42,6 +44,8 @@ Obj = dict[str, Any]
 HUB_KUBECONFIG_DIR: Final = "/managed/hub-kubeconfig"
 _VARIABLE: Final = re.compile(r"\{\{([^{}]*)\}\}")
 _RBAC: Final = "rbac.authorization.k8s.io"
+DEFAULT_INSTALL_NAMESPACE: Final = "open-cluster-management-agent-addon"
+"""What the AddOnDeploymentConfig CRD defaults `agentInstallNamespace` to."""
 
 
 @dataclass(frozen=True)
@@ -76,8 +80,10 @@ def render(
         v["name"]: str(v.get("value", "")) for v in settings.get("customizedVariables") or []
     }
     builtins = {"CLUSTER_NAME": cluster}
-    if settings.get("agentInstallNamespace"):
-        builtins["INSTALL_NAMESPACE"] = str(settings["agentInstallNamespace"])
+    if config is not None:
+        namespace = settings.get("agentInstallNamespace", DEFAULT_INSTALL_NAMESPACE)
+        if namespace:
+            builtins["INSTALL_NAMESPACE"] = str(namespace)
     values |= builtins
     preset = [(k, values[k]) for k in ("HUB_KUBECONFIG",) if k in values]
     preset += sorted(builtins.items())
@@ -99,7 +105,7 @@ def render(
         groups,
     )
     hub = [
-        _binding(addon, cluster, permission["currentCluster"]["clusterRoleName"], groups[0])
+        _binding(addon, cluster, permission["currentCluster"]["clusterRoleName"], identity)
         for registration in kube_clients
         for permission in (registration.get("kubeClient") or {}).get("hubPermissions") or []
         if permission.get("type") == "CurrentCluster"
@@ -155,16 +161,20 @@ def _mirrored(image: str, registries: Sequence[Mapping[str, str]]) -> str:
     return image
 
 
-def _binding(addon: str, cluster: str, role: str, group: str) -> Obj:
+def _binding(addon: str, cluster: str, role: str, identity: AgentIdentity) -> Obj:
+    """The subjects are the registration's user and groups but `system:authenticated`."""
+    subjects = [{"apiGroup": _RBAC, "kind": "User", "name": identity.user}]
+    subjects += [{"apiGroup": _RBAC, "kind": "Group", "name": group}
+                 for group in identity.groups if group != "system:authenticated"]  # fmt: skip
     return {
         "apiVersion": f"{_RBAC}/v1",
         "kind": "RoleBinding",
         "metadata": {
             "name": f"open-cluster-management:{addon}:clusterrole:agent",
             "namespace": cluster,
-            "labels": {"addon.open-cluster-management.io/name": addon,
+            "labels": {"open-cluster-management.io/addon-name": addon,
                        "open-cluster-management.io/addon-template-name": ""},
         },
         "roleRef": {"apiGroup": _RBAC, "kind": "ClusterRole", "name": role},
-        "subjects": [{"apiGroup": _RBAC, "kind": "Group", "name": group}],
+        "subjects": subjects,
     }  # fmt: skip

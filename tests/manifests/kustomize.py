@@ -36,7 +36,8 @@ ROOT: Final = Path(__file__).resolve().parents[2]
 MANIFESTS: Final = ROOT / "manifests"
 CLUSTER_SCOPED: Final = frozenset({
     "CustomResourceDefinition", "ClusterRole", "ClusterRoleBinding", "Namespace",
-    "ClusterManagementAddOn", "AddOnTemplate",
+    "ClusterManagementAddOn", "AddOnTemplate", "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
 })  # fmt: skip
 _FIELDS: Final = frozenset(
     {"apiVersion", "kind", "resources", "components", "namespace", "patches", "images"}

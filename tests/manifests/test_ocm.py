@@ -15,7 +15,7 @@ import pytest
 
 from controller.demo.addon_manager import HUB_KUBECONFIG_DIR, render
 from tests.manifests.kustomize import MANIFESTS, build, find
-from tests.manifests.ocm import ADDON, FLAVOURS, main, template
+from tests.manifests.ocm import ADDON, DELETION_ORPHAN, FLAVOURS, main, template
 from tests.manifests.pod import options_of
 
 Obj = dict[str, Any]
@@ -25,6 +25,10 @@ ROLLOUTS = {"seed": MANIFESTS / "ocm", "acm": MANIFESTS / "ocm" / "acm"}
 def _without_rollout_changes(obj: Obj) -> Obj:
     """`obj` with what the generator changes taken out, on either side of the comparison."""
     obj = copy.deepcopy(obj)
+    annotations = obj["metadata"].get("annotations") or {}
+    annotations.pop(DELETION_ORPHAN, None)
+    if not annotations:
+        obj["metadata"].pop("annotations", None)
     if obj["kind"] == "ConfigMap":
         obj.get("data", {}).pop("ADDON_STATUS_CLUSTER_NAME", None)
     if obj["kind"] == "Deployment":
@@ -47,6 +51,10 @@ def test_every_agent_manifest_is_the_spokes_but_where_the_framework_takes_over(
 ) -> None:
     spoke = build(FLAVOURS[flavour][0]).objects
     carried = template(flavour)["spec"]["agentSpec"]["workload"]["manifests"]
+    if flavour == "seed":  # OCM creates no install namespace: the template carries its own
+        namespace, *carried = carried
+        assert namespace["kind"] == "Namespace"
+        assert namespace["metadata"]["name"] == spoke[1]["metadata"]["namespace"]
     assert [_without_rollout_changes(o) for o in carried] == [
         _without_rollout_changes(o) for o in spoke
     ]
@@ -82,8 +90,44 @@ def test_the_hub_permission_is_one_cluster_role_of_the_same_apply(flavour: str) 
     rendered = render(find(rollout, "AddOnTemplate"), "cluster7")
     [binding] = rendered.hub
     assert binding["metadata"]["namespace"] == "cluster7"
+    assert binding["metadata"]["labels"]["open-cluster-management.io/addon-name"] == ADDON
     find(rollout, "ClusterRole", binding["roleRef"]["name"])
-    assert binding["subjects"][0]["name"] in rendered.identity.groups
+    identity = rendered.identity
+    assert [(s["kind"], s["name"]) for s in binding["subjects"]] == [  # OCM >= 1.2
+        ("User", identity.user),
+        *(("Group", group) for group in identity.groups if group != "system:authenticated"),
+    ]
+
+
+@pytest.mark.parametrize("flavour", sorted(FLAVOURS))
+def test_removing_the_addon_orphans_the_crd_and_the_namespace_and_nothing_else(
+    flavour: str,
+) -> None:
+    """OCM deletes what the ManifestWork applied except objects annotated deletion-orphan (it
+    reads no `deleteOption`): deleting the CRD or the namespace would delete every addon CR."""
+    agent = template(flavour)["spec"]["agentSpec"]
+    assert "deleteOption" not in agent
+    kept = [
+        o["kind"] for o in agent["workload"]["manifests"]
+        if DELETION_ORPHAN in (o["metadata"].get("annotations") or {})
+    ]  # fmt: skip
+    assert kept == (["Namespace", "CustomResourceDefinition"] if flavour == "seed" else [])
+
+
+def test_without_an_agent_install_namespace_the_crds_default_applies() -> None:
+    """The AddOnDeploymentConfig CRD defaults `agentInstallNamespace`; without any config OCM
+    moves nothing."""
+    rollout = build(ROLLOUTS["seed"]).objects
+    config = copy.deepcopy(find(rollout, "AddOnDeploymentConfig"))
+    del config["spec"]["agentInstallNamespace"]
+    rendered = render(find(rollout, "AddOnTemplate"), "cluster7", config)
+    assert find(rendered.agent, "Namespace")["metadata"]["name"] == (
+        "open-cluster-management-agent-addon"
+    )
+    unmoved = render(find(rollout, "AddOnTemplate"), "cluster7")
+    assert find(unmoved.agent, "Namespace")["metadata"]["name"] == (
+        "open-cluster-management-addon-observability"
+    )
 
 
 @pytest.mark.parametrize("flavour", sorted(FLAVOURS))

@@ -3,15 +3,19 @@ kube-apiserver's): `kubectl apply -k manifests/ocm` (or `manifests/ocm/acm`) on 
 serves Open Cluster Management's CRDs validates and applies as is; the AddOnTemplate, rendered
 for `cluster1` and `cluster2` as the addon manager renders it (`controller.demo.addon_manager`),
 is applied to two spokes as the work agent applies a ManifestWork, with the RoleBinding that
-`hubPermissions` creates on the hub; each spoke's controller then runs from its rendered pod
-(args, settings, mounted ConfigMaps and Secrets) as its service account on the spoke and as its
+`hubPermissions` creates on the hub, created as OCM v1.3's addon manager creates it: as its own
+service account (whose ClusterRole may write RoleBindings but not `bind`; the rollout grants
+`bind` on its roles, and kubesim applies kube-apiserver's escalation check), binding the agent's
+user and both its groups; each spoke's controller then runs from its rendered pod (args,
+settings, mounted ConfigMaps and Secrets) as its service account on the spoke and as its
 registration identity on the hub (a token mapped to that user and groups), and the hub side
 runs from its Deployment as its service account.
 
 What must hold: not one call is denied on any server; each agent writes only its own cluster's
-namespace on the hub, and `cluster2`'s identity is refused `cluster1`'s copy; every rule of the
-hub permission is used; the hub copies follow the spokes, the hub side mirrors both clusters
-onto their ManagedClusterAddOns, and `fleet` lists both."""
+namespace on the hub, and `cluster2`'s identity, which RBAC now lets in through the group every
+agent holds, is refused a write of `cluster1`'s copy by the rollout's admission policy; every
+rule of the hub permission is used; the hub copies follow the spokes, the hub side mirrors both
+clusters onto their ManagedClusterAddOns (the conditions it owns), and `fleet` lists both."""
 
 from __future__ import annotations
 
@@ -27,7 +31,7 @@ import yaml
 from controller.cli import main
 from controller.demo.addon_manager import Rendered, render
 from controller.hub.app import HubReplica
-from controller.hub.mirror import managed_cluster_addon
+from controller.hub.mirror import OWNED_TYPES, cluster_namespace, managed_cluster_addon
 from controller.hub.options import HubOptions, add_hub_flags
 from controller.kube.api import ForbiddenError
 from controller.kube.connection import Connection
@@ -46,7 +50,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 Obj = dict[str, Any]
 CLUSTERS = ("cluster1", "cluster2")
 ADDON_NAMESPACE = "open-cluster-management-addon-observability"
-COPY, OBSERVED_ADDON = "observability-addon", "observability-controller"
+COPY = "observability-addon"
+MANAGED_ADDON = {
+    "seed": "addon-status",
+    "acm": "observability-controller",
+}  # what the hub side writes
 UPSTREAM = ROOT / "tests" / "data" / "upstream"
 OCM_CRDS = [
     *(UPSTREAM / f"{name}.crd.yaml" for name in ("clustermanagementaddons", "addontemplates",
@@ -67,6 +75,23 @@ CONTROLLER = _service_account(ADDON_NAMESPACE, "addon-status-controller")
 OPERATOR = _service_account(ADDON_NAMESPACE, "endpoint-observability-operator-sa")
 COLLECTOR = _service_account(ADDON_NAMESPACE, "metrics-collector-sa")
 HUB_SIDE = _service_account("addon-status", "addon-status-hub-controller")
+ADDON_MANAGER = _service_account("open-cluster-management-hub", "addon-manager-controller-sa")
+RBAC = "rbac.authorization.k8s.io"
+# What OCM v1.3's addon manager may do with RBAC objects, as its own ClusterRole grants
+# (manifests/cluster-manager/hub/addon-manager/clusterrole.yaml in OCM): write RoleBindings and
+# Roles, without `bind` or `escalate`.
+ADDON_MANAGER_RBAC: list[Obj] = [
+    {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole",
+     "metadata": {"name": "open-cluster-management:addon-manager-controller"},
+     "rules": [{"apiGroups": [RBAC], "resources": ["rolebindings", "roles"],
+                "verbs": ["get", "list", "watch", "create", "update", "delete"]}]},
+    {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRoleBinding",
+     "metadata": {"name": "open-cluster-management:addon-manager-controller"},
+     "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole",
+                 "name": "open-cluster-management:addon-manager-controller"},
+     "subjects": [{"kind": "ServiceAccount", "name": "addon-manager-controller-sa",
+                   "namespace": "open-cluster-management-hub"}]},
+]  # fmt: skip
 
 
 def _crd_files(objects: list[Obj], directory: Path) -> list[Path]:
@@ -108,20 +133,23 @@ def hub(flavour: str, rollout: list[Obj], tmp_path: Path) -> Iterator[APIServer]
     for each cluster: its namespace, the observed addon's ManagedClusterAddOn and (acm: the
     observability operator's) hub copy, and the RoleBinding of `hubPermissions`."""
     copies_crd = [UPSTREAM / "observabilityaddons.crd.yaml"] if flavour == "acm" else []
-    tokens = {"admin": ADMIN, "hub-side": HUB_SIDE}
+    tokens = {"admin": ADMIN, "hub-side": HUB_SIDE, "addon-manager": ADDON_MANAGER}
     for cluster in CLUSTERS:
         identity = _rendered(rollout, cluster).identity
         tokens[f"agent-{cluster}"] = UserInfo(identity.user, groups=identity.groups)
     crds = [*OCM_CRDS, *copies_crd, *_crd_files(rollout, tmp_path)]
     with APIServer(crds, tokens=tokens, rbac=True) as server:
         admin = kube_of(server, "admin")
-        apply_objects(admin, _not_crds(rollout))
+        apply_objects(admin, [*_not_crds(rollout), *ADDON_MANAGER_RBAC])
         for cluster in CLUSTERS:
-            namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": cluster}}
-            found = [namespace, managed_cluster_addon(cluster)]
+            found = [
+                cluster_namespace(cluster),
+                managed_cluster_addon(cluster, MANAGED_ADDON[flavour]),
+            ]
             if flavour == "acm":
                 found.append(_addon_cr(cluster))
-            apply_objects(admin, [*found, *_rendered(rollout, cluster).hub])
+            apply_objects(admin, found)
+            apply_objects(kube_of(server, "addon-manager"), _rendered(rollout, cluster).hub)
         yield server
 
 
@@ -258,9 +286,11 @@ def test_the_rollout_runs_every_cluster_with_least_privilege(  # noqa: PLR0917 (
 
     def mirrored(cluster: str) -> bool:
         found = hub.get_object("addon.open-cluster-management.io", "v1alpha1",
-                               "managedclusteraddons", cluster, OBSERVED_ADDON) or {}  # fmt: skip
+                               "managedclusteraddons", cluster, MANAGED_ADDON[flavour])  # fmt: skip
+        found = found or {}
         types = {c["type"] for c in (found.get("status") or {}).get("conditions") or []}
-        return {"Available", "Progressing", "Degraded"} <= types
+        owned = set(OWNED_TYPES) if flavour == "seed" else {"Degraded"}
+        return types == owned  # and never OCM's Available or Progressing
 
     for cluster in CLUSTERS:
         eventually(lambda c=cluster: mirrored(c), f"{cluster} mirrored", timeout=3 * WAIT)
@@ -285,10 +315,41 @@ def test_the_rollout_runs_every_cluster_with_least_privilege(  # noqa: PLR0917 (
         assert {r.namespace for r in calls} == {spoke.cluster}
         assert {(r.verb, r.subresource) for r in calls} == wanted
 
-    # cluster2's identity may not read, let alone write, cluster1's copy
+    # cluster2's identity may read cluster1's copy (RBAC: the group every agent holds), but
+    # the admission policy refuses it a write, whatever it writes
     intruder = kube_of(hub, "agent-cluster2")
     copies = intruder.discover(
         "observability.open-cluster-management.io/v1beta1", "ObservabilityAddon"
     )
-    with pytest.raises(ForbiddenError):
-        intruder.get(copies, "cluster1", COPY)
+    forged = intruder.get(copies, "cluster1", COPY)
+    forged["status"] = {"conditions": [{
+        "type": "Degraded", "status": "True", "reason": "Forged", "message": "",
+        "lastTransitionTime": "2026-11-27T00:00:00Z"}]}  # fmt: skip
+    with pytest.raises(ForbiddenError) as refused:
+        intruder.replace_status(copies, "cluster1", COPY, forged)
+    # the policy's words, not the authorizer's ("cannot update resource ...")
+    assert "ValidatingAdmissionPolicy 'addon-status-agent-isolation'" in str(refused.value)
+
+
+def test_without_the_rollouts_bind_grant_the_addon_manager_is_refused_the_binding(
+    rollout: list[Obj],
+) -> None:
+    """What OCM v1.3 shows as `RegistrationApplied=False, SetPermissionFailed`: kube-apiserver's
+    escalation check refuses the addon manager a RoleBinding to a role whose rules it does not
+    hold, unless the rollout grants it `bind` on that role (manifests/ocm/common)."""
+    without = [
+        o for o in _not_crds(rollout) if o["metadata"]["name"] != "addon-status:addon-manager"
+    ]
+    tokens = {"admin": ADMIN, "addon-manager": ADDON_MANAGER}
+    crds = [*OCM_CRDS, UPSTREAM / "observabilityaddons.crd.yaml"]
+    with APIServer(crds, tokens=tokens, rbac=True) as server:
+        apply_objects(kube_of(server, "admin"), [*without, *ADDON_MANAGER_RBAC,
+                                                 cluster_namespace("cluster1")])  # fmt: skip
+        [binding] = _rendered(rollout, "cluster1").hub
+        with pytest.raises(ForbiddenError) as refused:
+            apply_objects(kube_of(server, "addon-manager"), [binding])
+    # the escalation check's words ("user ... is attempting to grant RBAC permissions not
+    # currently held", cut by the seam), not the authorizer's ("User ... cannot create")
+    assert '" is forbidden: user "system:serviceaccount:open-cluster-management-hub:' in str(
+        refused.value
+    )
