@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # the controller is imported when the demo starts: `--help` s
 __all__ = ["Demo", "add_demo_parser", "run_demo", "running"]
 
 ADDON, SPOKE_NAMESPACE = DEFAULT_NAME, DEFAULT_NAMESPACE
+MANAGED_ADDON = "addon-status"  # the ClusterManagementAddOn: OCM names each cluster's MCA so
 HUB_TOKEN = "demo-hub-token"  # a demo credential for the embedded hub; never a real one
 CRD = Path(__file__).with_name("crds") / "observabilityaddons.yaml"  # manifests/base/crd.yaml
 # tests/data/upstream/managedclusteraddons.crd.yaml: what the hub side mirrors onto
@@ -99,7 +100,8 @@ def hub_server(rendered: Mapping[str, Rendered]) -> Iterator[APIServer]:
             hub.put_object("rbac.authorization.k8s.io", "v1", f"{obj['kind'].lower()}s", obj)
         for cluster, share in rendered.items():
             hub.put_object("", "v1", "namespaces", cluster_namespace(cluster))
-            hub.put_object(MCA.group, MCA.version, MCA.plural, managed_cluster_addon(cluster))
+            addon = managed_cluster_addon(cluster, MANAGED_ADDON)
+            hub.put_object(MCA.group, MCA.version, MCA.plural, addon)
             for binding in share.hub:
                 hub.put_object("rbac.authorization.k8s.io", "v1", "rolebindings", binding)
         yield hub
@@ -297,6 +299,7 @@ def running_fleet(
     """One hub, and for each (scenario, clock) a spoke API server and its own controller
     replicating into the hub copy in namespace `clusterI`, and the hub side (`addon-status
     hub`) mirroring every hub copy onto its cluster's `ManagedClusterAddOn`."""
+    from controller.demo.ocm_writers import ocm_writers
     from controller.hub.app import hub_side
     from controller.spoke.app import demo_controller
 
@@ -308,6 +311,8 @@ def running_fleet(
         )
         kubeconfig = hub_kubeconfig(hub, temporary)
         stack.enter_context(hub_side(kubeconfig))
+        # OCM's own writers of the ManagedClusterAddOns (Available, Progressing), beside it
+        stack.enter_context(ocm_writers(kubeconfig, MANAGED_ADDON, time_scale=60.0))
         spokes = []
         for (cluster, share), (scenario, clock) in zip(shares.items(), members, strict=True):
             spoke = stack.enter_context(spoke_server(scenario, crds, share.agent))

@@ -120,7 +120,7 @@ class FakeKube:
         self._horizon = 0  # versions at or below this one are compacted away
         self._streams: builtins.list[_Stream] = []
         self._served = {(r.api_version, r.kind): r for r in _SERVED}
-        self._resource_faults: dict[tuple[str, ApiResource], builtins.list[Exception]] = {}
+        self._resource_faults: dict[tuple[str, ApiResource | None], builtins.list[Exception]] = {}
 
     # ---- Kube --------------------------------------------------------------------------------
 

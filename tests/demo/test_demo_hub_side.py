@@ -1,5 +1,6 @@
-"""`addon-status demo` runs the hub side on its embedded hub: while the demo plays, each
-cluster's `ManagedClusterAddOn` carries the standard conditions of its hub copy, so that
+"""`addon-status demo` runs the hub side on its embedded hub beside OCM's own writers: while the
+demo plays, each cluster's `ManagedClusterAddOn` carries the conditions the hub side owns as its
+hub copy says them, and OCM's `Available` and `Progressing` as OCM writes them, so that
 `kubectl get managedclusteraddons -A` shows the fleet live."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import Any
 import pytest
 
 from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
-from controller.hub.mirror import owned, standard_conditions
+from controller.hub.mirror import OWNED_TYPES, owned, standard_conditions
 from controller.kube.api import ADDON, NotFoundError
 from controller.kube.kubeconfig import client_for
 from controller.kube.rest import RestKube
@@ -17,6 +18,7 @@ from tests.demo.test_fleet_demo import Demo
 from tests.support import eventually
 
 pytestmark = pytest.mark.slow
+OCM_WRITES = {"Available": "ProbeAvailable", "Progressing": "Completed"}
 
 
 def test_the_demo_mirrors_every_hub_copy_onto_its_managed_cluster_addon() -> None:
@@ -36,7 +38,8 @@ def test_the_demo_mirrors_every_hub_copy_onto_its_managed_cluster_addon() -> Non
                     standard_conditions((copy.get("status") or {}).get("conditions") or [])
                 )
                 found = (addon.get("status") or {}).get("conditions") or []
-                return bool(wanted) and found == wanted
+                ocm = {c["type"]: c["reason"] for c in found if c["type"] not in OWNED_TYPES}
+                return bool(wanted) and owned(found) == wanted and ocm == OCM_WRITES
 
             for cluster in ("cluster1", "cluster2"):
                 eventually(lambda c=cluster: mirrored(c), f"{cluster}'s ManagedClusterAddOn",  # type: ignore[misc]

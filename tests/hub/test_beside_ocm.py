@@ -1,0 +1,159 @@
+"""The hub side beside OCM's own writers of a ManagedClusterAddOn (docs/spec.md §12.1), for ten
+simulated minutes: the addon manager's `Progressing` on every event, the health check's
+`Available` (workload probe for the rollout's `addon-status`, the klusterlet's lease for ACM's
+`observability-controller`) resynced every 30 s, and in `acm` the observability operator's copy
+of the hub copy (controller/demo/ocm_writers.py, as OCM v1.3 writes them). What must hold: the
+hub side writes no type it does not own, no condition flaps, and the hub side writes at most
+once per visible change of a hub copy."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from controller.demo.ocm_writers import OcmWriters
+from controller.hub.metrics import MirrorMetrics
+from controller.hub.mirror import OWNED_TYPES
+from controller.hub.ocm import MANAGED_CLUSTER_ADDON as MCA
+from controller.hub.side import HubSide
+from controller.kube.api import ALL_NAMESPACES, ApiResource, Kube
+from controller.kube.backoff import Backoff
+from controller.kube.reflector import Reflector, Selection
+from controller.kube.rest import RestKube
+from tests.hub.hubside import T1, Hub, acm, hub_server, seed
+from tests.support import connection, eventually
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+SCALE = 60.0  # a simulated minute per second
+CLUSTERS = ("cluster1", "cluster2", "cluster3")
+
+
+class Recorded:
+    """The real seam, with every status patch the hub side sends kept to look at."""
+
+    def __init__(self, kube: Kube) -> None:
+        self._kube = kube
+        self.patches: list[Mapping[str, Any]] = []
+
+    def patch_status(
+        self, resource: ApiResource, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        self.patches.append(patch)
+        return self._kube.patch_status(resource, namespace, name, patch)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._kube, name)
+
+
+class History:
+    """Every value each condition type of each ManagedClusterAddOn took, as a watch saw it."""
+
+    def __init__(self, kube: Kube, name: str) -> None:
+        self.values: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        self._lock = threading.Lock()
+        self.reflector = Reflector(
+            kube, Selection(MCA, ALL_NAMESPACES, name=name), name="history",
+            on_listed=lambda items, version: [self._seen(i) for i in items],
+            on_event=lambda event: self._seen(event.object), watch_seconds=60,
+        )  # fmt: skip
+
+    def _seen(self, obj: Mapping[str, Any]) -> None:
+        namespace = obj["metadata"]["namespace"]
+        with self._lock:
+            for condition in (obj.get("status") or {}).get("conditions") or []:
+                values = self.values.setdefault((namespace, condition["type"]), [])
+                value = (condition["status"], condition["reason"])
+                if not values or values[-1] != value:
+                    values.append(value)
+
+    def of(self, namespace: str, kind: str) -> list[tuple[str, str]]:
+        with self._lock:
+            return list(self.values.get((namespace, kind), []))
+
+
+@pytest.fixture(params=["seed", "acm"])
+def profile(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def hub(profile: str) -> Iterator[Hub]:
+    with hub_server() as made:
+        made.addon_name = "addon-status" if profile == "seed" else "observability-controller"
+        yield made
+
+
+def test_ten_simulated_minutes_beside_ocms_writers(hub: Hub, profile: str) -> None:
+    shape = seed if profile == "seed" else acm
+    healthy = {"true": "Available", "reason": "ForwardSuccessful"}
+    for cluster in CLUSTERS:
+        hub.cluster(cluster)
+        hub.set_copy(cluster, shape(**healthy))
+    with connection(hub.server, "hub-a") as api, connection(hub.server, "admin") as ocm_api:
+        kube = Recorded(RestKube(api, request_timeout=5.0))
+        side = HubSide(
+            kube, metrics=MirrorMetrics(CollectorRegistry()), addon_name=hub.addon_name,
+            resync_interval=300 / SCALE, backoff=Backoff(0.02, 0.2), watch_seconds=30,
+        )  # fmt: skip
+        ocm = OcmWriters(RestKube(ocm_api), addon_name=hub.addon_name, acm=profile == "acm",
+                         time_scale=SCALE)  # fmt: skip
+        history = History(RestKube(ocm_api), hub.addon_name)
+        history.reflector.start()
+        ocm.start()
+        side.start()
+        try:
+            changes = _play(hub, side, shape)
+        finally:
+            side.stop()
+            ocm.stop()
+            history.reflector.stop()
+    written = {
+        t for patch in kube.patches for t in (c["type"] for c in patch["status"]["conditions"])
+    }
+    # the whole list goes in a merge patch; what the hub side changed in it is its owned types
+    for patch in kube.patches:
+        for condition in patch["status"]["conditions"]:
+            if condition["type"] not in OWNED_TYPES:
+                assert condition["reason"] in {"Completed", "ProbeAvailable",
+                    "ManagedClusterAddOnLeaseUpdated", "ForwardSuccessful", "ForwardFailure",
+                    "UpdateFailure"}, condition  # fmt: skip
+    assert written & set(OWNED_TYPES)
+    for cluster in CLUSTERS:
+        available, progressing = (
+            history.of(cluster, "Available"),
+            history.of(cluster, "Progressing"),
+        )
+        if profile == "seed":  # OCM's own, set once and never flipped by anyone
+            assert available == [("True", "ProbeAvailable")], available
+            assert progressing == [("False", "Completed")], progressing
+        degraded = history.of(cluster, "Degraded")
+        assert len(degraded) == 1 + changes.get(cluster, 0), (cluster, degraded)  # no flap
+        writes = hub.writes(cluster, user="hub-side-a")
+        assert writes <= 1 + changes.get(cluster, 0), (cluster, writes)
+
+
+def _play(hub: Hub, side: HubSide, shape: Any) -> dict[str, int]:
+    """Ten simulated minutes: cluster1 degrades at 2m and recovers at 6m, cluster2 fails its
+    update at 4m; cluster3 stays as it is. The visible changes per cluster."""
+    started = time.monotonic()
+
+    def at(minute: float) -> None:
+        time.sleep(max(started + minute * 60 / SCALE - time.monotonic(), 0.0))
+
+    eventually(lambda: all(hub.conditions(c) for c in CLUSTERS), "the first mirror")
+    at(2)
+    hub.set_copy("cluster1", shape(true="Degraded", reason="ForwardFailure", at=T1))
+    at(4)
+    hub.set_copy("cluster2", shape(true="Degraded", reason="UpdateFailure", at=T1))
+    at(6)
+    hub.set_copy("cluster1", shape(true="Available", reason="ForwardSuccessful",
+                                   at="2026-11-24T03:00:00Z"))  # fmt: skip
+    at(10)
+    assert side.wait_idle(10)
+    return {"cluster1": 2, "cluster2": 1}
