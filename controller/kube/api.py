@@ -33,6 +33,7 @@ __all__ = [
     "EVENT",
     "LEASE",
     "NAMESPACE",
+    "SECRET",
     "ApiResource",
     "ConflictError",
     "ErrorKind",
@@ -93,6 +94,7 @@ LEASE = ApiResource("coordination.k8s.io", "v1", "leases", "Lease")
 ALL_NAMESPACES = ""  # as client-go's metav1.NamespaceAll: a list or a watch across namespaces
 EVENT = ApiResource("", "v1", "events", "Event")
 CONFIG_MAP = ApiResource("", "v1", "configmaps", "ConfigMap")
+SECRET = ApiResource("", "v1", "secrets", "Secret")
 NAMESPACE = ApiResource("", "v1", "namespaces", "Namespace", namespaced=False)
 
 

@@ -37,6 +37,9 @@ REPORT_API_FLAGS = (
          group=_API),
     Flag("tls_key_file", "--tls-key-file", "PEM private key of --tls-cert-file", "PATH",
          group=_API),
+    Flag("issue_serving_cert", "--issue-serving-cert",
+         "serve HTTPS with a certificate the controller issues itself into Secret NAME (its CA "
+         "published in ConfigMap NAME-ca), where no issuer provides one", "NAME", group=_API),
     Flag("insecure", "--insecure", "no authentication at all; refuses to listen beyond loopback",
          kind="switch", group=_API),
 )  # fmt: skip
@@ -53,7 +56,9 @@ class ReportApiSettings(Protocol):
     token_table: Path | None
     tls_cert_file: Path | None
     tls_key_file: Path | None
+    issue_serving_cert: str | None
     insecure: bool
+    addon_namespace: str
 
 
 def build_report_server(
@@ -87,7 +92,7 @@ def build_report_server(
         authenticator = StaticTokenAuthenticator.from_file(args.token_table)
     else:
         authenticator = TokenReviewAuthenticator(kube())
-    tls = _serving_certificate(args)
+    tls = _serving_certificate(args, kube)
     authorizer = _authorizer(args, config)
     return ReportServer(
         sink,
@@ -101,12 +106,20 @@ def build_report_server(
     )
 
 
-def _serving_certificate(args: ReportApiSettings) -> ServingCertificate | None:
-    """HTTPS with both TLS flags, plain HTTP with neither; loaded now, so a bad file stops `run`."""
+def _serving_certificate(
+    args: ReportApiSettings, kube: Callable[[], Kube]
+) -> ServingCertificate | None:
+    """HTTPS with both TLS flags or with a certificate issued here, plain HTTP with neither;
+    loaded now, so a bad file stops `run`."""
     from controller.reports.server import ServingCertificate, ServingCertificateError
     from statemachines.errors import ConfigError
 
     cert_file, key_file = args.tls_cert_file, args.tls_key_file
+    if args.issue_serving_cert is not None:
+        if cert_file is not None or key_file is not None or args.insecure:
+            flag = "--insecure" if args.insecure else "--tls-cert-file/--tls-key-file"
+            raise ConfigError(f"--issue-serving-cert: give it or {flag}, not both")
+        return _self_issued(args, kube())
     if cert_file is None and key_file is None:
         return None
     if key_file is None:
@@ -120,6 +133,21 @@ def _serving_certificate(args: ReportApiSettings) -> ServingCertificate | None:
     except ServingCertificateError as error:
         flag = "--tls-cert-file" if error.role == "certificate" else "--tls-key-file"
         raise ConfigError(f"{flag}: {error.problem}") from error
+
+
+def _self_issued(args: ReportApiSettings, kube: Kube) -> ServingCertificate:
+    from controller.kube.api import KubeError
+    from controller.reports.issuer import SelfIssued
+    from controller.reports.server import ServingCertificate
+    from statemachines.errors import ConfigError
+
+    assert args.issue_serving_cert is not None
+    issued = SelfIssued(kube, args.addon_namespace, args.issue_serving_cert)
+    try:
+        issued.ensure()
+    except KubeError as error:
+        raise ConfigError(f"--issue-serving-cert: {error.detail}") from error
+    return ServingCertificate(*issued.files, refresher=issued.refresher)
 
 
 def _authorizer(args: ReportApiSettings, config: Config) -> Authorizer:

@@ -398,6 +398,8 @@ class ReportServer:
         self._server = server
         self._thread = threading.Thread(target=server.serve_forever, name="report-api")
         self._thread.start()
+        if self._tls is not None and self._tls.refresher is not None:
+            self._tls.refresher.start()
         log.info("report API listening", extra={"url": self.url})
 
     def stop(self, *, grace: float = 2.0) -> None:
@@ -405,6 +407,8 @@ class ReportServer:
         server, thread = self._server, self._thread
         if server is None or thread is None:
             return
+        if self._tls is not None and self._tls.refresher is not None:
+            self._tls.refresher.stop(grace)
         server.shutdown()
         thread.join(grace)
         server.close_connections(grace)

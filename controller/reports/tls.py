@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
+from controller.ops.runnable import Runnable
 from statemachines.errors import ConfigError
 
 __all__ = ["ServingCertificate", "ServingCertificateError"]
@@ -35,8 +36,16 @@ class ServingCertificate:
     kept out (the previous context stays) and tried again at the next check.
     """
 
-    def __init__(self, cert_file: Path, key_file: Path, *, check_every: float = 2.0) -> None:
+    def __init__(
+        self,
+        cert_file: Path,
+        key_file: Path,
+        *,
+        check_every: float = 2.0,
+        refresher: Runnable | None = None,
+    ) -> None:
         self._files = (Path(cert_file), Path(key_file))
+        self.refresher = refresher  # what rewrites the files, run with the server (if any)
         self._check_every = check_every
         self._lock = threading.Lock()
         self._stamp = self._stat()

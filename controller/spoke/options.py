@@ -100,6 +100,7 @@ class RunOptions(ProcessOptions):
     token_table: Path | None = None
     tls_cert_file: Path | None = None
     tls_key_file: Path | None = None
+    issue_serving_cert: str | None = Field(default=None, pattern=NAME)
     insecure: bool = False
     # the hub copy
     hub_kubeconfig: Path | None = None  # None: no replication to the hub

@@ -192,7 +192,9 @@ def test_watch_sees_a_change(hub: APIServer, kubeconfig: Path) -> None:
 
 def test_watch_lists_again_after_410_gone(hub: APIServer, kubeconfig: Path) -> None:
     # The first watch is told 410 Gone, as when its resourceVersion left the hub's history.
-    hub.faults.fail_next(1, 410, match=lambda info: info.verb == "watch")
+    hub.faults.fail_next(
+        1, 410, match=lambda info: info.verb == "watch" and info.resource == PLURAL
+    )
     with watching(kubeconfig) as screen:
         eventually(lambda: hub.count_requests(verbs=["watch"], resource=PLURAL) == 1,
                    what="a watch after the 410")  # fmt: skip

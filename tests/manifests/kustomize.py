@@ -153,8 +153,8 @@ def _patched(objects: list[Obj], patch: Mapping[str, Any], *, source: Path) -> l
         wanted = dict(pair.split("=", 1) for pair in str(target["labelSelector"]).split(","))
         return [o for o in objects if not _labelled(o, wanted)]
     if set(patch) == {"target", "patch"} and set(target) == {"kind", "name"}:
-        if not isinstance(body, list) or {op.get("op") for op in body} - {"add", "replace"}:
-            raise KustomizeError(f"{source}: only JSON patches of `add` and `replace`")
+        if not isinstance(body, list) or {op.get("op") for op in body} - _JSON_OPS:
+            raise KustomizeError(f"{source}: only JSON patches of `add`, `replace`, `remove`")
         for obj in objects:
             if obj["kind"] == target["kind"] and obj["metadata"]["name"] == target["name"]:
                 for op in body:
@@ -165,9 +165,12 @@ def _patched(objects: list[Obj], patch: Mapping[str, Any], *, source: Path) -> l
     )
 
 
+_JSON_OPS: Final = {"add", "replace", "remove"}
+
+
 def _json_patch(obj: Obj, op: Mapping[str, Any], *, source: Path) -> None:
-    """One RFC 6902 `add` or `replace` (on maps; on lists, `replace` of an index and `add` at
-    the end, `-`)."""
+    """One RFC 6902 `add`, `replace` or `remove` (on maps; on lists, by index, and `add` at the
+    end, `-`)."""
     *parents, last = [
         part.replace("~1", "/").replace("~0", "~") for part in str(op["path"]).split("/")[1:]
     ]
@@ -176,6 +179,12 @@ def _json_patch(obj: Obj, op: Mapping[str, Any], *, source: Path) -> None:
         node = node[int(part)] if isinstance(node, list) else node.get(part)
         if node is None:
             raise KustomizeError(f"{source}: {op['path']}: no such path")
+    if op["op"] == "remove":
+        try:
+            del node[int(last) if isinstance(node, list) else last]
+        except (IndexError, KeyError):
+            raise KustomizeError(f"{source}: {op['path']}: nothing to remove") from None
+        return
     if isinstance(node, list):
         if op["op"] == "add" and last == "-":
             node.append(copy.deepcopy(op["value"]))

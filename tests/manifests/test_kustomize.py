@@ -129,13 +129,13 @@ def test_kubectl_kustomize_builds_what_the_small_kustomize_reads(root: Path) -> 
                 "patches": [
                     {
                         "target": {"kind": "ConfigMap", "name": "a"},
-                        "patch": "- {op: remove, path: /data}",
+                        "patch": "- {op: move, from: /data, path: /other}",
                     }
                 ],
             },
             {"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}"},
-            "only JSON patches of `add` and `replace`",
-            id="json-patch-remove",
+            "only JSON patches of `add`, `replace`, `remove`",
+            id="json-patch-move",
         ),
         pytest.param(
             {"components": ["c"]},

@@ -19,6 +19,7 @@ Obj = dict[str, Any]
 IMAGE_USER: Final = 65532  # Dockerfile: USER 65532:65532
 SCC_UID, SCC_FSGROUP = 1000680000, 1000680000  # what restricted-v2 assigns from the ranges
 SECRETS: Final = ("hub-kubeconfig", "serving-cert")
+MOUNTED: Final = {"base": SECRETS, "kubernetes": ("hub-kubeconfig",)}  # kubernetes: self-issued
 
 
 @dataclass(frozen=True)
@@ -74,8 +75,9 @@ def under_openshift_scc(pod: Obj) -> tuple[Obj, Process]:
     return admitted, Process(uid=SCC_UID, groups=frozenset({0, SCC_FSGROUP}))
 
 
-@pytest.mark.parametrize("volume", SECRETS)
-@pytest.mark.parametrize("root", ["base", "kubernetes"])
+@pytest.mark.parametrize(
+    ("root", "volume"), [(root, volume) for root, mounted in MOUNTED.items() for volume in mounted]
+)
 def test_no_other_user_may_read_the_secrets(root: str, volume: str) -> None:
     pod = pod_of(root)
     if root == "base":
@@ -91,7 +93,7 @@ def test_the_controller_reads_its_secrets_under_openshifts_scc(volume: str) -> N
     assert secret_files(pod, volume).readable_by(process)
 
 
-@pytest.mark.parametrize("volume", SECRETS)
+@pytest.mark.parametrize("volume", MOUNTED["kubernetes"])
 def test_the_controller_reads_its_secrets_with_the_kubernetes_overlay(volume: str) -> None:
     pod = pod_of("kubernetes")
     assert pod["securityContext"]["fsGroup"] == IMAGE_USER
@@ -117,3 +119,19 @@ def metrics_scrapers(root: str) -> list[str]:
 def test_metrics_are_admitted_from_the_overlays_scraper_namespace() -> None:
     assert metrics_scrapers("base") == ["openshift-monitoring"]
     assert metrics_scrapers("kubernetes") == ["monitoring"]
+
+
+def test_the_kubernetes_overlay_issues_its_serving_certificate_instead_of_mounting_it() -> None:
+    """No issuer on plain Kubernetes writes addon-status-serving-cert: a pod mounting it would
+    never start. The controller issues it (controller/reports/issuer.py), with the Role it
+    needs to."""
+    objects = build(MANIFESTS / "kubernetes").objects
+    pod = pod_of("kubernetes")
+    [container] = pod["containers"]
+    assert "--issue-serving-cert=addon-status-serving-cert" in container["args"]
+    assert not [a for a in container["args"] if a.startswith("--tls-")]
+    assert "serving-cert" not in {v["name"] for v in pod["volumes"]}
+    rules = find(objects, "Role", "addon-status-serving-cert")["rules"]
+    assert {"resourceNames": ["addon-status-serving-cert"], "verbs": ["get", "update"]}.items() <= (
+        rules[1].items()
+    )
