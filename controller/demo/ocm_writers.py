@@ -13,8 +13,9 @@ conditions, as they write them, so that the demo and the tests run the hub side 
   `Available`, `Degraded` and `Progressing` from the cluster's hub copy as they are, only when a
   condition's status changes.
 
-Each writes as OCM's patcher does: a JSON merge patch of the status conditions under the
-resourceVersion it read, and only when its condition differs (a 409 is read again and retried).
+Each reads from its informer's cache and writes as OCM's patcher does: a JSON merge patch of the
+status conditions under the resourceVersion it saw, and only when its condition differs (a 409
+is read again and retried).
 `time_scale` runs the 30 s resync faster (the demo's simulated minutes).
 """
 
@@ -64,6 +65,7 @@ class OcmWriters:
         self._resync = RESYNC / time_scale
         self.queue: WorkQueue[str] = WorkQueue()
         self._copies: dict[str, list[Condition]] = {}  # acm: the hub copies' conditions
+        self._addons: dict[str, dict[str, Any]] = {}  # the informer's cache
         self._lock = threading.Lock()
         self.writes = 0
         self._worker = Runnable("ocm-writers", self._work, self.queue.shut_down)
@@ -99,10 +101,14 @@ class OcmWriters:
         """Every event of a ManagedClusterAddOn (`addonprogressing` reconciles on each); the
         first of a namespace starts its 30 s resync."""
         namespace = str(event.object["metadata"]["namespace"])
+        with self._lock:
+            if event.type == "DELETED":
+                self._addons.pop(namespace, None)
+                return
+            self._addons[namespace] = event.object
         if event.type == "ADDED":
             self.queue.add_after(f"resync/{namespace}", self._resync)
-        if event.type != "DELETED":
-            self.queue.add(namespace)
+        self.queue.add(namespace)
 
     def _copies_listed(self, items: list[dict[str, Any]], version: str) -> None:
         for item in items:
@@ -134,9 +140,15 @@ class OcmWriters:
                 self.queue.done(key)
 
     def _sync(self, namespace: str) -> None:
-        for _ in range(5):
+        with self._lock:
+            cached = self._addons.get(namespace)
+        for attempt in range(5):
             try:
-                obj = self._kube.get(MANAGED_CLUSTER_ADDON, namespace, self._addon)
+                obj = (
+                    cached
+                    if attempt == 0 and cached is not None
+                    else self._kube.get(MANAGED_CLUSTER_ADDON, namespace, self._addon)
+                )
             except KubeError:
                 return  # gone: nothing to write
             conditions = list((obj.get("status") or {}).get("conditions") or [])

@@ -12,7 +12,11 @@ For each N (default 1,000, 2,000, 5,000 and 10,000, so the growth is visible), t
   change, 0.00 for a change of a collector condition only and for a resync);
 - resync reads per cluster: GETs of ManagedClusterAddOns while one resync runs (goal 0: both
   kinds are kept by watches), and reads per cluster over the whole run;
-- the process's RSS once mirrored and its peak (VmHWM; goal at most 200 MiB at 10,000).
+- the process's RSS once mirrored and its peak (VmHWM; goal at most 200 MiB at 10,000);
+- beside OCM's own writers (controller/demo/ocm_writers.py: the addon manager's `Progressing`
+  on every event, the health check's `Available` resynced every 30 s, here at `--ocm-scale`
+  times real time), once they have written every ManagedClusterAddOn: the hub side's writes per
+  cluster per simulated hour at steady state (goal 0), and OCM's.
 
 Simulated: the spokes (each hub copy is written straight to the server's storage, as
 replication would through the API).
@@ -36,9 +40,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from controller.demo.ocm_writers import OcmWriters  # noqa: E402
 from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA  # noqa: E402
 from controller.hub.mirror import cluster_namespace, managed_cluster_addon  # noqa: E402
+from controller.kube.connection import Connection  # noqa: E402
 from controller.kube.kubeconfig import kubeconfig_yaml  # noqa: E402
+from controller.kube.rest import RestKube  # noqa: E402
 from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION  # noqa: E402
 from tests.bench.footprint import free_port, ready  # noqa: E402
 from tests.hub.hubside import ADDON, COPY, Hub, hub_server, seed  # noqa: E402
@@ -75,7 +82,29 @@ def _wait_writes(hub: Hub, total: int, timeout: float) -> float:
     return time.perf_counter() - started
 
 
-def one_size(count: int, resync: float, workdir: Path) -> dict[str, float]:
+def _beside_ocm(hub: Hub, count: int, scale: float, window: float) -> dict[str, float]:
+    """The hub side's and OCM's writes per cluster per simulated hour, OCM's writers running."""
+    with Connection(hub.server.url, token="admin") as api:
+        ocm = OcmWriters(RestKube(api, request_timeout=30.0), addon_name=ADDON, time_scale=scale)
+        ocm.start()
+        try:
+            settled, last = time.perf_counter(), -1
+            while ocm.writes != last or time.perf_counter() - settled < 3.0:
+                if ocm.writes != last:
+                    last, settled = ocm.writes, time.perf_counter()
+                time.sleep(0.5)  # until OCM has written every ManagedClusterAddOn once
+            side, theirs = hub.writes(user="hub-side-a"), ocm.writes
+            time.sleep(window)
+            hours = window * scale / 3600
+            return {"ocm_side_writes": (hub.writes(user="hub-side-a") - side) / count / hours,
+                    "ocm_writes": (ocm.writes - theirs) / count / hours}  # fmt: skip
+        finally:
+            ocm.stop()
+
+
+def one_size(
+    count: int, resync: float, workdir: Path, ocm: tuple[float, float]
+) -> dict[str, float]:
     clusters = [f"cluster{i:05d}" for i in range(count)]
     timeout = 120 + count / 50
     with hub_server() as hub:
@@ -126,6 +155,7 @@ def one_size(count: int, resync: float, workdir: Path) -> dict[str, float]:
             figures["resync_writes"] = (hub.writes() - before) / count
             figures["resync_reads"] = (_reads(hub) - reads) / count
             figures["reads"] = _reads(hub) / count
+            figures |= _beside_ocm(hub, count, *ocm)
             figures["peak"] = _status(process.pid, "VmHWM") / MIB
         finally:
             process.terminate()
@@ -142,11 +172,25 @@ def main() -> None:
     )
     parser.add_argument("--resync", type=float, default=20.0, help="the hub side's --resync, s")
     parser.add_argument("--runs", type=int, default=3, help="runs of each size (the median)")
+    parser.add_argument(
+        "--ocm-scale",
+        type=float,
+        default=30.0,
+        help="OCM's writers run this many times faster than real time",
+    )
+    parser.add_argument(
+        "--ocm-window",
+        type=float,
+        default=24.0,
+        help="seconds the steady state beside OCM is measured",
+    )
     args = parser.parse_args()
     sizes = [int(n) for n in args.clusters.split(",")]
+    ocm = (args.ocm_scale, args.ocm_window)
     with tempfile.TemporaryDirectory(prefix="hub-side-") as workdir:
         each = {
-            n: [one_size(n, args.resync, Path(workdir)) for _ in range(args.runs)] for n in sizes
+            n: [one_size(n, args.resync, Path(workdir), ocm) for _ in range(args.runs)]
+            for n in sizes
         }
     for n, found in each.items():
         for figures in found:
@@ -172,6 +216,8 @@ def main() -> None:
     row("writes per cluster, visible change", "burst_writes", "{:.2f}")
     row("writes per cluster, collector-only change", "quiet_writes", "{:.2f}")
     row("writes per cluster, resync", "resync_writes", "{:.2f}")
+    row("beside OCM: hub side writes/cluster/hour", "ocm_side_writes", "{:.2f}")
+    row("beside OCM: OCM's writes/cluster/hour", "ocm_writes", "{:.2f}")
     row("RSS once mirrored (MiB)", "rss", "{:.0f}")
     row("peak RSS (MiB)", "peak", "{:.0f}")
     slowest = {n: max(f["first"] for f in found) for n, found in each.items()}
