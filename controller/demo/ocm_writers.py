@@ -32,8 +32,8 @@ from typing import Any, Final
 from controller.hub.ocm import MANAGED_CLUSTER_ADDON
 from controller.kube.api import ADDON, ALL_NAMESPACES, ConflictError, Kube, KubeError, WatchEvent
 from controller.kube.reflector import Reflector, Selection
+from controller.kube.runnable import Runnable
 from controller.kube.workqueue import WorkQueue
-from controller.ops.runnable import Runnable
 
 __all__ = ["OcmWriters", "ocm_writers"]
 

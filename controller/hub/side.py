@@ -54,10 +54,10 @@ from controller.kube.api import (
 )
 from controller.kube.backoff import Backoff
 from controller.kube.reflector import Reflector, Selection, WatchMetrics
+from controller.kube.runnable import Runnable
 from controller.kube.update import update_status
 from controller.kube.workqueue import WorkQueue
 from controller.ops.role import Role
-from controller.ops.runnable import Runnable
 
 __all__ = ["CLUSTER_LABEL", "HubSide"]
 

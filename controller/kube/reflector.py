@@ -33,6 +33,7 @@ from controller.kube.api import (
     resource_version,
 )
 from controller.kube.backoff import Backoff
+from controller.kube.runnable import Runnable
 
 __all__ = ["RESTART_CAUSES", "ObjectKind", "Reflector", "Selection", "WatchMetrics"]
 
@@ -117,7 +118,7 @@ class Reflector:
         self._stopping = threading.Event()
         self._lock = threading.Lock()  # guards _stream between the loop and stop()
         self._stream: WatchStream | None = None
-        self._thread: threading.Thread | None = None
+        self._runner = Runnable(f"watch-{name}", self._run, self._interrupt)
         # Only the loop's thread touches these:
         self._lost_since: float | None = None  # monotonic
         self._tries = 0
@@ -127,21 +128,21 @@ class Reflector:
 
     def start(self) -> None:
         self._stopping.clear()
-        self._thread = threading.Thread(target=self._run, name=f"watch-{self.name}", daemon=True)
-        self._thread.start()
+        self._runner.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """End the loop and its open watch at once; joins the thread up to `timeout`."""
+        """End the loop and its open watch at once; waits for the thread up to `timeout`."""
+        self._runner.stop(timeout)
+
+    def _interrupt(self) -> None:
         self._stopping.set()
         with self._lock:
             if self._stream is not None:
                 self._stream.close()
-        if self._thread is not None:
-            self._thread.join(timeout)
 
     @property
     def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._runner.alive
 
     # --- the loop -------------------------------------------------------------------------
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from controller.kube.api import CONFIG_MAP, SECRET, ConflictError, Kube, KubeError, NotFoundError
-from controller.ops.runnable import Runnable
+from controller.kube.runnable import Runnable
 
 __all__ = ["REPORT_SERVICE", "SelfIssued", "issue", "renewal_reason"]
 

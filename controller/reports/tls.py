@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Literal
 
-from controller.ops.runnable import Runnable
+from controller.kube.runnable import Runnable
 from statemachines.errors import ConfigError
 
 __all__ = ["ServingCertificate", "ServingCertificateError"]

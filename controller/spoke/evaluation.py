@@ -1,11 +1,13 @@
 """Health rules applied to watched objects away from the worker (docs/spec.md §8), so that a large
 object changing often never holds up the reports.
 
-Each watched object's newest version waits in one slot per resource; a newer version replaces
-the one waiting, so an object that changes faster than its rule can be applied is evaluated at
-its newest, never at every step in between (memory: one waiting object per resource; time: one
-evaluation at a time). One thread applies the rule (`Worker.observe_object`, which evaluates in
-its caller's thread) and hands the worker only the result.
+Each watched object's newest version waits in one slot per resource, its name on a work queue
+(`controller.kube.workqueue`, as a client-go controller keeps a store and a queue of keys): a
+newer version replaces the one waiting, so an object that changes faster than its rule can be
+applied is evaluated at its newest, never at every step in between (memory: one waiting object
+per resource; time: one evaluation at a time). One thread applies the rule
+(`Worker.observe_object`, which evaluates in its caller's thread) and hands the worker only the
+result.
 """
 
 from __future__ import annotations
@@ -14,6 +16,9 @@ import logging
 import threading
 from collections.abc import Callable
 from typing import Any
+
+from controller.kube.runnable import Runnable
+from controller.kube.workqueue import WorkQueue
 
 __all__ = ["Evaluations"]
 
@@ -28,45 +33,43 @@ class Evaluations:
 
     def __init__(self, deliver: Deliver) -> None:
         self._deliver = deliver
+        self._lock = threading.Lock()
         self._waiting: dict[str, tuple[dict[str, Any] | None, str]] = {}
-        self._wake = threading.Condition()
-        self._stopping = False
-        self._thread: threading.Thread | None = None
+        self._queue: WorkQueue[str] = WorkQueue()
+        self._runner = Runnable("health-rules", self._run, self._interrupt)
 
     def offer(self, resource: str, obj: dict[str, Any] | None, version: str) -> None:
-        with self._wake:
-            self._waiting.pop(resource, None)  # the newest goes to the back of the line
+        with self._lock:
             self._waiting[resource] = (obj, version)
-            self._wake.notify()
+        self._queue.add(resource)
 
     def start(self) -> None:
-        self._stopping = False
-        self._thread = threading.Thread(target=self._run, name="health-rules", daemon=True)
-        self._thread.start()
+        if self._queue.shutting_down:  # started again after a stop: what waits is still due
+            self._queue = WorkQueue()
+            with self._lock:
+                for resource in self._waiting:
+                    self._queue.add(resource)
+        self._runner.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        with self._wake:
-            self._stopping = True
-            self._wake.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._runner.stop(timeout)
+
+    def _interrupt(self) -> None:
+        self._queue.shut_down()  # the current queue: a restart makes a new one
 
     @property
     def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._runner.alive
 
     def _run(self) -> None:
-        while (taken := self._take()) is not None:
-            resource, (obj, version) = taken
+        queue = self._queue
+        while (resource := queue.get()) is not None:
             try:
-                self._deliver(resource, obj, version)
+                with self._lock:
+                    waiting = self._waiting.pop(resource, None)
+                if waiting is not None:
+                    self._deliver(resource, *waiting)
             except Exception:  # a bug must not end the only evaluator
                 log.exception("applying the health rule of %s failed", resource)
-
-    def _take(self) -> tuple[str, tuple[dict[str, Any] | None, str]] | None:
-        with self._wake:
-            self._wake.wait_for(lambda: self._stopping or bool(self._waiting))
-            if self._stopping:
-                return None
-            resource = next(iter(self._waiting))
-            return resource, self._waiting.pop(resource)
+            finally:
+                queue.done(resource)
