@@ -339,6 +339,24 @@ def test_a_hub_without_the_managed_cluster_addon_crd_warns_once_and_keeps_retryi
     assert "its CRD is not installed on the hub" in warnings[0]
 
 
+def test_a_hub_side_refused_the_managed_cluster_addons_says_it_is_refused(
+    hub: Hub, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 403 (a ClusterRole naming another ManagedClusterAddOn) is not "not enabled": the log
+    says the hub side was refused, and what to grant."""
+    hub.cluster("cluster1")
+    hub.set_copy("cluster1", seed())
+
+    def listing_addons(info: RequestInfo) -> bool:
+        return info.resource == MCA.plural and info.verb in ("list", "watch")
+
+    hub.server.faults.fail_next(1000, 403, match=listing_addons)
+    with caplog.at_level("WARNING"), replica(hub):
+        eventually(lambda: any("refused" in m for m in caplog.messages), "the refusal told")
+    told = [m for m in caplog.messages if "ManagedClusterAddOn cluster1/" in m]
+    assert told and "is refused" in told[0] and "not enabled" not in told[0]
+
+
 def test_a_write_the_server_refuses_is_retried_with_backoff_and_the_others_go_on(
     hub: Hub,
 ) -> None:

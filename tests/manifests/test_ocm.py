@@ -152,3 +152,33 @@ def test_everything_the_addon_names_is_in_the_same_apply(flavour: str) -> None:
             assert binding["metadata"]["namespace"] == chosen["namespace"]
             # upstream's CRD rule: a binding is named after the set it binds
             assert binding["spec"]["clusterSet"] == binding["metadata"]["name"]
+
+
+@pytest.mark.parametrize("flavour", sorted(FLAVOURS))
+def test_every_volume_of_the_rendered_pod_is_something_the_cluster_will_have(flavour: str) -> None:
+    """A pod that mounts what nobody creates never starts: each Secret and ConfigMap it mounts is
+    in the rendered manifests, or written by OCM's registration agent (the hub kubeconfig), or
+    (acm, OpenShift only) issued by OpenShift's service CA for an annotated Service."""
+    rollout = build(ROLLOUTS[flavour]).objects
+    agent = render(find(rollout, "AddOnTemplate"), "cluster7",
+                   find(rollout, "AddOnDeploymentConfig")).agent  # fmt: skip
+    pod = find(agent, "Deployment", "addon-status-controller")["spec"]["template"]["spec"]
+    rendered = {(o["kind"], o["metadata"]["name"]) for o in agent}
+    by_service_ca = {
+        o["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"]
+        for o in agent
+        if o["kind"] == "Service"
+        and "service.beta.openshift.io/serving-cert-secret-name"
+        in (o["metadata"].get("annotations") or {})
+    }
+    for volume in pod["volumes"]:
+        if "configMap" in volume:
+            assert ("ConfigMap", volume["configMap"]["name"]) in rendered, volume
+        elif "secret" in volume:
+            name = volume["secret"]["secretName"]
+            ocm = name == f"{ADDON}-hub-kubeconfig"
+            assert ocm or (flavour == "acm" and name in by_service_ca), volume
+        else:
+            assert set(volume) == {"name", "emptyDir"}, volume
+    mounted = {m["name"] for c in pod["containers"] for m in c.get("volumeMounts", [])}
+    assert mounted <= {v["name"] for v in pod["volumes"]}
