@@ -23,7 +23,7 @@ from prometheus_client import CollectorRegistry
 
 from controller.hub.metrics import ClusterStates, MirrorMetrics
 from controller.hub.options import HubOptions
-from controller.hub.side import HubSide
+from controller.hub.side import HubSide, Watches
 from controller.kube.backoff import Backoff
 from controller.kube.connection import Connection
 from controller.kube.kubeconfig import client_for
@@ -80,9 +80,11 @@ class HubReplica:
             resync_interval=options.resync.total_seconds(),
             backoff=backoff,
             watch_seconds=watch_seconds,
-            watch_metrics=self.process.watch_metrics.watch("hub-copies"),
-            addon_watch_metrics=self.process.watch_metrics.watch("managed-cluster-addons"),
-            cluster_watch_metrics=self.process.watch_metrics.watch("cluster-namespaces"),
+            watches=Watches(
+                copies=self.process.watch_metrics.watch("hub-copies"),
+                addons=self.process.watch_metrics.watch("managed-cluster-addons"),
+                clusters=self.process.watch_metrics.watch("cluster-namespaces"),
+            ),
         )
         self.registry.register(ClusterStates(self.side.cluster_states))
         self.process.add(

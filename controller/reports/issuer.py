@@ -164,8 +164,9 @@ class SelfIssued:
             data = issue(self.names, self.now())
             body = encoded_secret(self.secret, self.namespace, data)
             self.kube.create(SECRET, self.namespace, body)
+            where = f"{self.namespace}/{self.secret}"
             log.info("issued the report API's serving certificate",
-                     extra={"name": self.secret, "names": self.names})  # fmt: skip
+                     extra={"object": where, "names": self.names})  # fmt: skip
             return data
         data = decoded_secret(found)
         why = renewal_reason(data, self.names, self.now())

@@ -96,3 +96,14 @@ def test_a_reporter_trusting_the_published_ca_reports_over_https(
     url = server.url.replace("127.0.0.1", "localhost")
     with ReportClient(url, token=TOKENS["operator"], ca_file=str(ca), deadline=10) as client:
         assert client.report(reason="UpdateSuccessful")["verdict"] == "accepted"
+
+
+def test_issuing_is_logged_with_the_secret_named_and_nothing_of_it(
+    spoke: APIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level("INFO", logger="controller.reports.issuer"):
+        data = issuer(spoke).ensure()
+    [record] = [r for r in caplog.records if r.name == "controller.reports.issuer"]
+    assert record.getMessage() == "issued the report API's serving certificate"
+    assert record.__dict__["object"] == f"{NAMESPACE}/addon-status-serving-cert"
+    assert data["tls.key"].decode() not in caplog.text
