@@ -12,9 +12,9 @@ good one whenever a rebuild fails: a broken rotation must not cut a working conn
 What a kubeconfig may say, read as kubectl reads it: the current context's cluster (`server`,
 `certificate-authority[-data]`, `insecure-skip-tls-verify`, `tls-server-name`, `proxy-url`) and
 user (`token`, `tokenFile`, `client-certificate[-data]`, `client-key[-data]`, `exec`); relative
-paths resolve against the file's directory. A user of what kube-apiserver and kubectl removed,
-`username`/`password` (basic auth, gone in 1.19) or an `auth-provider` plugin, is refused, naming
-it.
+paths resolve against the file's directory. A user with `username`/`password` (basic auth,
+which kube-apiserver removed in 1.19) or an `auth-provider` (client-go keeps only `oidc`, not
+supported here) is refused, naming it.
 
 Error messages name the path and the kind of problem but never quote the file: a kubeconfig
 holds tokens and keys.
@@ -132,7 +132,7 @@ def load_client(path: Path, data: bytes) -> Connection:
         raise KubeconfigError(path, "kubeconfig's current cluster has no server")
     if user.get("auth-provider"):
         raise KubeconfigError(
-            path, "kubeconfig's user has an auth-provider, which kubectl no longer supports; "
+            path, "kubeconfig's user has an auth-provider, which addon-status does not support; "
             "use an exec plugin"
         )  # fmt: skip
     if user.get("username") or user.get("password"):

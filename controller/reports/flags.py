@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # imported where used: `run --help` lists the flags without t
     from controller.reports.server import ReportServer, ReportSink, ServingCertificate
     from statemachines.config import Config
 
-__all__ = ["REPORT_API_FLAGS", "ReportApiSettings", "build_report_server"]
+__all__ = ["REPORT_API_FLAGS", "ReportApiSettings", "build_report_server", "combination_problem"]
 
 _API = "report API"
 REPORT_API_FLAGS = (
@@ -61,6 +61,32 @@ class ReportApiSettings(Protocol):
     addon_namespace: str
 
 
+def combination_problem(args: ReportApiSettings) -> str | None:
+    """Why the report API's flags do not fit together (one line naming the flags); None when
+    they do. Checked with the other options, so that `run` exits 2 before it starts anything."""
+    tls_files = args.tls_cert_file is not None or args.tls_key_file is not None
+    identities = bool(args.operator_identity or args.collector_identity)
+    _, sep, port = str(args.report_address).rpartition(":")
+    other = "--insecure" if args.insecure else "--tls-cert-file/--tls-key-file"
+    rules = (
+        (args.issue_serving_cert is not None and (tls_files or args.insecure),
+         f"--issue-serving-cert: give it or {other}, not both"),
+        (args.tls_cert_file is not None and args.tls_key_file is None,
+         "--tls-key-file: required with --tls-cert-file"),
+        (args.tls_key_file is not None and args.tls_cert_file is None,
+         "--tls-cert-file: required with --tls-key-file"),
+        (args.insecure and tls_files,
+         "--insecure: serves plain HTTP on loopback; drop it or the TLS flags"),
+        (args.authorization is not None and identities,
+         "--authorization: give the file or the identity flags, not both"),
+        (args.authorization is None and not identities and not args.insecure,
+         "--authorization: who may report? give the grants file or identity flags"),
+        (not sep or not port.isdigit(),
+         f"--report-address: {args.report_address!r} is not host:port"),
+    )  # fmt: skip
+    return next((problem for broken, problem in rules if broken), None)
+
+
 def build_report_server(
     args: ReportApiSettings,
     *,
@@ -82,9 +108,10 @@ def build_report_server(
     from controller.reports.server import ReportMetrics, ReportServer
     from statemachines.errors import ConfigError
 
-    host, sep, port = str(args.report_address).rpartition(":")
-    if not sep or not port.isdigit():
-        raise ConfigError(f"--report-address: {args.report_address!r} is not host:port")
+    problem = combination_problem(args)
+    if problem is not None:
+        raise ConfigError(problem)
+    host, _, port = str(args.report_address).rpartition(":")
     authenticator: Authenticator
     if args.insecure:
         authenticator = InsecureAuthenticator()
@@ -116,18 +143,9 @@ def _serving_certificate(
 
     cert_file, key_file = args.tls_cert_file, args.tls_key_file
     if args.issue_serving_cert is not None:
-        if cert_file is not None or key_file is not None or args.insecure:
-            flag = "--insecure" if args.insecure else "--tls-cert-file/--tls-key-file"
-            raise ConfigError(f"--issue-serving-cert: give it or {flag}, not both")
         return _self_issued(args, kube())
-    if cert_file is None and key_file is None:
+    if cert_file is None or key_file is None:
         return None
-    if key_file is None:
-        raise ConfigError("--tls-key-file: required with --tls-cert-file")
-    if cert_file is None:
-        raise ConfigError("--tls-cert-file: required with --tls-key-file")
-    if args.insecure:
-        raise ConfigError("--insecure: serves plain HTTP on loopback; drop it or the TLS flags")
     try:
         return ServingCertificate(Path(cert_file), Path(key_file))
     except ServingCertificateError as error:
@@ -152,11 +170,8 @@ def _self_issued(args: ReportApiSettings, kube: Kube) -> ServingCertificate:
 
 def _authorizer(args: ReportApiSettings, config: Config) -> Authorizer:
     from controller.reports.auth import Authorizer
-    from statemachines.errors import ConfigError
 
     if args.authorization is not None:
-        if args.operator_identity or args.collector_identity:
-            raise ConfigError("--authorization: give the file or the identity flags, not both")
         return Authorizer.load(args.authorization, profile=config.profile)
     if args.operator_identity or args.collector_identity:
         return Authorizer.from_flags(
@@ -164,7 +179,6 @@ def _authorizer(args: ReportApiSettings, config: Config) -> Authorizer:
             collectors=args.collector_identity,
             profile=config.profile,
         )
-    if args.insecure:
-        # Never consulted: the insecure identity is unrestricted.
-        return Authorizer(operator=(), collectors={}, profile=config.profile)
-    raise ConfigError("--authorization: who may report? give the grants file or identity flags")
+    # --insecure (combination_problem allows nothing else here): never consulted, the insecure
+    # identity is unrestricted.
+    return Authorizer(operator=(), collectors={}, profile=config.profile)

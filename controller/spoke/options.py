@@ -25,7 +25,7 @@ from controller.flags import (
     add_flags,
     first_problem,
 )
-from controller.reports.flags import REPORT_API_FLAGS
+from controller.reports.flags import REPORT_API_FLAGS, combination_problem
 from controller.spoke.addon import AddonRef
 from statemachines.config import Config
 from statemachines.config_file import load_configuration
@@ -135,6 +135,9 @@ class RunOptions(ProcessOptions):
             )
         if self.hub_resync <= timedelta(0):
             raise OptionsError(f"{_names('hub_resync')}: must be positive")
+        problem = combination_problem(self)
+        if problem is not None:
+            raise OptionsError(problem)
         return self
 
     @classmethod

@@ -4,8 +4,7 @@ fake answers the same way, and takes a `key=value` label selector."""
 
 from __future__ import annotations
 
-from controller.hub.side import NAMESPACE
-from controller.kube.api import ADDON
+from controller.kube.api import ADDON, NAMESPACE
 from controller.kube.fake import FakeKube
 
 

@@ -117,7 +117,7 @@ def test_a_missing_file_names_the_path(tmp_path: Path) -> None:
             kubeconfig_yaml(server=SERVER, token=TOKEN).replace(
                 f"token: {TOKEN}", f"auth-provider: {{name: oidc, config: {{id-token: {TOKEN}}}}}"
             ),
-            "auth-provider, which kubectl no longer supports",
+            "auth-provider, which addon-status does not support",
             id="auth-provider",
         ),
         pytest.param(

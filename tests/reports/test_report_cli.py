@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
+from controller.cli import main
 from controller.reports.cli import add_report_parser
 from controller.reports.flags import build_report_server
 from controller.reports.server import ReportServer
 from controller.spoke.options import RunOptions
 from statemachines.config import Config
-from statemachines.errors import AddonStatusError, ConfigError
+from statemachines.errors import AddonStatusError
 from tests.reports.conftest import GRANTS, MC_SA, TOKENS, CoreSink, call, free_port
 from tests.support import MC, run_options
 
@@ -226,7 +227,11 @@ def test_run_flags_with_a_token_table_and_grants_file(
     [
         pytest.param(["--insecure", "--report-address", "0.0.0.0:0"], "loopback", id="insecure"),
         pytest.param(["--report-address", "8090"], "--report-address", id="address"),
-        pytest.param(["--token-table", "/nonexistent"], "token file", id="token-table"),
+        pytest.param(
+            ["--token-table", "/nonexistent", "--operator-identity", "a"],
+            "token file",
+            id="token-table",
+        ),
         pytest.param(
             ["--insecure", "--operator-identity", "a", "--authorization", "g.yaml"],
             "--authorization",
@@ -246,5 +251,24 @@ def test_run_flags_without_grants_name_the_flag(
     sink: CoreSink, config: Config, tmp_path: Path
 ) -> None:
     (tmp_path / "tokens.csv").write_text(f"{TOKENS['mc']},{MC_SA}\n")
-    with pytest.raises(ConfigError, match="--authorization"):
+    with pytest.raises(AddonStatusError, match="--authorization"):
         build(sink, config, "--token-table", str(tmp_path / "tokens.csv"))
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--insecure", "--tls-cert-file", "a.crt", "--tls-key-file", "a.key"],
+        ["--authorization", "g.yaml", "--operator-identity", "a"],
+        ["--issue-serving-cert", "s", "--insecure"],
+        ["--tls-cert-file", "a.crt", "--authorization", "g.yaml"],
+    ],
+    ids=["insecure-and-tls", "grants-twice", "issue-and-insecure", "cert-without-key"],
+)
+def test_run_exits_2_with_one_line_for_report_flags_that_do_not_fit(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Refused with the other options, before anything starts (docs/reference/cli.md)."""
+    assert main(["run", "--kubeconfig", "/nonexistent", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--" in err
