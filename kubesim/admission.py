@@ -31,11 +31,15 @@ from typing import Any, Final
 
 from kubesim.access import UserInfo
 from kubesim.errors import APIError, qualified
+from kubesim.escalation import check_escalation
 from kubesim.fields import FieldError, go_quote
 from kubesim.meta import coerce_metadata
+from kubesim.rbac import RBAC_GROUP, Authorizer
+from kubesim.reads import Target
 from kubesim.resources import ResourceType, Strategy
+from kubesim.store import Store
 
-__all__ = ["ADMISSION_GROUP", "AdmissionRequest", "Policies", "admission_types"]
+__all__ = ["ADMISSION_GROUP", "Admission", "AdmissionRequest", "Policies", "admission_types"]
 
 Obj = dict[str, Any]
 ADMISSION_GROUP: Final = "admissionregistration.k8s.io"
@@ -353,3 +357,31 @@ def _dig(obj: Mapping[str, Any], keys: Sequence[str]) -> Any:
             return None
         obj = obj.get(key)  # type: ignore[assignment]
     return obj
+
+
+class Admission:
+    """What kube-apiserver checks of a write after the object's own validation, before it is
+    stored: RBAC's escalation check (with RBAC on), then the ValidatingAdmissionPolicies. Called
+    by the registry as (operation, target, object, old object); the warnings to send."""
+
+    def __init__(self, store: Store, authorizer: Authorizer | None) -> None:
+        self._store, self._authorizer = store, authorizer
+        self._policies = Policies(lambda plural: store.items((ADMISSION_GROUP, plural), None))
+
+    def __call__(
+        self, operation: str, target: Target, obj: Obj | None, old: Obj | None
+    ) -> list[str]:
+        assert target.user is not None
+        rt = target.rt
+        if self._authorizer is not None and obj is not None and rt.group == RBAC_GROUP:
+
+            def role_of(plural: str, namespace: str, name: str) -> Obj | None:
+                return self._store.get((RBAC_GROUP, plural), (namespace, name))
+
+            check_escalation(self._authorizer, target.user, obj, role_of)
+        meta = (obj or old or {}).get("metadata") or {}
+        request = AdmissionRequest(
+            operation, rt.group, target.version, rt.plural, target.subresource, rt.kind,
+            target.namespace, str(meta.get("name") or target.name), target.user, obj, old,
+        )  # fmt: skip
+        return self._policies.admit(request)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from kubesim.errors import path_not_found
@@ -47,6 +47,23 @@ class Discovery:
     def __init__(self, types: Sequence[ResourceType], server_address: str) -> None:
         self._types = list(types)
         self.server_address = server_address
+
+    def answer(self, path: str) -> dict[str, Any]:
+        """The document of a discovery path (`/version`, `/api`, `/apis`, `/api/v1`,
+        `/apis/GROUP`, `/apis/GROUP/VERSION`); the router's 404 for any other."""
+        parts = tuple(p for p in path.split("/") if p)
+        fixed: dict[tuple[str, ...], Callable[[], dict[str, Any]]] = {
+            ("version",): version_info, ("api",): self.api_versions, ("apis",): self.group_list,
+        }  # fmt: skip
+        if parts in fixed:
+            return fixed[parts]()
+        if parts[:1] == ("api",) and len(parts) == 2:
+            return self.resource_list("", parts[1])
+        if parts[:1] == ("apis",) and len(parts) == 2:
+            return self.group(parts[1])
+        if parts[:1] == ("apis",) and len(parts) == 3:
+            return self.resource_list(parts[1], parts[2])
+        raise path_not_found()
 
     def _groups(self) -> list[tuple[str, list[str]]]:
         """(group, versions by priority), built-in groups first as kube-apiserver lists them."""

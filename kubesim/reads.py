@@ -156,6 +156,21 @@ class ReadRegistry:
             info.subresource,
         )
 
+    def served(self, group: str, version: str, plural: str) -> ResourceType:
+        """The type serving `plural` of `group`/`version`; KeyError when none does."""
+        rt = self._served.get((group, version, plural))
+        if rt is None:
+            raise KeyError(f"{plural}.{group}/{version} is not served")
+        return rt
+
+    def plural_of(self, api_version: str, kind: str) -> str:
+        """The resource that serves `kind` in `api_version` (what discovery tells a client)."""
+        group, _, version = api_version.rpartition("/")
+        for rt in self.types:
+            if rt.group == group and rt.kind == kind and version in rt.versions:
+                return rt.plural
+        raise KeyError(f"{kind} in {api_version} is not served")
+
     def resolve(self, info: RequestInfo) -> ResourceType:
         """The served resource a request addresses, or the router's 404 / 405."""
         rt = self._served.get((info.api_group, info.api_version, info.resource))

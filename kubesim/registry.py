@@ -74,11 +74,10 @@ class Registry(ReadRegistry):
         store: Store,
         types: list[ResourceType],
         authenticator: Authenticator,
-        admit: Admit | None = None,
     ) -> None:
         super().__init__(store, types)
         self._authenticator = authenticator
-        self._admit = admit
+        self.admit: Admit | None = None  # the server's admission, once it has one
 
     # -- decoding ---------------------------------------------------------------------------
 
@@ -170,8 +169,8 @@ class Registry(ReadRegistry):
         namespace, name = meta.get("namespace", ""), meta["name"]
         if rt.namespaced and self.store.get(_NAMESPACES, ("", namespace)) is None:
             raise not_found("", "namespaces", namespace)
-        if self._admit is not None and target.user is not None:
-            warnings = [*warnings, *self._admit("CREATE", target, obj, None)]
+        if self.admit is not None and target.user is not None:
+            warnings = [*warnings, *self.admit("CREATE", target, obj, None)]
         if self.store.get(rt.id, (namespace, name)) is not None:
             raise already_exists(rt.group, rt.plural, name)
         stored = obj if dry_run else self.store.commit(rt.id, (namespace, name), obj)
@@ -322,8 +321,8 @@ class Registry(ReadRegistry):
         )
         if errors:
             raise invalid(rt.group, rt.kind, name, errors)
-        if self._admit is not None and target.user is not None:
-            warnings = [*warnings, *self._admit("UPDATE", target, new, old)]
+        if self.admit is not None and target.user is not None:
+            warnings = [*warnings, *self.admit("UPDATE", target, new, old)]
         if new == old or dry_run:
             return self.result(200, rt, self.out(rt, version, new), warnings)
         key: ObjectKey = (old_meta.get("namespace", ""), name)
@@ -359,8 +358,8 @@ class Registry(ReadRegistry):
     def _delete(self, target: Target, old: Obj, dry_run: bool) -> Result:
         rt, version = target.rt, target.version
         meta = old["metadata"]
-        if self._admit is not None and target.user is not None:
-            self._admit("DELETE", target, None, old)
+        if self.admit is not None and target.user is not None:
+            self.admit("DELETE", target, None, old)
         key: ObjectKey = (meta.get("namespace", ""), meta["name"])
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):

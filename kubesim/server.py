@@ -22,19 +22,17 @@ from kubesim.access import (
     Authenticator,
     UserInfo,
 )
-from kubesim.admission import ADMISSION_GROUP, AdmissionRequest, Policies, admission_types
+from kubesim.admission import Admission, admission_types
 from kubesim.builtins import builtin_types
 from kubesim.codec import clone, encode_json, format_time, now
-from kubesim.discovery import Discovery, version_info
+from kubesim.discovery import Discovery
 from kubesim.errors import (
     APIError,
     internal,
     method_not_allowed,
     not_acceptable,
-    path_not_found,
     unauthorized,
 )
-from kubesim.escalation import check_escalation
 from kubesim.faults import Faults
 from kubesim.rbac import RBAC_GROUP, Authorizer, rbac_types
 from kubesim.reads import Result, Target
@@ -81,8 +79,7 @@ class APIServer:
         ]
         self._store = Store(watch_history)
         self._auth = Authenticator(tokens, anonymous=anonymous)
-        self._policies = Policies(lambda plural: self._store.items((ADMISSION_GROUP, plural), None))
-        self._registry = Registry(self._store, self._types, self._auth, self._admit)
+        self._registry = Registry(self._store, self._types, self._auth)
         self._audit = AuditLog()
         # How many audited requests match; by default the successful writes, so that
         # `count_requests(resource="observabilityaddons", subresource="status")` is the number
@@ -98,12 +95,13 @@ class APIServer:
             if rbac
             else None
         )
+        self._registry.admit = Admission(self._store, self._authorizer)
         self._lifecycle = threading.Lock()
         self._httpd: HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._streams = 0
         self._streams_done = threading.Condition()
-        namespaces_target = Target(self._type("", "v1", "namespaces"), "v1")
+        namespaces_target = Target(self._registry.served("", "v1", "namespaces"), "v1")
         for name in namespaces:
             self._registry.create(namespaces_target, {"metadata": {"name": name}}, {})
 
@@ -201,22 +199,12 @@ class APIServer:
 
     def plural_of(self, api_version: str, kind: str) -> str:
         """The resource that serves `kind` in `api_version` (what discovery tells a client)."""
-        group, _, version = api_version.rpartition("/")
-        for rt in self._types:
-            if rt.group == group and rt.kind == kind and version in rt.versions:
-                return rt.plural
-        raise KeyError(f"{kind} in {api_version} is not served")
-
-    def _type(self, group: str, version: str, plural: str) -> ResourceType:
-        for rt in self._types:
-            if rt.group == group and rt.plural == plural and version in rt.versions:
-                return rt
-        raise KeyError(f"{plural}.{group}/{version} is not served")
+        return self._registry.plural_of(api_version, kind)
 
     def get_object(
         self, group: str, version: str, plural: str, namespace: str, name: str
     ) -> dict[str, Any] | None:
-        rt = self._type(group, version, plural)
+        rt = self._registry.served(group, version, plural)
         obj = self._store.get(rt.id, (namespace if rt.namespaced else "", name))
         return None if obj is None else clone(self._registry.out(rt, version, obj))
 
@@ -226,7 +214,7 @@ class APIServer:
         """Write straight to storage, like another writer editing etcd: no validation, no
         audit, no faults; server-owned metadata is kept or filled, a new resourceVersion is
         assigned and watches see the change."""
-        rt = self._type(group, version, plural)
+        rt = self._registry.served(group, version, plural)
         new = clone(dict(obj))
         meta = new.setdefault("metadata", {})
         key = (meta.get("namespace", "") if rt.namespaced else "", meta["name"])
@@ -247,7 +235,7 @@ class APIServer:
     def delete_object(
         self, group: str, version: str, plural: str, namespace: str, name: str
     ) -> bool:
-        rt = self._type(group, version, plural)
+        rt = self._registry.served(group, version, plural)
         key = (namespace if rt.namespaced else "", name)
         with self._store.lock:
             if self._store.get(rt.id, key) is None:
@@ -314,42 +302,7 @@ class APIServer:
     def _non_resource(self, info: RequestInfo) -> dict[str, Any]:
         if info.method not in ("GET", "HEAD"):
             raise method_not_allowed()
-        parts = [p for p in info.path.split("/") if p]
-        discovery = self._discovery
-        fixed: dict[tuple[str, ...], Callable[[], dict[str, Any]]] = {
-            ("version",): version_info,
-            ("api",): discovery.api_versions,
-            ("apis",): discovery.group_list,
-        }
-        if tuple(parts) in fixed:
-            return fixed[tuple(parts)]()
-        if parts[:1] == ["api"] and len(parts) == 2:
-            return discovery.resource_list("", parts[1])
-        if parts[:1] == ["apis"] and len(parts) in (2, 3):
-            if len(parts) == 2:
-                return discovery.group(parts[1])
-            return discovery.resource_list(parts[1], parts[2])
-        raise path_not_found()
-
-    def _admit(
-        self, operation: str, target: Target, obj: dict[str, Any] | None, old: Any
-    ) -> list[str]:
-        """What kube-apiserver checks of a write after the object's own validation: RBAC's
-        escalation check (with RBAC on), then the ValidatingAdmissionPolicies."""
-        assert target.user is not None
-        rt = target.rt
-        if self._authorizer is not None and obj is not None and rt.group == RBAC_GROUP:
-
-            def role_of(plural: str, namespace: str, name: str) -> dict[str, Any] | None:
-                return self._store.get((RBAC_GROUP, plural), (namespace, name))
-
-            check_escalation(self._authorizer, target.user, obj, role_of)
-        meta = (obj or old or {}).get("metadata") or {}
-        request = AdmissionRequest(
-            operation, rt.group, target.version, rt.plural, target.subresource, rt.kind,
-            target.namespace, str(meta.get("name") or target.name), target.user, obj, old,
-        )  # fmt: skip
-        return self._policies.admit(request)
+        return self._discovery.answer(info.path)
 
     def _resource(
         self,

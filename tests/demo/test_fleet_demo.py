@@ -16,15 +16,10 @@ from pathlib import Path
 import pytest
 
 from controller.cli import main
-from controller.demo.command import (
-    DEFAULT_SCENARIO,
-    SECOND_SCENARIO,
-    SPOKE_NAMESPACE,
-    rollout,
-    running_fleet,
-)
+from controller.demo.command import DEFAULT_SCENARIO, SECOND_SCENARIO, running_fleet
 from controller.demo.scenario_file import EPOCH, read
 from controller.demo.scenario_run import SteppedClock
+from controller.demo.servers import SPOKE_NAMESPACE, rollout
 from tests.support import eventually
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,8 @@ import tomllib
 from fnmatch import fnmatch
 from pathlib import Path
 
-from controller.demo.command import CRD, DEFAULT_SCENARIO, MCA_CRD
+from controller.demo.command import DEFAULT_SCENARIO
+from controller.demo.servers import CRD, MCA_CRD
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGED_CRDS = ROOT / "controller" / "demo" / "crds"

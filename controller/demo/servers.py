@@ -1,0 +1,189 @@
+"""The demo's API servers as Open Cluster Management leaves them once the addon is rolled out:
+a hub (cluster namespaces, each cluster's `ManagedClusterAddOn` and its agent's hub permission,
+RBAC on) and a spoke per cluster (the addon CR and the rendered agent's manifests), with what
+the demo reads back from them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from controller.demo.addon_manager import Rendered, render
+from controller.demo.scenario_file import Scenario, start_generation
+from controller.kube.kubeconfig import kubeconfig_yaml
+from controller.spoke.addon import GROUP, PLURAL, VERSION
+from controller.spoke.bookkeeping import KEY, config_map_name
+from controller.spoke.options import DEFAULT_NAME, DEFAULT_NAMESPACE
+from kubesim import APIServer, UserInfo
+from statemachines.errors import AddonStatusError
+from statemachines.stored import OWNED_FIELDS
+
+__all__ = ["CRD", "HUB_TOKEN", "MCA_CRD", "hub_server", "rollout", "spoke_server"]
+
+ADDON, SPOKE_NAMESPACE = DEFAULT_NAME, DEFAULT_NAMESPACE
+MANAGED_ADDON = "addon-status"  # the ClusterManagementAddOn: OCM names each cluster's MCA so
+HUB_TOKEN = "demo-hub-token"  # a demo credential for the embedded hub; never a real one
+CRD = Path(__file__).with_name("crds") / "observabilityaddons.yaml"  # manifests/base/crd.yaml
+# tests/data/upstream/managedclusteraddons.crd.yaml: what the hub side mirrors onto
+MCA_CRD = Path(__file__).with_name("crds") / "managedclusteraddons.yaml"
+# The fleet rollout (manifests/ocm), copied by tests/manifests/ocm.py: every spoke of the demo is
+# installed as the addon manager installs it from these.
+ROLLOUT = Path(__file__).with_name("ocm")
+
+
+def rollout(clusters: Sequence[str]) -> dict[str, Rendered]:
+    """Each cluster's share of the fleet rollout: the seed AddOnTemplate rendered with the
+    rollout's deployment config, as the addon manager renders it."""
+    documents = [yaml.safe_load((ROLLOUT / f"{n}.yaml").read_text("utf-8"))
+                 for n in ("addontemplate", "addondeploymentconfig")]  # fmt: skip
+    return {cluster: render(documents[0], cluster, documents[1]) for cluster in clusters}
+
+
+def agent_token(cluster: str) -> str:
+    """A demo credential standing in for the client certificate the framework issues."""
+    return f"demo-agent-{cluster}"
+
+
+@contextmanager
+def hub_server(rendered: Mapping[str, Rendered]) -> Iterator[APIServer]:
+    """The hub API server, authorizing with RBAC, as Open Cluster Management leaves it once the
+    addon is rolled out: in each cluster's namespace a `ManagedClusterAddOn` of the observed
+    addon (what the hub side mirrors onto) and the RoleBinding of the agent's `hubPermissions`;
+    each agent authenticates as its registration identity. A request without credentials reads
+    everything (kube-apiserver's --anonymous-auth and a role bound to system:unauthenticated):
+    kubectl sends no bearer token over plain HTTP, and `kubectl get` is part of the demo."""
+    from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
+    from controller.hub.mirror import cluster_namespace, managed_cluster_addon
+
+    tokens = {HUB_TOKEN: UserInfo("demo-admin", groups=("system:masters",))}
+    for cluster, share in rendered.items():
+        tokens[agent_token(cluster)] = UserInfo(share.identity.user, groups=share.identity.groups)
+    hub = APIServer([_crd(), _crd(MCA_CRD)], namespaces=["default"], tokens=tokens,
+                    anonymous=True, rbac=True)  # fmt: skip
+    roles = yaml.safe_load_all((ROLLOUT / "clusterroles.yaml").read_text("utf-8"))
+    with hub:
+        for obj in [*_readers(), *roles]:
+            hub.put_object("rbac.authorization.k8s.io", "v1", f"{obj['kind'].lower()}s", obj)
+        for cluster, share in rendered.items():
+            hub.put_object("", "v1", "namespaces", cluster_namespace(cluster))
+            addon = managed_cluster_addon(cluster, MANAGED_ADDON)
+            hub.put_object(MCA.group, MCA.version, MCA.plural, addon)
+            for binding in share.hub:
+                hub.put_object("rbac.authorization.k8s.io", "v1", "rolebindings", binding)
+        yield hub
+
+
+def _readers() -> list[dict[str, Any]]:
+    rbac = "rbac.authorization.k8s.io"
+    ref = {"apiGroup": rbac, "kind": "ClusterRole", "name": "demo-readers"}
+    return [
+        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRole", "metadata": {"name": "demo-readers"},
+         "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "watch"]},
+                   {"nonResourceURLs": ["*"], "verbs": ["get"]}]},
+        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "demo-readers"}, "roleRef": ref,
+         "subjects": [{"apiGroup": rbac, "kind": "Group", "name": "system:unauthenticated"}]},
+    ]  # fmt: skip
+
+
+@contextmanager
+def spoke_server(
+    scenario: Scenario, crds: Sequence[Path] = (), agent: Sequence[Mapping[str, Any]] = ()
+) -> Iterator[APIServer]:
+    """A spoke API server with the addon CR at the scenario's starting generation, and the
+    `agent` manifests as the work agent applies them (the CRD is served from its file); it also
+    serves `crds` (the kinds of watched objects, e.g. cert-manager's Certificate)."""
+    with APIServer([_crd(), *crds], namespaces=["default", SPOKE_NAMESPACE]) as spoke:
+        spoke.put_object(GROUP, VERSION, PLURAL, _addon(SPOKE_NAMESPACE))
+        for obj in agent:
+            if obj["kind"] != "CustomResourceDefinition":
+                group, _, version = obj["apiVersion"].rpartition("/")
+                spoke.put_object(
+                    group, version, spoke.plural_of(obj["apiVersion"], obj["kind"]), obj
+                )
+        if start_generation(scenario) != 1:
+            change_generation(spoke, start_generation(scenario))
+        yield spoke
+
+
+def _crd(path: Path = CRD) -> Path:
+    if not path.exists():
+        raise AddonStatusError(f"{path}: the CRD is missing; reinstall addon-status")
+    return path
+
+
+def _addon(namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "ObservabilityAddon",
+        "metadata": {"name": ADDON, "namespace": namespace},
+        "spec": {"enableMetrics": True, "interval": 300},
+    }
+
+
+def cluster_names(count: int) -> list[str]:
+    """`cluster1` ... `clusterN`: each spoke's namespace on the hub."""
+    return [f"cluster{i}" for i in range(1, count + 1)]
+
+
+def hub_kubeconfig(hub: APIServer, directory: Path) -> Path:
+    path = directory / "hub-kubeconfig"
+    path.write_text(kubeconfig_yaml(server=hub.url, token=HUB_TOKEN, user="spoke"), "utf-8")
+    path.chmod(0o600)
+    return path
+
+
+def agent_kubeconfig(hub: APIServer, cluster: str, directory: Path) -> Path:
+    """The agent's hub kubeconfig, where the framework would mount its Secret."""
+    path = directory / cluster / "hub-kubeconfig" / "kubeconfig"
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        kubeconfig_yaml(server=hub.url, token=agent_token(cluster), user="agent"), "utf-8"
+    )
+    path.chmod(0o600)
+    return path
+
+
+def hub_status(server: APIServer, namespace: str) -> dict[str, Any]:
+    obj = server.get_object(GROUP, VERSION, PLURAL, namespace, ADDON) or {}
+    status: dict[str, Any] = obj.get("status") or {}
+    return status
+
+
+def spoke_status(server: APIServer) -> dict[str, Any]:
+    """The spoke CR's status; where the profile keeps its bookkeeping in the ConfigMap (acm),
+    with the collectors' machines from there, as `simulate` shows them."""
+    status = hub_status(server, SPOKE_NAMESPACE)
+    kept = server.get_object("", "v1", "configmaps", SPOKE_NAMESPACE, config_map_name(ADDON))
+    if kept is not None and "collectors" not in status:
+        status["collectors"] = json.loads(kept["data"][KEY]).get("collectors") or []
+    return status
+
+
+def with_bookkeeping(server: APIServer, status: Mapping[str, Any]) -> dict[str, Any]:
+    """`status` with what the profile keeps in the bookkeeping ConfigMap instead (acm): the
+    story's fields (history, versions, ...) and the conditions the CR does not carry (`Ready`),
+    as `simulate` shows them."""
+    kept = server.get_object("", "v1", "configmaps", SPOKE_NAMESPACE, config_map_name(ADDON))
+    if kept is None:
+        return dict(status)
+    book = json.loads(kept["data"][KEY])
+    on_cr = {c.get("type") for c in status.get("conditions") or []}
+    extra = [c for c in book.get("conditions") or [] if c.get("type") not in on_cr]
+    story = {k: book[k] for k in OWNED_FIELDS if k in book and k not in status}
+    return {**status, **story, "conditions": [*(status.get("conditions") or []), *extra]}
+
+
+def change_generation(server: APIServer, generation: int) -> None:
+    """The spoke CR as the API server stores it once its spec changed up to `generation` (which
+    the server owns: the demo writes it straight to storage; the watch delivers it)."""
+    obj = server.get_object(GROUP, VERSION, PLURAL, SPOKE_NAMESPACE, ADDON)
+    if obj is None:
+        raise AddonStatusError(f"the addon CR {SPOKE_NAMESPACE}/{ADDON} is gone")
+    obj["metadata"]["generation"] = generation
+    server.put_object(GROUP, VERSION, PLURAL, obj)
