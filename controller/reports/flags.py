@@ -79,8 +79,6 @@ def combination_problem(args: ReportApiSettings) -> str | None:
          "--insecure: serves plain HTTP on loopback; drop it or the TLS flags"),
         (args.authorization is not None and identities,
          "--authorization: give the file or the identity flags, not both"),
-        (args.authorization is None and not identities and not args.insecure,
-         "--authorization: who may report? give the grants file or identity flags"),
         (not sep or not port.isdigit(),
          f"--report-address: {args.report_address!r} is not host:port"),
     )  # fmt: skip
@@ -170,6 +168,7 @@ def _self_issued(args: ReportApiSettings, kube: Kube) -> ServingCertificate:
 
 def _authorizer(args: ReportApiSettings, config: Config) -> Authorizer:
     from controller.reports.auth import Authorizer
+    from statemachines.errors import ConfigError
 
     if args.authorization is not None:
         return Authorizer.load(args.authorization, profile=config.profile)
@@ -179,6 +178,6 @@ def _authorizer(args: ReportApiSettings, config: Config) -> Authorizer:
             collectors=args.collector_identity,
             profile=config.profile,
         )
-    # --insecure (combination_problem allows nothing else here): never consulted, the insecure
-    # identity is unrestricted.
-    return Authorizer(operator=(), collectors={}, profile=config.profile)
+    if args.insecure:  # never consulted: the insecure identity is unrestricted
+        return Authorizer(operator=(), collectors={}, profile=config.profile)
+    raise ConfigError("--authorization: who may report? give the grants file or identity flags")

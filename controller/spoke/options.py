@@ -135,9 +135,6 @@ class RunOptions(ProcessOptions):
             )
         if self.hub_resync <= timedelta(0):
             raise OptionsError(f"{_names('hub_resync')}: must be positive")
-        problem = combination_problem(self)
-        if problem is not None:
-            raise OptionsError(problem)
         return self
 
     @classmethod
@@ -148,11 +145,15 @@ class RunOptions(ProcessOptions):
         return problem if problem.startswith("--") else f"timing settings: {problem}"
 
     def check(self) -> None:
-        """The kubeconfigs exist; the collectors, timings and configuration file fit."""
+        """The kubeconfigs exist; the collectors, timings and configuration file fit; the report
+        API's flags fit together."""
         super().check()
         if self.hub_kubeconfig is not None and not self.hub_kubeconfig.is_file():
             raise OptionsError(f"kubeconfig {self.hub_kubeconfig}: no such file")
         self.config()
+        problem = combination_problem(self)
+        if problem is not None:
+            raise OptionsError(problem)
 
     @property
     def ref(self) -> AddonRef:

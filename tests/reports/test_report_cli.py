@@ -14,12 +14,13 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from controller.cli import main
+from controller.kube.kubeconfig import kubeconfig_yaml
 from controller.reports.cli import add_report_parser
 from controller.reports.flags import build_report_server
 from controller.reports.server import ReportServer
 from controller.spoke.options import RunOptions
 from statemachines.config import Config
-from statemachines.errors import AddonStatusError
+from statemachines.errors import AddonStatusError, ConfigError
 from tests.reports.conftest import GRANTS, MC_SA, TOKENS, CoreSink, call, free_port
 from tests.support import MC, run_options
 
@@ -251,7 +252,7 @@ def test_run_flags_without_grants_name_the_flag(
     sink: CoreSink, config: Config, tmp_path: Path
 ) -> None:
     (tmp_path / "tokens.csv").write_text(f"{TOKENS['mc']},{MC_SA}\n")
-    with pytest.raises(AddonStatusError, match="--authorization"):
+    with pytest.raises(ConfigError, match="--authorization"):
         build(sink, config, "--token-table", str(tmp_path / "tokens.csv"))
 
 
@@ -266,9 +267,11 @@ def test_run_flags_without_grants_name_the_flag(
     ids=["insecure-and-tls", "grants-twice", "issue-and-insecure", "cert-without-key"],
 )
 def test_run_exits_2_with_one_line_for_report_flags_that_do_not_fit(
-    argv: list[str], capsys: pytest.CaptureFixture[str]
+    argv: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     """Refused with the other options, before anything starts (docs/reference/cli.md)."""
-    assert main(["run", "--kubeconfig", "/nonexistent", *argv]) == 2
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text(kubeconfig_yaml(server="https://127.0.0.1:1", token="t"), "utf-8")
+    assert main(["run", "--kubeconfig", str(kubeconfig), *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--" in err

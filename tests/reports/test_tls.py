@@ -19,7 +19,7 @@ from controller.reports.flags import build_report_server
 from controller.reports.server import ReportServer, ServingCertificate
 from controller.spoke.options import RunOptions, add_run_flags
 from statemachines.config import Config
-from statemachines.errors import ConfigError
+from statemachines.errors import AddonStatusError
 from tests.certificates import Issued, issue
 from tests.reports.conftest import (
     GRANTS,
@@ -190,7 +190,7 @@ def test_bad_tls_flags_fail_naming_the_flag(
     _, cert, key = files
     other_key = issue("other").write(tmp_path, stem="other", ca="other-ca")[2]
     paths = {"cert": cert, "key": key, "missing": tmp_path / "absent.pem", "other_key": other_key}
-    with pytest.raises(ConfigError) as raised:
+    with pytest.raises(AddonStatusError) as raised:  # OptionsError: a combination; else ConfigError
         build(tmp_path, *(a.format(**paths) for a in argv))
     message = str(raised.value)
     assert message.startswith(f"{flag}: "), message
