@@ -119,6 +119,8 @@ class ResourceType:
     verbs: tuple[str, ...] = STANDARD_VERBS
     stored: bool = True  # TokenReview is answered, never stored
     subresource_verbs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # a CRD version's additionalPrinterColumns (`kubectl get`'s Table); None for built-in kinds
+    printer_columns: Mapping[str, tuple[Mapping[str, Any], ...]] | None = None
 
     @property
     def id(self) -> ResourceId:
@@ -130,6 +132,10 @@ class ResourceType:
 
     def api_version(self, version: str) -> str:
         return f"{self.group}/{version}" if self.group else version
+
+    def columns(self, version: str) -> tuple[Mapping[str, Any], ...] | None:
+        """`kubectl get`'s columns in `version` (None: a built-in kind's generic ones)."""
+        return None if self.printer_columns is None else self.printer_columns[version]
 
 
 # -- custom resources -----------------------------------------------------------------------------
@@ -210,6 +216,12 @@ def version_priority(version: str) -> tuple[int, int, int, str]:
     return (stage, -int(match.group(1)), -int(match.group(3) or 0), "")
 
 
+# What a CRD version without additionalPrinterColumns is defaulted to (apiextensions).
+_AGE: tuple[Mapping[str, Any], ...] = (
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+)
+
+
 class CRDError(ValueError):
     """A CRD file this server cannot serve."""
 
@@ -243,6 +255,9 @@ def _resource_from_crd(doc: Mapping[str, Any], source: Path) -> ResourceType:
         short_names=tuple(names.get("shortNames") or ()),
         categories=tuple(names.get("categories") or ()),
         subresource_verbs=subresource_verbs,
+        printer_columns={
+            v["name"]: tuple(v.get("additionalPrinterColumns") or ()) or _AGE for v in served
+        },
     )
 
 

@@ -40,6 +40,7 @@ from kubesim.registry import Registry
 from kubesim.resources import ResourceType, load_crds
 from kubesim.routing import RequestInfo, request_info
 from kubesim.store import Store
+from kubesim.table import table_version, to_table
 from kubesim.transport import Handler, HTTPServer, ServingTLS, accepts_json
 from kubesim.watch import serve_watch
 from kubesim.workloads import workload_types
@@ -85,6 +86,7 @@ class APIServer:
         # `count_requests(resource="observabilityaddons", subresource="status")` is the number
         # of status writes a controller made.
         self.count_requests = self._audit.count
+        self.plural_of = self._registry.plural_of  # the resource serving a kind, as discovery
         self.faults = Faults()
         self._host, self._port = host, port
         self._bookmark_interval = bookmark_interval
@@ -196,10 +198,6 @@ class APIServer:
     @property
     def resource_version(self) -> str:
         return str(self._store.resource_version)
-
-    def plural_of(self, api_version: str, kind: str) -> str:
-        """The resource that serves `kind` in `api_version` (what discovery tells a client)."""
-        return self._registry.plural_of(api_version, kind)
 
     def get_object(
         self, group: str, version: str, plural: str, namespace: str, name: str
@@ -329,7 +327,12 @@ class APIServer:
             "delete": lambda: registry.delete(target, options(), query),
             "deletecollection": lambda: registry.delete_collection(target, query),
         }
-        return verbs[info.verb]()
+        result = verbs[info.verb]()
+        table = table_version(handler.headers.get("Accept"))
+        if table is None or info.verb not in ("get", "list") or result.code != 200:
+            return result
+        table_body = to_table(result.body, target.rt.columns(info.api_version), table, query)
+        return replace(result, body=table_body)
 
     def _watch(self, handler: Handler, info: RequestInfo, query: Mapping[str, str]) -> None:
         plan = self._registry.open_watch(self._registry.target(info), query)

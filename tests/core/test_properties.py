@@ -29,6 +29,7 @@ from statemachines.stored import from_status, to_status
 from statemachines.vocabulary import READY, SEED, Actor, ConditionType, ReadyReason, Reason, State
 from statemachines.writing import write_conditions
 from tests.core.conftest import MC, STANDARD, T0, UWL, Run, Target, reach, standard_true
+from tests.properties import examples
 
 R, S, V, T = Reason, State, VerdictKind, ConditionType
 FF, FS, UF, US, DM, NS = (
@@ -44,7 +45,7 @@ REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 WHOLE_SECONDS_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 
 PROPERTY = settings(
-    max_examples=120,
+    max_examples=examples(120),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow],

@@ -29,6 +29,7 @@ from statemachines.state import AddonState
 from statemachines.stored import to_status
 from statemachines.vocabulary import ACM, SEED, Profile
 from tests.core.conftest import MC, MIN, T0, UWL, Run
+from tests.properties import examples
 
 WIDEST = "\U0001f600"  # 12 bytes as the client sends it
 
@@ -162,7 +163,7 @@ def _drive(
     return seen
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     profile=st.sampled_from([SEED, ACM]),
     steps=_STEPS,

@@ -5,6 +5,8 @@ hub copy says them, and OCM's `Available` and `Progressing` as OCM writes them, 
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,7 +17,7 @@ from controller.kube.api import ADDON, NotFoundError
 from controller.kube.kubeconfig import client_for
 from controller.kube.rest import RestKube
 from tests.demo.test_fleet_demo import Demo
-from tests.support import eventually
+from tests.support import KUBECTL, eventually
 
 pytestmark = pytest.mark.slow
 OCM_WRITES = {"Available": "ProbeAvailable", "Progressing": "Completed"}
@@ -44,7 +46,19 @@ def test_the_demo_mirrors_every_hub_copy_onto_its_managed_cluster_addon() -> Non
             for cluster in ("cluster1", "cluster2"):
                 eventually(lambda c=cluster: mirrored(c), f"{cluster}'s ManagedClusterAddOn",  # type: ignore[misc]
                            timeout=60)  # fmt: skip
+        # what the demo tells its viewer to run: the CRDs' printer columns, from kubesim's Table
+        for kind in ("managedclusteraddons", "observabilityaddons"):
+            header = _kubectl(kubeconfig, "get", kind, "-A").splitlines()[0].split()
+            assert header[2:5] == ["AVAILABLE", "DEGRADED", "PROGRESSING"], header
     finally:
         code, _, err = demo.end()
     assert code == 0, err
     assert "Traceback" not in err
+
+
+def _kubectl(kubeconfig: Path, *args: str) -> str:
+    assert KUBECTL is not None, "kubectl: pip install -e '.[test]' installs it"
+    done = subprocess.run([KUBECTL, "--kubeconfig", str(kubeconfig), *args],
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return done.stdout

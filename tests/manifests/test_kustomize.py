@@ -6,7 +6,6 @@ overlay takes the CRD and nothing of the spoke's controller; and where kubectl i
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from tests.manifests.kustomize import (
     identity,
     kustomization_roots,
 )
+from tests.support import KUBECTL
 
 Obj = dict[str, Any]
 FILES = sorted(MANIFESTS.rglob("*.yaml"))
@@ -86,11 +86,11 @@ def test_the_hub_gets_the_spoke_crd_and_nothing_of_the_spoke_controller(
     ]
 
 
-@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl (with kustomize) not found")
 @pytest.mark.parametrize("root", ROOTS, ids=_rel)
 def test_kubectl_kustomize_builds_what_the_small_kustomize_reads(root: Path) -> None:
+    assert KUBECTL is not None, "kubectl: pip install -e '.[test]' installs it"
     done = subprocess.run(
-        ["kubectl", "kustomize", str(root)],
+        [KUBECTL, "kustomize", str(root)],
         capture_output=True,
         text=True,
         timeout=60,
