@@ -54,8 +54,9 @@ FLEET: Final = (
           description="How often a cluster's True standard type changed, fleet-wide: flapping "
                       "shows here."),
     Panel("Degraded share", "stat",
-          (('count(max by (cluster) (addon_status_hub_cluster_state{type="Degraded"})) '
-            '/ count(max by (cluster) (addon_status_hub_cluster_state))', "Degraded"),),
+          (('(count(max by (cluster) (addon_status_hub_cluster_state{type="Degraded"})) '
+            'or vector(0)) / count(max by (cluster) (addon_status_hub_cluster_state))',
+            "Degraded"),),
           unit="percentunit"),
     Panel("Mirror writes and errors", "timeseries",
           (('sum(rate(addon_status_hub_mirror_writes_total[5m]))', "writes/s"),

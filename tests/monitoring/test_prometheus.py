@@ -32,6 +32,7 @@ from tests.monitoring.test_dashboards import FILES, queries
 from tests.support import connection, eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
+FLEET_DASHBOARD = next(path for path in FILES if path.name == "addon-status-fleet.json")
 LOOPBACK = Address(host="127.0.0.1", port=0)
 
 
@@ -97,6 +98,13 @@ def _answered(url: str, expressions: list[str]) -> bool:
     return sum(bool(a["data"]["result"]) for a in answers) > len(answers) / 2
 
 
+def _value(url: str, expression: str) -> float | None:
+    """The query's one value now; None when it has none."""
+    answer = _get(url, f"/api/v1/query?query={quote(expression)}")
+    result = answer["data"]["result"] if answer else []
+    return float(result[0]["value"][1]) if len(result) == 1 else None
+
+
 def test_prometheus_alerts_while_degraded_and_resolves_after_recovery(prometheus_at: Any) -> None:
     hour_ago = (datetime.now(UTC) - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     with hub_server() as hub, running(read(DEFAULT_SCENARIO), SteppedClock(EPOCH)) as spoke:
@@ -140,3 +148,6 @@ def test_prometheus_alerts_while_degraded_and_resolves_after_recovery(prometheus
                              "AddonStatusFleetDegraded"} & set(_alerts(url)),
                 "the alerts resolved", timeout=60,
             )  # fmt: skip
+            # a healthy fleet: the fleet dashboard's Degraded share is 0, not "No data"
+            [share] = [q for q in queries(FLEET_DASHBOARD) if "or vector(0)) / count" in q]
+            eventually(lambda: _value(url, share) == 0.0, "a Degraded share of 0", timeout=60)
