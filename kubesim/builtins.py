@@ -11,17 +11,17 @@ from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
 from kubesim.codec import clone
+from kubesim.events import EventStrategy
 from kubesim.fields import FieldError
 from kubesim.meta import (
-    coerce_metadata,
     dns1123_label,
-    dns1123_subdomain,
     qualified_name_errors,
 )
 from kubesim.patch import MergeLists
 from kubesim.resources import COMMON_FIELD_LABELS, ResourceType, Strategy
-from kubesim.selectors import Getter
-from kubesim.typed import Field, ListOf, MapOf, Scalar, Struct, decode
+from kubesim.selectors import Getter, field_at
+from kubesim.typed import Field, ListOf, MapOf, Scalar, Struct
+from kubesim.typed_strategy import TypedStrategy
 
 __all__ = ["NAMESPACE_LABEL", "TOKEN_REVIEWS", "builtin_types", "token_review_struct"]
 
@@ -30,47 +30,6 @@ STRING, INT32, INT64, BOOL = Scalar("string"), Scalar("int32"), Scalar("int64"),
 TIME, MICRO_TIME = Scalar("Time"), Scalar("MicroTime")
 NAMESPACE_LABEL: Final = "kubernetes.io/metadata.name"
 
-OBJECT_REFERENCE = Struct(
-    "ObjectReference",
-    (
-        Field("kind", STRING),
-        Field("namespace", STRING),
-        Field("name", STRING),
-        Field("uid", STRING),
-        Field("apiVersion", STRING),
-        Field("resourceVersion", STRING),
-        Field("fieldPath", STRING),
-    ),
-)
-EVENT = Struct(
-    "Event",
-    (
-        Field("involvedObject", OBJECT_REFERENCE, omitempty=False),
-        Field("reason", STRING),
-        Field("message", STRING),
-        Field("source", Struct("EventSource", (Field("component", STRING), Field("host", STRING)))),
-        Field("firstTimestamp", TIME),
-        Field("lastTimestamp", TIME),
-        Field("count", INT32),
-        Field("type", STRING),
-        Field("eventTime", MICRO_TIME),
-        Field(
-            "series",
-            Struct(
-                "EventSeries",
-                (
-                    Field("count", INT32),
-                    Field("lastObservedTime", MICRO_TIME),
-                ),
-            ),
-            pointer=True,
-        ),
-        Field("action", STRING),
-        Field("related", OBJECT_REFERENCE, pointer=True),
-        Field("reportingComponent", STRING, omitempty=False),
-        Field("reportingInstance", STRING, omitempty=False),
-    ),
-)
 LEASE = Struct(
     "Lease",
     (
@@ -173,28 +132,6 @@ def token_review_struct() -> Struct:
     return TOKEN_REVIEW
 
 
-class TypedStrategy(Strategy):
-    """A built-in type: decoded into its Go struct (400 on a type error), no generation."""
-
-    def __init__(self, struct: Struct) -> None:
-        self.struct = struct
-
-    def decode(self, body: Obj, version: str) -> tuple[Obj, list[str]]:
-        metadata, dropped = coerce_metadata(body.get("metadata"))
-        rest = {k: v for k, v in body.items() if k not in ("apiVersion", "kind", "metadata")}
-        fields = decode(rest, self.struct, "", dropped)
-        return {
-            "kind": body.get("kind"),
-            "apiVersion": body.get("apiVersion"),
-            "metadata": metadata,
-            **fields,
-        }, dropped
-
-    def bookmark(self, api_version: str, kind: str, rv: int) -> Obj:
-        empty = decode({}, self.struct, "", [])
-        return {**super().bookmark(api_version, kind, rv), **empty}
-
-
 class LeaseStrategy(TypedStrategy):
     def __init__(self) -> None:
         super().__init__(LEASE)
@@ -225,79 +162,6 @@ class LeaseStrategy(TypedStrategy):
                     "spec.preferredHolder", "may only be specified if `strategy` is defined"
                 )
             )
-        return errors
-
-
-def _event_field(*path: str) -> Getter:
-    def get(obj: Mapping[str, Any]) -> str:
-        node: Any = obj
-        for part in path:
-            node = (node or {}).get(part, "")
-        return str(node or "")
-
-    return get
-
-
-class EventStrategy(TypedStrategy):
-    """core/v1 Event: legacy validation only (what kube-apiserver applies to v1 requests)."""
-
-    allow_create_on_update = True
-    field_labels: ClassVar[Mapping[str, Getter]] = {
-        **COMMON_FIELD_LABELS,
-        **{
-            f"involvedObject.{k}": _event_field("involvedObject", k)
-            for k in (
-                "kind",
-                "namespace",
-                "name",
-                "uid",
-                "apiVersion",
-                "resourceVersion",
-                "fieldPath",
-            )
-        },
-        "reason": _event_field("reason"),
-        "reportingComponent": _event_field("reportingComponent"),
-        "source": _event_field("source", "component"),
-        "type": _event_field("type"),
-    }
-
-    def __init__(self) -> None:
-        super().__init__(EVENT)
-
-    def validate(self, obj: Obj, version: str) -> list[FieldError]:
-        errors: list[FieldError] = []
-        namespace = obj["metadata"].get("namespace", "")
-        involved = obj["involvedObject"].get("namespace", "")
-        mismatch = FieldError.invalid(
-            "involvedObject.namespace", involved, "does not match event.namespace"
-        )
-        if obj.get("eventTime") is None:
-            if (not involved and namespace not in ("", "default")) or (
-                involved and namespace != involved
-            ):
-                errors.append(mismatch)
-        else:
-            if not involved and namespace not in ("default", "kube-system"):
-                errors.append(mismatch)
-            component = obj.get("reportingComponent", "")
-            if not component:
-                errors.append(FieldError.required("reportingComponent"))
-            errors += [
-                FieldError.invalid("reportingComponent", component, msg)
-                for msg in qualified_name_errors(component)
-            ]
-            for name in ("reportingInstance", "action", "reason"):
-                value = obj.get(name, "")
-                if not value:
-                    errors.append(FieldError.required(name))
-                if len(value) > 128:
-                    errors.append(FieldError.invalid(name, "", "can have at most 128 characters"))
-            if len(obj.get("message", "")) > 1024:
-                errors.append(FieldError.invalid("message", "", "can have at most 1024 characters"))
-        errors += [
-            FieldError.invalid("namespace", namespace, msg) for msg in dns1123_subdomain(namespace)
-        ]
         return errors
 
 
@@ -377,7 +241,7 @@ class NamespaceStrategy(TypedStrategy):
     merge_lists: ClassVar[MergeLists] = {**Strategy.merge_lists, ("status", "conditions"): "type"}
     field_labels: ClassVar[Mapping[str, Getter]] = {
         **COMMON_FIELD_LABELS,
-        "status.phase": _event_field("status", "phase"),
+        "status.phase": field_at("status", "phase"),
     }
 
     def __init__(self) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from kubesim.errors import bad_request
 
-__all__ = ["FieldSelector", "LabelSelector", "Selector"]
+__all__ = ["FieldSelector", "LabelSelector", "Selector", "field_at"]
 
 Getter = Callable[[Mapping[str, Any]], str]
 _SET_TERM = re.compile(r"^(?P<key>[^\s!=<>]+)\s+(?P<op>in|notin)\s*\((?P<values>[^)]*)\)$")
@@ -155,3 +155,15 @@ class Selector:
 
     def matches(self, obj: Mapping[str, Any] | None) -> bool:
         return obj is not None and self.labels.matches(obj) and self.fields.matches(obj)
+
+
+def field_at(*path: str) -> Getter:
+    """The field label of `path` (`status.phase`): its value as a string, "" when absent."""
+
+    def get(obj: Mapping[str, Any]) -> str:
+        node: Any = obj
+        for part in path:
+            node = (node or {}).get(part, "")
+        return str(node or "")
+
+    return get
