@@ -48,18 +48,14 @@ from controller.reports.flags import build_report_server
 from controller.reports.server import ReportServer
 from controller.reports.sink import SinkNotLeaderError, SinkRejectedError, SinkUnavailableError
 from controller.spoke.addon import GROUP, PLURAL, AddonStore
+from controller.spoke.errors import NotLeaderError, StatusRejectedError, WorkerError
 from controller.spoke.evaluation import Evaluations
 from controller.spoke.events import EventRecorder
 from controller.spoke.metrics import AddonConditions, ControllerMetrics, ReplicationMetrics
 from controller.spoke.options import RunOptions
 from controller.spoke.replication import ClientSource, HubReplicator
 from controller.spoke.watches import ADDON_WATCH, addon_watch, object_watches
-from controller.spoke.worker import (
-    NotLeaderError,
-    StatusRejectedError,
-    Worker,
-    WorkerError,
-)
+from controller.spoke.worker import Worker
 from statemachines import Report, Verdict
 from statemachines.config import Config
 from statemachines.related import RelatedObject

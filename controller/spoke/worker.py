@@ -37,110 +37,40 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
 from typing import Any
 
 from controller.kube.api import KubeError, WatchEvent
 from controller.ops.clocks import MachineClock, utc_now
 from controller.ops.role import Role
 from controller.spoke.addon import AddonStore, EventRecord
+from controller.spoke.errors import (
+    NotLeaderError,
+    QueueFullError,
+    StatusRejectedError,
+    SubmitTimeoutError,
+    WorkerError,
+    WorkerStoppedError,
+)
 from controller.spoke.metrics import ControllerMetrics
 from controller.spoke.reconcile import Reconciler
 from controller.spoke.status_writer import StatusHook
+from controller.spoke.work_items import (
+    STOP,
+    TRIGGERS,
+    Item,
+    Judge,
+    Lead,
+    ObjectChanged,
+    Observe,
+    Tick,
+    Waiting,
+)
 from statemachines import AddonState, Config, Report, Verdict, VerdictKind
-from statemachines.errors import AddonStatusError
-from statemachines.health import Result, evaluate
+from statemachines.health import evaluate
 
-__all__ = [
-    "NotLeaderError",
-    "QueueFullError",
-    "StatusRejectedError",
-    "SubmitTimeoutError",
-    "Worker",
-    "WorkerError",
-    "WorkerStoppedError",
-]
+__all__ = ["Worker"]
 
 log = logging.getLogger(__name__)
-
-
-class WorkerError(AddonStatusError):
-    """A report could not be judged; the report API answers it with a 503."""
-
-
-class NotLeaderError(WorkerError):
-    """This replica does not lead: it neither writes the status nor judges reports."""
-
-
-class WorkerStoppedError(WorkerError):
-    """The worker is not running (not started yet, or shutting down)."""
-
-
-class QueueFullError(WorkerError):
-    """The worker's queue stayed full for the caller's whole timeout."""
-
-
-class SubmitTimeoutError(WorkerError, TimeoutError):
-    """No verdict within the caller's timeout: either the report was withdrawn before it was
-    judged, or its effect is not on the addon CR yet (the worker keeps writing it). Either way
-    the caller sends it again; the repeat is judged afresh."""
-
-
-class StatusRejectedError(AddonStatusError):
-    """The API server refused the status this report leads to (400, 413, 422, "request is too
-    large"): nothing changed, the machines are as the CR holds them; sending the same report
-    again cannot help."""
-
-
-@dataclass(frozen=True, slots=True)
-class _Judge:
-    report: Report
-    answer: Future[Verdict]
-    deadline: float  # monotonic: the caller stops waiting then
-
-
-@dataclass(frozen=True, slots=True)
-class _Waiting:
-    """A verdict given, answered once the CR holds it (see the module docstring)."""
-
-    answer: Future[Verdict]
-    verdict: Verdict
-    deadline: float
-
-
-@dataclass(frozen=True, slots=True)
-class _Observe:
-    event: WatchEvent
-
-
-@dataclass(frozen=True, slots=True)
-class _ObjectChanged:
-    """What a watched object's rule says now (§8), for the object at `version`."""
-
-    resource: str
-    result: Result
-    version: str
-
-
-@dataclass(frozen=True, slots=True)
-class _Tick:
-    done: Future[None]
-
-
-@dataclass(frozen=True, slots=True)
-class _Lead:
-    leader: bool
-
-
-_STOP = object()
-_Item = _Judge | _Observe | _ObjectChanged | _Tick | _Lead
-_TRIGGERS: dict[type, str] = {
-    _Judge: "report",
-    _Observe: "watch",
-    _ObjectChanged: "object",
-    _Tick: "tick",
-    _Lead: "leader",
-}
 
 
 class Worker:
@@ -182,7 +112,7 @@ class Worker:
         self._queue: queue.Queue[object] = queue.Queue(maxsize=capacity)
         self._max_wait = max_wait
         self._thread: threading.Thread | None = None
-        self._waiting: list[_Waiting] = []  # the worker's thread only
+        self._waiting: list[Waiting] = []  # the worker's thread only
         self._running = False
         self._unready_after = unready_after
         self._unwritten_since: float | None = None  # monotonic; set by the worker's thread
@@ -207,7 +137,7 @@ class Worker:
             return
         self._running = False
         try:
-            self._queue.put(_STOP, timeout=timeout)
+            self._queue.put(STOP, timeout=timeout)
         except queue.Full:
             log.error("the worker's queue stayed full; stopping without draining it")
         self._thread.join(timeout)
@@ -228,7 +158,7 @@ class Worker:
         deadline = time.monotonic() + timeout
         answer: Future[Verdict] = Future()
         try:
-            self._queue.put(_Judge(report, answer, deadline), timeout=timeout)
+            self._queue.put(Judge(report, answer, deadline), timeout=timeout)
         except queue.Full as error:
             raise QueueFullError(f"the worker's queue stayed full for {timeout:g}s") from error
         try:
@@ -246,13 +176,13 @@ class Worker:
 
     def observe(self, event: WatchEvent) -> None:
         """A watch event on the CR (from the watch thread)."""
-        self._put(_Observe(event))
+        self._put(Observe(event))
 
     def observe_object(self, resource: str, obj: dict[str, Any] | None, version: str) -> None:
         """A watched object of `resource` (None: gone), its rule applied here, in the caller's
         thread (the evaluator's, `controller.spoke.evaluation`), never on the worker's: a large
         object must not hold up the reports. The status is written only if it changed."""
-        self._put(_ObjectChanged(resource, evaluate(self._specs[resource], obj), version))
+        self._put(ObjectChanged(resource, evaluate(self._specs[resource], obj), version))
 
     @property
     def objects_seen(self) -> dict[str, str]:
@@ -266,14 +196,14 @@ class Worker:
         if not self._running:
             done.set_exception(WorkerStoppedError("the reconcile worker is not running"))
             return done
-        self._put(_Tick(done))
+        self._put(Tick(done))
         return done
 
     def set_leader(self, leader: bool) -> None:
         """Leader election's verdict: a follower neither writes nor judges reports; a new
         leader first rebuilds its machines from the CR, where the old leader left them."""
         self.role.elect(leader)
-        self._put(_Lead(leader))
+        self._put(Lead(leader))
 
     @property
     def alive(self) -> bool:
@@ -317,9 +247,9 @@ class Worker:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 return
-            if isinstance(item, _Judge) and item.answer.set_running_or_notify_cancel():
+            if isinstance(item, Judge) and item.answer.set_running_or_notify_cancel():
                 item.answer.set_exception(WorkerStoppedError("the worker stopped"))
-            elif isinstance(item, _Tick):
+            elif isinstance(item, Tick):
                 item.done.set_exception(WorkerStoppedError("the worker stopped"))
 
     # ---- the worker's side (its thread only) ---------------------------------------------
@@ -330,10 +260,10 @@ class Worker:
                 self._reconciler.catch_up()
                 self._answer_waiting()
                 item = self._queue.get(timeout=self._reconciler.wait_seconds(self._max_wait))
-                if item is _STOP:
+                if item is STOP:
                     self._fail_waiting(WorkerStoppedError, "the worker stopped before the write")
                     return
-                assert isinstance(item, _Judge | _Observe | _ObjectChanged | _Tick | _Lead)
+                assert isinstance(item, Judge | Observe | ObjectChanged | Tick | Lead)
                 self._handle(item)
             except queue.Empty:
                 continue
@@ -350,18 +280,18 @@ class Worker:
         elif self._unwritten_since is None:
             self._unwritten_since = time.monotonic()
 
-    def _handle(self, item: _Item) -> None:
-        trigger = _TRIGGERS[type(item)]
+    def _handle(self, item: Item) -> None:
+        trigger = TRIGGERS[type(item)]
         started = time.perf_counter()
         self._metrics.reconciles.labels(trigger).inc()
         try:
-            if isinstance(item, _Judge):
+            if isinstance(item, Judge):
                 self._judge(item)
-            elif isinstance(item, _Observe):
+            elif isinstance(item, Observe):
                 self._reconciler.observe(item.event)
-            elif isinstance(item, _ObjectChanged):
+            elif isinstance(item, ObjectChanged):
                 self._reconciler.observe_result(item.resource, item.result, item.version)
-            elif isinstance(item, _Lead):
+            elif isinstance(item, Lead):
                 self._reconciler.lead(item.leader)
             else:
                 self._tick(item.done)
@@ -377,7 +307,7 @@ class Worker:
             raise
         done.set_result(None)
 
-    def _judge(self, item: _Judge) -> None:
+    def _judge(self, item: Judge) -> None:
         if not item.answer.set_running_or_notify_cancel():
             return  # the caller gave up before the worker got to it
         if not self._reconciler.accepting:
@@ -407,7 +337,7 @@ class Worker:
         if outcome.verdict.kind is VerdictKind.REFUSED:
             item.answer.set_result(outcome.verdict)  # a refusal changed nothing
             return
-        self._waiting.append(_Waiting(item.answer, outcome.verdict, item.deadline))
+        self._waiting.append(Waiting(item.answer, outcome.verdict, item.deadline))
 
     def _answer_waiting(self) -> None:
         """Answer the verdicts whose effect the CR now holds; tell those whose replica lost

@@ -12,11 +12,9 @@ from prometheus_client import CollectorRegistry
 
 from controller.kube.api import NotFoundError, WatchEvent
 from controller.spoke.addon import EventRecord
+from controller.spoke.errors import SubmitTimeoutError
 from controller.spoke.metrics import ControllerMetrics
-from controller.spoke.worker import (
-    SubmitTimeoutError,
-    Worker,
-)
+from controller.spoke.worker import Worker
 from statemachines import Config, Settings, VerdictKind
 from statemachines.vocabulary import Reason
 from tests.spoke.conftest import WorkerFactory

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from controller.kube.api import KubeError
-from controller.spoke.worker import (
+from controller.spoke.errors import (
     NotLeaderError,
     QueueFullError,
     SubmitTimeoutError,

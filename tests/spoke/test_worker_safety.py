@@ -19,8 +19,9 @@ from prometheus_client import CollectorRegistry
 from controller.kube.api import KubeError, error_for
 from controller.spoke.addon import EventRecord
 from controller.spoke.bookkeeping import CONFIG_MAP, KEY, config_map_name
+from controller.spoke.errors import StatusRejectedError, WorkerError
 from controller.spoke.metrics import ControllerMetrics
-from controller.spoke.worker import StatusRejectedError, Worker, WorkerError
+from controller.spoke.worker import Worker
 from statemachines import Config, Report, Verdict, VerdictKind
 from statemachines.vocabulary import ACM, Reason, State
 from tests.spoke.conftest import WorkerFactory
