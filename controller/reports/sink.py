@@ -1,5 +1,5 @@
 """What the report API hands a report to, and the answers it understands: the port a spoke
-plugs its worker into (`controller.spoke.app.WorkerSink`), so that the report API knows no
+plugs its worker into (`controller.spoke.worker_sink.WorkerSink`), so that the report API knows no
 worker."""
 
 from __future__ import annotations

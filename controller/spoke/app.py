@@ -46,9 +46,8 @@ from controller.ops.clocks import LeaseClock, MachineClock, SystemClock, utc_now
 from controller.process import Process, run_process
 from controller.reports.flags import build_report_server
 from controller.reports.server import ReportServer
-from controller.reports.sink import SinkNotLeaderError, SinkRejectedError, SinkUnavailableError
 from controller.spoke.addon import GROUP, PLURAL, AddonStore
-from controller.spoke.errors import NotLeaderError, StatusRejectedError, WorkerError
+from controller.spoke.errors import WorkerError
 from controller.spoke.evaluation import Evaluations
 from controller.spoke.events import EventRecorder
 from controller.spoke.metrics import AddonConditions, ControllerMetrics, ReplicationMetrics
@@ -56,7 +55,7 @@ from controller.spoke.options import RunOptions
 from controller.spoke.replication import ClientSource, HubReplicator
 from controller.spoke.watches import ADDON_WATCH, addon_watch, object_watches
 from controller.spoke.worker import Worker
-from statemachines import Report, Verdict
+from controller.spoke.worker_sink import WorkerSink
 from statemachines.config import Config
 from statemachines.related import RelatedObject
 
@@ -76,35 +75,6 @@ def related_objects(options: RunOptions) -> list[RelatedObject]:
         lease = options.lease_ref
         found.append(RelatedObject("coordination.k8s.io", "leases", lease.name, lease.namespace))
     return found
-
-
-class WorkerSink:
-    """The report API's sink (`controller.reports.sink.ReportSink`) on the worker: its errors
-    in the words of the report API. `on_verdict` hears every report answered with a verdict
-    (the demo prints the ones sent by hand)."""
-
-    def __init__(self, worker: Worker) -> None:
-        self._worker = worker
-        self.on_verdict: list[Callable[[Report, Verdict], None]] = []
-
-    def submit(self, report: Report, *, timeout: float) -> Verdict:
-        verdict = self._submit(report, timeout=timeout)
-        for listener in self.on_verdict:
-            listener(report, verdict)
-        return verdict
-
-    def _submit(self, report: Report, *, timeout: float) -> Verdict:
-        try:
-            return self._worker.submit(report, timeout=timeout)
-        except StatusRejectedError as error:
-            raise SinkRejectedError(str(error)) from error
-        except NotLeaderError as error:
-            raise SinkNotLeaderError(str(error)) from error
-        except TimeoutError as error:
-            message = f"no verdict within {timeout:g}s; retry"
-            raise SinkUnavailableError(message, timeout=True) from error
-        except WorkerError as error:
-            raise SinkUnavailableError(str(error)) from error
 
 
 class Replica:

@@ -11,9 +11,9 @@ from prometheus_client import CollectorRegistry
 
 from controller.reports.client import ReportClient
 from controller.reports.server import ReportServer
-from controller.spoke.app import WorkerSink
 from controller.spoke.metrics import ControllerMetrics
 from controller.spoke.worker import Worker
+from controller.spoke.worker_sink import WorkerSink
 from statemachines.config import Config
 from tests.reports.conftest import TOKENS, ServerFactory, call
 from tests.spoke.fakes import FakeAddonStore, FakeClock
