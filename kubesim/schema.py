@@ -4,18 +4,15 @@ and messages of kube-openapi, so a controller sees the same 422 it would see in 
 
 from __future__ import annotations
 
-import base64
-import ipaddress
 import json
 import re
-import uuid
 from collections.abc import Mapping
-from datetime import date
 from functools import lru_cache
 from typing import Any, Final
 
 from kubesim.codec import Float64Integer, clone
 from kubesim.fields import FieldError, go_quote, go_value
+from kubesim.formats import FORMATS
 
 __all__ = ["PathPart", "apply_defaults", "path_string", "prune", "validate"]
 
@@ -237,7 +234,7 @@ def _validate_string(value: str, schema: Schema, where: str, errors: list[FieldE
     if "pattern" in schema and not _regex(schema["pattern"]).search(value):
         detail = f"{where} in body should match '{schema['pattern']}'"
         errors.append(FieldError.invalid(where, value, detail))
-    checker = _FORMATS.get(schema.get("format", ""))
+    checker = FORMATS.get(schema.get("format", ""))
     if checker is not None and not checker(value):
         detail = f"{where} in body must be of type {schema['format']}: {go_quote(value)}"
         errors.append(FieldError.type_invalid(where, value, detail))
@@ -357,76 +354,3 @@ def _errors_of(value: Any, schema: Schema, path: list[PathPart]) -> list[FieldEr
 @lru_cache(maxsize=256)
 def _regex(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
-
-
-# -- formats (the subset of kube-openapi's strfmt registry a controller meets) -------------------
-
-_TIME_OF_DAY = re.compile(r"^(\d{2}):(\d{2}):(\d{2})(\.\d+)?(z|[+-]\d{2}:\d{2})$")
-_HOSTNAME = re.compile(r"^[a-zA-Z0-9]([-a-zA-Z0-9]{0,62})(\.[a-zA-Z0-9]([-a-zA-Z0-9]{0,62}))*\.?$")
-
-
-def _is_date(text: str) -> bool:
-    if not re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-        return False
-    try:
-        date.fromisoformat(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _is_date_time(text: str) -> bool:
-    """strfmt.IsDateTime: a valid date, `t`, and a time of day with a mandatory zone."""
-    parts = text.lower().split("t")
-    if len(text) < 4 or len(parts) != 2 or not _is_date(parts[0]):
-        return False
-    match = _TIME_OF_DAY.match(parts[1])
-    if match is None:
-        return False
-    return match.group(1) <= "23" and match.group(2) <= "59" and match.group(3) <= "59"
-
-
-def _is_uuid(text: str) -> bool:
-    try:
-        uuid.UUID(text)
-    except ValueError:
-        return False
-    return len(text) == 36
-
-
-def _is_byte(text: str) -> bool:
-    try:
-        base64.b64decode(text, validate=True)
-    except ValueError:
-        return False
-    return True
-
-
-def _is_ip(version: int) -> Any:
-    def check(text: str) -> bool:
-        try:
-            return ipaddress.ip_address(text).version == version
-        except ValueError:
-            return False
-
-    return check
-
-
-def _is_cidr(text: str) -> bool:
-    try:
-        ipaddress.ip_network(text, strict=False)
-    except ValueError:
-        return False
-    return "/" in text
-
-
-_FORMATS: Final[Mapping[str, Any]] = {
-    "date-time": _is_date_time,
-    "date": _is_date,
-    "uuid": _is_uuid,
-    "byte": _is_byte,
-    "ipv4": _is_ip(4),
-    "ipv6": _is_ip(6),
-    "cidr": _is_cidr,
-    "hostname": lambda text: len(text) <= 253 and bool(_HOSTNAME.match(text)),
-}
