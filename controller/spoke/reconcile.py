@@ -36,8 +36,8 @@ from controller.kube.backoff import Retry
 from controller.ops.clocks import MachineClock
 from controller.ops.role import Role
 from controller.spoke.addon import AddonStore, EventRecord
-from controller.spoke.bookkeeping import Bookkeeping, ConfigMapBookkeeping
 from controller.spoke.events import records_for
+from controller.spoke.kept import KeptStatus
 from controller.spoke.metrics import ControllerMetrics
 from controller.spoke.status_writer import SpokeStatus, owned_types
 from statemachines import (
@@ -99,14 +99,9 @@ class Reconciler:
         self._state: AddonState | None = None
         self._uid: str | None = None
         # What the profile's CRD prunes (acm) is kept in a ConfigMap beside the CR.
-        self._kept: Bookkeeping | None = None
-        if not config.profile.status_keeps_bookkeeping:
-            self._kept = ConfigMapBookkeeping(store.kube, store.ref)
-        self._owner: dict[str, Any] = {}  # the CR as last read: the bookkeeping's owner
-        # The bookkeeping that goes with the CR's last stored status (acm), and whether the
-        # ConfigMap still holds a rejected change instead (its restore failed: see _roll_back).
-        self._kept_stored: dict[str, Any] | None = None
-        self._kept_owed = False
+        self._kept = KeptStatus(
+            store.kube, store.ref, keeps=not config.profile.status_keeps_bookkeeping
+        )
         self._sync_retry = Retry()  # reading the CR on becoming leader
         # What each watched object's rule said last, and the objects' resourceVersions:
         # replayed onto machines rebuilt from the CR, which may lag behind them.
@@ -184,7 +179,7 @@ class Reconciler:
         meta = obj.get("metadata") or {}
         if self._uid and meta.get("uid") and meta.get("uid") != self._uid:
             log.warning("the addon CR was created anew; its machines start over from it")
-            fresh = None if self._kept else obj.get("status")
+            fresh = None if self._kept.separate else obj.get("status")
             self._rebuild(obj, fresh)
         self._present = True
         foreign = self.status.seen(event)  # before a write: it starts from this CR
@@ -210,7 +205,7 @@ class Reconciler:
         """Leader election's verdict (already on `role`), on the worker's thread."""
         if not leader:
             self._term = None
-            self._kept_owed = False  # the next leader resumes from the ConfigMap as it is
+            self._kept.abandon()
             self.status.forgive()
             log.info("leadership lost: no more status writes or reports")
         elif not self.leading:
@@ -291,21 +286,18 @@ class Reconciler:
         if not self._writing:
             return
         kept = bookkeeping(self.state, self.config.profile)
-        if kept is not None and self._kept is not None:
-            # Before the CR: a restart resumes from here, so it must never lag behind the CR.
-            try:
-                self._kept.write(kept, self._owner)
-                self._kept_owed = False
-            except InvalidError as error:  # as for the CR below: never retried as it is
-                self._roll_back(str(error))
-                return
-            except KubeError as error:
-                delay = self.status.retry.failed()
-                log.warning(
-                    "cannot write the bookkeeping ConfigMap; retrying",
-                    extra={"error": str(error), "retryIn": round(delay, 3)},
-                )
-                return
+        try:  # before the CR: a restart resumes from it, so it must never lag behind the CR
+            self._kept.write(kept)
+        except InvalidError as error:  # as for the CR below: never retried as it is
+            self._roll_back(str(error))
+            return
+        except KubeError as error:
+            delay = self.status.retry.failed()
+            log.warning(
+                "cannot write the bookkeeping ConfigMap; retrying",
+                extra={"error": str(error), "retryIn": round(delay, 3)},
+            )
+            return
         try:
             self.status.write(self._on_cr)
         except NotFoundError:
@@ -314,7 +306,7 @@ class Reconciler:
             self._roll_back(str(error))
         else:
             if not self.status.owed:
-                self._kept_stored = kept
+                self._kept.committed(kept)
 
     def _roll_back(self, why: str) -> None:
         """Back to the CR as stored: writing the rejected status again cannot succeed, and
@@ -322,9 +314,9 @@ class Reconciler:
 
         In the acm profile the bookkeeping ConfigMap was written before the CR (`_flush`), so
         it holds the rejected change: it is first put back to what went with the CR's last
-        stored status (`_kept_stored`, through the bookkeeping's read-again-on-409 loop). If
-        that write fails too, the machines are rebuilt from that copy in memory and the status
-        stays owed: the next write, after backoff, puts the same bookkeeping back."""
+        stored status (`KeptStatus.restore`). If that write fails too, the machines are rebuilt
+        from that copy in memory and the status stays owed: the next write, after backoff,
+        puts the same bookkeeping back."""
         log.error("the API server rejected the status as invalid; rolled back", extra={"why": why})
         self._rejection = why
         self._rejections += 1
@@ -334,7 +326,8 @@ class Reconciler:
         at = self._clock()
         self._record_events([EventRecord("StatusRejected", message, "Warning", at, self._uid)])
         self.status.forgive()
-        self._kept_owed = not self._restore_kept()
+        if not self._kept.restore():
+            self._metrics.status_failures.inc()
         try:
             obj = self._store.get()
             stored = self._stored(obj)
@@ -348,31 +341,11 @@ class Reconciler:
         else:
             self.status.retry.succeeded()
 
-    def _restore_kept(self) -> bool:
-        """Put the bookkeeping back to `_kept_stored`; whether it now holds that (no ConfigMap
-        in this profile, or the write went through)."""
-        if self._kept is None:
-            return True
-        try:
-            self._kept.write(self._kept_stored, self._owner)
-        except KubeError as error:
-            self._metrics.status_failures.inc()
-            log.warning(
-                "cannot put the bookkeeping ConfigMap back; writing it again later",
-                extra={"error": str(error)},
-            )
-            return False
-        return True
-
     def _stored(self, obj: dict[str, Any]) -> dict[str, Any] | None:
-        """The status to resume from: the CR's, or the bookkeeping kept for this CR (our copy
-        while the ConfigMap still holds a rejected change)."""
-        if self._kept is None:
-            return obj.get("status")
-        if self._kept_owed:
-            return json_copy(self._kept_stored)
+        """The status to resume from (`KeptStatus.stored`); bookkeeping that is not JSON is
+        as if there were none."""
         try:
-            return self._kept.read(obj)
+            return self._kept.stored(obj)
         except StoredStateError as error:  # not JSON: as if there were none
             self._tell_ignored([error])
             return None
@@ -420,11 +393,10 @@ class Reconciler:
             state = observe_result(state, resource, result, self._clock(), config=self.config).state
         self._state = state
         self._uid = meta.get("uid")
-        self._owner = {"metadata": {"name": meta.get("name"), "uid": self._uid}}
         self._present = True
-        self._kept_stored = stored
+        self._kept.adopt(obj, stored)
         self.status.adopt(obj, self._on_cr)
-        if self._kept_owed:  # the flush puts it back
+        if self._kept.owed:  # the flush puts it back
             self.status.owe()
         self._show()
 

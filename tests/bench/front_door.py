@@ -103,7 +103,7 @@ def _serve_as_before(shipped: Any) -> None:
     import threading
     from http.server import ThreadingHTTPServer
 
-    from controller.reports import server as reports
+    from controller.reports.handler import ReportHandler
 
     class Before(ThreadingHTTPServer):
         daemon_threads = True
@@ -115,7 +115,7 @@ def _serve_as_before(shipped: Any) -> None:
         def reclaimable(self, connection: Any) -> Any:
             return contextlib.nullcontext()
 
-    httpd = Before(shipped._address, reports._Handler)
+    httpd = Before(shipped._address, ReportHandler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
 
 
