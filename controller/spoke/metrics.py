@@ -14,6 +14,7 @@ the configured collectors).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator
 
@@ -24,6 +25,7 @@ from prometheus_client.registry import Collector
 from controller.kube.api import ErrorKind
 from statemachines import AddonState, Cause, Change, Config, Verdict, VerdictKind
 from statemachines.conditions import STANDARD_TYPES
+from statemachines.errors import StoredStateError
 from statemachines.health import Health, HealthReason, Resource
 from statemachines.machines import COLLECTOR_ROWS, OPERATOR_ROWS, WINDOW_ELAPSED
 from statemachines.vocabulary import READY, Actor, Rule, State
@@ -37,6 +39,8 @@ __all__ = [
     "ControllerMetrics",
     "ReplicationMetrics",
 ]
+
+log = logging.getLogger("controller.spoke.reconcile")  # where the stored fields are read
 
 _PREFIX = "addon_status"
 # The label values the shell produces (the worker's item kinds and the timer, the watch loop's
@@ -65,6 +69,7 @@ class ControllerMetrics:
 
     def __init__(self, registry: CollectorRegistry, config: Config | None = None) -> None:
         self.registry = registry
+        self._told: set[tuple[str, str]] = set()  # stored fields ignored and logged
         self.collector_state = Gauge(
             f"{_PREFIX}_collector_state",
             "1 for the state each collector's machine is in, 0 for the others",
@@ -199,6 +204,17 @@ class ControllerMetrics:
         `collectors`, a bookkeeping that is no JSON under `bookkeeping`."""
         field = path.removeprefix("status.").split("[")[0].split(".")[0]
         self.stored_ignored.labels(field if field in STORED_FIELDS else "bookkeeping").inc()
+
+    def stored_ignored_once(self, ignored: Iterable[StoredStateError]) -> None:
+        """Each stored field taken as absent: counted every time, logged once per problem."""
+        for problem in ignored:
+            self.count_ignored(problem.field)
+            if (problem.field, problem.problem) not in self._told:
+                self._told.add((problem.field, problem.problem))
+                log.warning(
+                    "a stored field is out of bounds; taken as absent",
+                    extra={"field": problem.field, "problem": problem.problem},
+                )
 
     def count_moves(self, changes: Iterable[Change]) -> None:
         for change in changes:

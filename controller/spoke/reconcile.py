@@ -27,11 +27,11 @@ first (the watch may be behind); the core then refuses it if it is still ahead.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from controller.kube.api import InvalidError, KubeError, NotFoundError, WatchEvent, json_copy
+from controller.kube.api import InvalidError, KubeError, NotFoundError, WatchEvent
 from controller.kube.backoff import Retry
 from controller.ops.clocks import MachineClock
 from controller.ops.role import Role
@@ -107,7 +107,6 @@ class Reconciler:
         # replayed onto machines rebuilt from the CR, which may lag behind them.
         self._results: dict[str, Result] = {}
         self.objects_seen: dict[str, str] = {}
-        self._told: set[tuple[str, str]] = set()  # stored fields ignored and logged
         self._rejection: str | None = None  # a status write refused as invalid, not yet told
         self._rejections = 0  # how many were refused so far
 
@@ -347,7 +346,7 @@ class Reconciler:
         try:
             return self._kept.stored(obj)
         except StoredStateError as error:  # not JSON: as if there were none
-            self._tell_ignored([error])
+            self._metrics.stored_ignored_once([error])
             return None
 
     def _sync(self) -> None:
@@ -373,21 +372,15 @@ class Reconciler:
             self._announce_read()
 
     def _announce_read(self) -> None:
-        """The CR already holds our status: hand it to the hooks as if we had just written it
-        (a write that is still due announces itself once it succeeds)."""
-        if self.status.owed:
-            return
-        for hook in list(self.status.hooks):
-            try:
-                hook(json_copy(self.status.last))
-            except Exception:
-                log.exception("an on_status_written hook failed")
+        """The CR already holds our status (a write still due announces itself later)."""
+        if not self.status.owed:
+            self.status.tell_hooks()
 
     def _rebuild(self, obj: dict[str, Any], stored: dict[str, Any] | None) -> None:
         meta = obj.get("metadata") or {}
         generation = int(meta.get("generation") or 1)
         resumed = resume(self.config, self._clock(), status=stored, generation=generation)
-        self._tell_ignored(resumed.ignored)
+        self._metrics.stored_ignored_once(resumed.ignored)
         state = resumed.state
         for resource, result in self._results.items():
             state = observe_result(state, resource, result, self._clock(), config=self.config).state
@@ -399,17 +392,6 @@ class Reconciler:
         if self._kept.owed:  # the flush puts it back
             self.status.owe()
         self._show()
-
-    def _tell_ignored(self, ignored: Iterable[StoredStateError]) -> None:
-        """Each stored field taken as absent: counted every time, logged once."""
-        for problem in ignored:
-            self._metrics.count_ignored(problem.field)
-            if (problem.field, problem.problem) not in self._told:
-                self._told.add((problem.field, problem.problem))
-                log.warning(
-                    "a stored field is out of bounds; taken as absent",
-                    extra={"field": problem.field, "problem": problem.problem},
-                )
 
     def _show(self) -> None:
         self._metrics.show_states((c.name, c.state, c.stale) for c in self.state.collectors)

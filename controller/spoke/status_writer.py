@@ -248,6 +248,11 @@ class SpokeStatus:
         self._unechoed.append(version)
         self._metrics.status_writes.inc()
         log.info("status written", extra={"resourceVersion": version})
+        self.tell_hooks()
+
+    def tell_hooks(self) -> None:
+        """Hand the status as last read or written to every hook; also when the CR already
+        held ours (a new leader hands on what it read, as if it had just written it)."""
         for hook in list(self.hooks):
             try:
                 hook(json_copy(self.last))
