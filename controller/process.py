@@ -32,6 +32,8 @@ from prometheus_client import CollectorRegistry, Gauge
 
 from controller.flags import OptionsError, ProcessOptions
 from controller.kube.api import Kube
+from controller.kube.connection import Connection
+from controller.kube.rest import RestKube
 from controller.ops.clocks import LeaseClock, SystemClock
 from controller.ops.leader import LeaderElector, LeaderMetrics
 from controller.ops.logs import configure_logging
@@ -40,7 +42,14 @@ from controller.ops.probes import Check, ProbeServer
 from controller.ops.role import Role
 from statemachines.errors import AddonStatusError
 
-__all__ = ["Part", "Process", "replica_identity", "run_process", "serve_until_signalled"]
+__all__ = [
+    "Part",
+    "Process",
+    "lease_seam",
+    "replica_identity",
+    "run_process",
+    "serve_until_signalled",
+]
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +72,12 @@ def replica_identity(environ: Mapping[str, str] = os.environ) -> str:
     """The Lease holder's name: the pod's (from the downward API), else the host's with a
     random suffix, so two processes on one machine never share it."""
     return environ.get("POD_NAME") or f"{socket.gethostname()}_{secrets.token_hex(4)}"
+
+
+def lease_seam(api: Connection, options: ProcessOptions) -> RestKube:
+    """The seam the Lease is renewed through: each call bounded by half the renew deadline, so
+    that one stuck call never outlasts the leadership it is meant to keep."""
+    return RestKube(api, request_timeout=options.renew_deadline.total_seconds() / 2)
 
 
 class Process:
@@ -88,6 +103,7 @@ class Process:
         self.liveness: dict[str, Check] = {}
         self.readiness: dict[str, Check] = {}
         self.elector: LeaderElector | None = None
+        self.identity = identity or replica_identity()  # the Lease holder, the Events' instance
         self.role = Role()
         if options.leader_elect:
             if lease_kube is None:
@@ -98,7 +114,7 @@ class Process:
                 lease_kube,
                 namespace=options.lease_namespace or lease_namespace,
                 name=options.lease_name,
-                identity=identity or replica_identity(),
+                identity=self.identity,
                 lease_duration=options.lease_duration.total_seconds(),
                 renew_deadline=renew,
                 retry_period=options.retry_period.total_seconds(),

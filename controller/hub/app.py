@@ -29,7 +29,7 @@ from controller.kube.connection import Connection
 from controller.kube.kubeconfig import client_for
 from controller.kube.rest import RestKube
 from controller.ops.clocks import LeaseClock
-from controller.process import Process, run_process
+from controller.process import Process, lease_seam, run_process
 
 __all__ = ["HubReplica", "hub_side", "run_hub_command"]
 
@@ -57,9 +57,7 @@ class HubReplica:
         self.api_client = client_for(options.kubeconfig) if api_client is None else api_client
         api_client = self.api_client
         kube = RestKube(api_client, request_timeout=options.request_timeout)
-        lease_kube = RestKube(
-            api_client, request_timeout=options.renew_deadline.total_seconds() / 2
-        )
+        lease_kube = lease_seam(api_client, options)
         self.process = Process(
             options,
             lease_kube=lease_kube,

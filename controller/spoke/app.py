@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import socket
 from collections.abc import Callable, Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
@@ -43,7 +41,7 @@ from controller.kube.kubeconfig import KubeconfigSource, client_for, client_for_
 from controller.kube.reflector import Reflector
 from controller.kube.rest import RestKube
 from controller.ops.clocks import LeaseClock, MachineClock, SystemClock, utc_now
-from controller.process import Process, run_process
+from controller.process import Process, lease_seam, run_process
 from controller.reports.flags import build_report_server
 from controller.reports.server import ReportServer
 from controller.spoke.addon import GROUP, PLURAL, AddonStore
@@ -124,7 +122,7 @@ class Replica:
         self._hub_backoff = hub_backoff
         self.process = Process(
             options,
-            lease_kube=kube,
+            lease_kube=kube if self.api_client is None else lease_seam(self.api_client, options),
             lease_namespace=options.addon_namespace,
             registry=registry,
             identity=identity,
@@ -147,9 +145,7 @@ class Replica:
         unready_after: float,
     ) -> None:
         options, process, config = self.options, self.process, self.config
-        store = AddonStore(
-            self.kube, options.ref, instance=os.environ.get("POD_NAME") or socket.gethostname()
-        )
+        store = AddonStore(self.kube, options.ref, instance=self.process.identity)
         self.metrics = metrics = ControllerMetrics(self.registry, config)
         self.registry.register(AddonConditions(lambda: self.worker.state))
         recorder = EventRecorder(
