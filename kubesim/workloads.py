@@ -1,4 +1,4 @@
-"""The built-in types health rules watch (section 8) beyond those of `builtins.py` (which has
+"""The built-in types health rules watch (docs/spec.md §8) beyond those of `builtins.py` (which has
 ConfigMaps): apps/v1 Deployment and core/v1 Secret, with the create/update rules kube-apiserver
 applies to each (the strategies of `pkg/registry/apps/deployment` and `pkg/registry/core/secret`);
 and the other kinds the controller's manifests install (ServiceAccount, Service,

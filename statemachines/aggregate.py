@@ -1,13 +1,13 @@
-"""The aggregator (section 5 of the rules): the collectors' states -> the addon's standard type
+"""The aggregator (docs/spec.md §5): the collectors' states -> the addon's standard type
 that is True, the reason it keeps and the message naming every collector.
 
 The operator's overrides come first (`NotSupported`, then `Disabled`, of the primary collector);
 then the precedence table over the collectors that count, the contribution of each one that is
-switched on raised by its resources' counted health (section 8: the overlay, like staleness,
+switched on raised by its resources' counted health (docs/spec.md §8: the overlay, like staleness,
 never touches the machine underneath). The result does not depend on the order of the
 collectors or resources: precedence is a total order and the message is sorted by name. The
 table, and the standard type each reason leads to, are the profile's: in `acm` a switched-off
-collector counts too, with `NotSupported` first and `Disabled` last in the table (section 11).
+collector counts too, with `NotSupported` first and `Disabled` last in the table (docs/spec.md §11).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def _message(state: AddonState, config: Config, own: Sequence[Condition]) -> str
 
 
 def _update(c: CollectorState) -> str:
-    """Section 9: the versions of an update under way; `installing` when none is known yet."""
+    """docs/spec.md §9: the versions of an update under way; `installing` when none is known yet."""
     if not c.updating:
         return ""
     if c.version is None:

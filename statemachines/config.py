@@ -22,7 +22,7 @@ class Config:
     profile: Profile
     collectors: tuple[CollectorSpec, ...]
     settings: Mapping[str, Settings]  # per collector, the collector's overrides applied
-    # Section 8: the watched objects and their health rules, in configuration order.
+    # docs/spec.md §8: the watched objects and their health rules, in configuration order.
     resources: tuple[Resource, ...] = ()
     history_limit: int = 10  # status.history keeps this many changes; 0: no history
     related_objects: tuple[RelatedObject, ...] = ()  # status.relatedObjects, in this order
@@ -106,7 +106,7 @@ class Config:
 
 
 def _watched(resources: Sequence[Resource]) -> list[RelatedObject]:
-    """The objects health rules watch, as related objects (section 9)."""
+    """The objects health rules watch, as related objects (docs/spec.md §9)."""
     return [
         RelatedObject(r.object.group, r.object.plural, r.object.name, r.object.namespace or "")
         for r in resources

@@ -4,8 +4,8 @@ what does not fit a flag, mounted from a ConfigMap.
     profile: seed                 # optional: must be the one `--profile` runs (seed, acm)
     collectorSettings:            # optional, per collector: degradeAfter, recoverAfter, ...
       uwl-metrics-collector: {degradeAfter: 5m}
-    resources: [...]              # section 8: watched objects and their health rules
-    relatedObjects:               # section 9: more objects to list in status.relatedObjects
+    resources: [...]              # docs/spec.md §8: watched objects and their health rules
+    relatedObjects:               # docs/spec.md §9: more objects to list in status.relatedObjects
       - {group: apps, resource: deployments, name: metrics-collector}   # namespace: the addon's
 
 Validated when the controller starts: a mistake is one line naming the file, the path inside
@@ -121,7 +121,7 @@ def load_configuration(
 
 def resource_objects(config: Config) -> list[dict[str, str]]:
     """The objects health rules watch as `status.relatedObjects` lists them: `{group, resource,
-    namespace, name}`, `resource` the plural (section 9)."""
+    namespace, name}`, `resource` the plural (docs/spec.md §9)."""
     return [
         {
             "group": r.object.group,

@@ -1,8 +1,8 @@
 """The entry points: (state, event, now) -> new state, verdict, conditions to write, next wake-up.
 
 `apply` judges a report, `observe_generation` takes the CR's `metadata.generation`,
-`observe_object` takes a watched object's change (section 8), `advance` lets time pass, `start`
-rebuilds the state from the CR. Each first fires every timer due by
+`observe_object` takes a watched object's change (docs/spec.md §8), `advance` lets time pass,
+`start` rebuilds the state from the CR. Each first fires every timer due by
 `now`, each at its own due time, so a report that races its timer is judged against the right
 state. The rules themselves live in their own modules (`machines`, `dampening`, `staleness`,
 `generations`, `health`, `aggregate`, `writing`); this one only orders them. The shell never
@@ -190,7 +190,7 @@ def _judge(
     if refusal is not None:
         return c, _verdict(VerdictKind.REFUSED, c, refusal[1], rule=refusal[0]), None
     taken = generations.take(c, report.observed_generation)
-    if report.version is not None:  # section 9: what the update installs, once Available
+    if report.version is not None:  # docs/spec.md §9: what the update installs, once Available
         taken = evolve(taken, desired_version=report.version)
     if c.reason is report.reason:
         new = dampening.cancel(taken)

@@ -1,4 +1,4 @@
-"""Flap dampening (section 3 of the rules), in one place.
+"""Flap dampening (docs/spec.md §3), in one place.
 
 A forwarding reason that would move a collector across a row guarded by `WINDOW_ELAPSED` must
 hold for a window first: `degradeAfter` for `ForwardFailure` (Available -> Degraded),

@@ -2,7 +2,7 @@
 
 Edges are reasons; a guard is written in square brackets, as in the seed design
 (`ForwardSuccessful [ForwardFailure]`: only when the current reason is ForwardFailure). A
-profile other than the seed's (section 11) draws the same rows in its names, and labels each
+profile other than the seed's (docs/spec.md §11) draws the same rows in its names, and labels each
 state with the standard type it writes where the two differ (`Degraded (Disabled)` in acm).
 """
 

@@ -66,12 +66,13 @@ def _expected_time(value: object) -> str:
             raise ValueError(f"{value!r} is neither an offset nor a time") from error
 
 
-_READY_REASONS = {r.value for r in ReadyReason}  # the same in every profile (section 10)
+_READY_REASONS = {r.value for r in ReadyReason}  # the same in every profile (docs/spec.md §10)
 # Every profile's spelling of every reason: an expectation must use its own profile's.
 _ANY_PROFILES_NAME = {p.name_of(r) for p in PROFILES.values() for r in Reason}
 
 
-# Reasons written on conditions that are no collector's event: `ResourcesHealthy`'s (section 8).
+# Reasons written on conditions that are no collector's event: `ResourcesHealthy`'s
+# (docs/spec.md §8).
 _NOT_EVENTS = {HEALTHY_CONDITION_RULE}
 
 
@@ -179,8 +180,9 @@ class Expectation(Shape):
     conditions: dict[str, ConditionExpectation] = Field(default_factory=dict)
     collectors: dict[str, CollectorExpectation] = Field(default_factory=dict)
     resources: dict[str, ResourceExpectation] = Field(default_factory=dict)
-    # Section 9: installed versions (null: none known), the newest history entries (newest
-    # first), related objects that must be present; section 10: the last known good generation.
+    # docs/spec.md §9: installed versions (null: none known), the newest history entries (newest
+    # first), related objects that must be present; docs/spec.md §10: the last known good
+    # generation.
     versions: dict[str, StrictStr | None] = Field(default_factory=dict)
     history: list[HistoryExpectation] | None = None
     related_objects: list[RelatedObjectShape] = Field(default_factory=list, alias="relatedObjects")

@@ -1,4 +1,4 @@
-"""The generation rules (section 6 of the rules), in one place.
+"""The generation rules (docs/spec.md §6), in one place.
 
 A report may carry the `observedGeneration` of the addon CR its sender acted on. Newer than the
 CR's `metadata.generation` as the core knows it: refused (`FutureGeneration`) — a reporter never

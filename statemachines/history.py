@@ -1,4 +1,4 @@
-"""The addon's history (section 9 of the rules): the last `historyLimit` changes of its True
+"""The addon's history (docs/spec.md §9): the last `historyLimit` changes of its True
 standard type or of its reason, newest first.
 
 It is computed with the conditions, so an entry goes out in the same status write as the change

@@ -37,7 +37,7 @@ class ConditionType(StrEnum):
 # A collector's machine has the standard types as its states.
 State = ConditionType
 
-# Not a standard type (section 10): Available at the CR's current generation.
+# Not a standard type (docs/spec.md §10): Available at the CR's current generation.
 READY = "Ready"
 
 
@@ -67,13 +67,13 @@ class Reason(StrEnum):
 class Rule(StrEnum):
     """The rules that refuse a report; a `refused` verdict names exactly one of them."""
 
-    # The machine has no row from the collector's state on the reported reason (section 2).
+    # The machine has no row from the collector's state on the reported reason (docs/spec.md §2).
     NO_TRANSITION = "NoTransition"
     # Only Degraded because of ForwardFailure may move this way; UpdateFailure blocks it.
     REQUIRES_FORWARD_FAILURE = "RequiresForwardFailure"
-    # Older than a generation the collector already took (section 6).
+    # Older than a generation the collector already took (docs/spec.md §6).
     OUTDATED_GENERATION = "OutdatedGeneration"
-    # Newer than the addon CR's metadata.generation: a reporter never raises it (section 6).
+    # Newer than the addon CR's metadata.generation: a reporter never raises it (docs/spec.md §6).
     FUTURE_GENERATION = "FutureGeneration"
 
 

@@ -6,7 +6,8 @@ prunes the rest), the whole of `stored.to_status` — open windows, generations,
 whatever `stored` grows — is the bookkeeping the shell keeps beside the CR (one JSON document,
 `bookkeeping_text`, under the key `KEY` of a ConfigMap it owns) and gives back to `start` as the
 status to resume from; the CR holds its conditions cut to those five fields. Both fit the
-budget of §6: the bookkeeping as the ConfigMap's data is sent, the CR's conditions with it.
+budget of docs/spec.md §6: the bookkeeping as the ConfigMap's data is sent, the CR's conditions
+with it.
 """
 
 from __future__ import annotations

@@ -25,7 +25,8 @@ _LAST: Final = datetime.max.replace(tzinfo=UTC)
 
 class Reader:
     """Reads one stored status; `ignored` lists the fields taken as absent, with why.
-    `longest` is the longest window a stored time may still have added to it (§3, §4, §8)."""
+    `longest` is the longest window a stored time may still have added to it (docs/spec.md §3,
+    §4, §8)."""
 
     def __init__(self, *, longest: timedelta) -> None:
         self.latest = _LAST - longest

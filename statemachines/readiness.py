@@ -1,4 +1,4 @@
-"""`Ready` and the last known good generation (section 10 of the rules).
+"""`Ready` and the last known good generation (docs/spec.md §10).
 
 `Available` says the addon works; `Ready` says it works *as the CR now asks*: every counted
 collector (neither Disabled nor NotSupported) has reported at the CR's current generation. A

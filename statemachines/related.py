@@ -1,4 +1,4 @@
-"""Related objects (section 9 of the rules): what `status.relatedObjects[]` lists, in the shape a
+"""Related objects (docs/spec.md §9): what `status.relatedObjects[]` lists, in the shape a
 ClusterOperator lists them, so that `oc adm inspect`-style tools and people know where to look.
 
 The core does not find them: the shell names the addon CR and the Lease, the health rules name

@@ -28,7 +28,7 @@ __all__ = [
 
 _GENERATION_RANGE = "must be an integer 0 <= n < 2^63"
 
-VERSION_LIMIT = 64  # characters of a reported version (section 9)
+VERSION_LIMIT = 64  # characters of a reported version (docs/spec.md §9)
 
 _FIELDS = ("collector", "reason", "message", "observedGeneration", "version")
 # C0 and C1 controls and DEL, except tab and newline.
@@ -59,7 +59,7 @@ class Report:
 
 
 def _check_version(version: object, reason: Reason) -> None:
-    """Section 9: a version comes with UpdateSuccessful, as 1 to 64 characters."""
+    """docs/spec.md §9: a version comes with UpdateSuccessful, as 1 to 64 characters."""
     if reason is not Reason.UPDATE_SUCCESSFUL:
         raise ReportError(
             "version", f"only an {Reason.UPDATE_SUCCESSFUL.value} report carries a version"

@@ -83,7 +83,7 @@ class StepFile(Shape):
     at: Duration
     generation: Generation | None = None  # the CR's spec changed: its metadata.generation now
     report: dict[str, Any] | None = None  # judged against the configuration by parse_report
-    object: ObjectStep | None = None  # a watched object changed or was deleted (section 8)
+    object: ObjectStep | None = None  # a watched object changed or was deleted (docs/spec.md §8)
     expect: Expectation | None = None
     note: str = ""
 
@@ -93,15 +93,15 @@ class ScenarioFile(Shape):
 
     name: str | None = None
     description: str = ""
-    profile: Literal["seed", "acm"] = "seed"  # the names written, and expected (section 11)
+    profile: Literal["seed", "acm"] = "seed"  # the names written, and expected (docs/spec.md §11)
     generation: Generation = 1  # the CR's metadata.generation at the start
     settings: Settings = Field(default_factory=Settings)
     collector_settings: dict[str, dict[str, Any]] = Field(
         default_factory=dict, alias="collectorSettings"
     )
     collectors: list[str] | None = None
-    resources: list[Any] | None = None  # section 8, validated by health.load_resources
-    # What the configuration adds to status.relatedObjects (section 9).
+    resources: list[Any] | None = None  # docs/spec.md §8, validated by health.load_resources
+    # What the configuration adds to status.relatedObjects (docs/spec.md §9).
     related_objects: list[RelatedObjectShape] = Field(default_factory=list, alias="relatedObjects")
     steps: list[StepFile] = Field(min_length=1)
 

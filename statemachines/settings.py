@@ -72,7 +72,7 @@ class Settings(BaseModel):
     recover_after: Duration = Field(default=timedelta(0), alias="recoverAfter")
     report_interval: Duration = Field(default=timedelta(minutes=5), alias="reportInterval")
     stale_after: Duration | None = Field(default=None, alias="staleAfter")
-    # The addon's, not a collector's (section 9): how many changes `status.history` keeps.
+    # The addon's, not a collector's (docs/spec.md §9): how many changes `status.history` keeps.
     history_limit: int = Field(default=10, ge=0, le=1000, alias="historyLimit", strict=True)
 
     @model_validator(mode="after")

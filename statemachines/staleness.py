@@ -1,4 +1,4 @@
-"""Staleness (section 4 of the rules), in one place.
+"""Staleness (docs/spec.md §4), in one place.
 
 A collector that is neither Disabled nor NotSupported and about which nothing was reported for
 `staleAfter` goes stale at that deadline: its condition turns Unknown (`ReportsStale`) while its

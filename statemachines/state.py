@@ -47,7 +47,7 @@ class CollectorState:
     observed_generation: int | None = None  # highest generation of a report it took
     pending: Pending | None = None
     stale: bool = False
-    # Section 9: the version its last UpdateSuccessful asked for, and the one known installed
+    # docs/spec.md §9: the version its last UpdateSuccessful asked for, and the one known installed
     # (it becomes the desired one when the collector is next Available).
     desired_version: str | None = None
     version: str | None = None
@@ -79,7 +79,7 @@ class CollectorState:
 
 @dataclass(frozen=True, slots=True)
 class HistoryEntry:
-    """A change of the addon's True standard type or of its reason (section 9)."""
+    """A change of the addon's True standard type or of its reason (docs/spec.md §9)."""
 
     type: str
     reason: str
@@ -102,7 +102,7 @@ class AddonState:
     # report claiming a newer one is refused (FutureGeneration). Only the CR raises it.
     generation: int = 0
     conditions: tuple[Condition, ...] = ()
-    # Section 8: the configured resources (configuration order; what `status.resources[]`
+    # docs/spec.md §8: the configured resources (configuration order; what `status.resources[]`
     # lists) and each one's counted health by name. Health rules never touch `collectors`.
     resources: tuple[Resource, ...] = field(default=(), compare=False)
     health: Mapping[str, CountedHealth] = field(default_factory=dict, hash=False)

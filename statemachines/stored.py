@@ -54,7 +54,7 @@ OWNED_FIELDS = (
 
 def to_status(state: AddonState, *, measure: Measure = encoded_size) -> dict[str, Any]:
     """The status for `state`, fitted to the budget as `measure` counts it (docs/spec.md §6);
-    `status.resources[]` only when resources are configured (§8)."""
+    `status.resources[]` only when resources are configured (docs/spec.md §8)."""
     status: dict[str, Any] = {
         "conditions": [c.to_api() for c in state.conditions],
         "collectors": [_collector_to_api(c) for c in state.collectors],
@@ -284,7 +284,8 @@ def _pending_from_api(
 
 
 def _version(read: Reader, value: object, where: str) -> str | None:
-    """A version as a report may carry one (§9): 1 to 64 characters, no control character."""
+    """A version as a report may carry one (docs/spec.md §9): 1 to 64 characters, no control
+    character."""
     if value is None:
         return None
     if isinstance(value, str) and 0 < len(value) <= VERSION_LIMIT and value.isprintable():

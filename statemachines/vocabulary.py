@@ -69,7 +69,7 @@ class CollectorSpec(BaseModel):
 class Profile(BaseModel):
     """A complete vocabulary: the reasons table, the collectors, and accepted spellings.
 
-    A profile only names things (section 11): the standard types it writes, how it spells each
+    A profile only names things (docs/spec.md §11): the standard types it writes, how it spells each
     reason (`written`, default the reason's own name), the precedence ranks, and whether the
     addon's CRD keeps our bookkeeping (`status.collectors`, `observedGeneration`) in the status.
     """
@@ -182,7 +182,7 @@ SEED = Profile(
     aliases={"UpdateSuccesful": Reason.UPDATE_SUCCESSFUL, **{v: r for r, v in _ACM_NAMES.items()}},
 )
 
-# Section 11: what the shipped observability addon writes, for hubs that read it unchanged.
+# docs/spec.md §11: what the shipped observability addon writes, for hubs that read it unchanged.
 # NotSupported > UpdateFailed > ForwardFailed > ResourceUnhealthy > ReportsStale
 #   > UpdateSuccessful > ForwardSuccessful > Disabled; Disabled and NotSupported are Degraded.
 ACM = Profile(

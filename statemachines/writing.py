@@ -1,7 +1,7 @@
-"""Writing conditions (section 6 of the rules): the conditions the CR carries for a state.
+"""Writing conditions (docs/spec.md §6): the conditions the CR carries for a state.
 
 The standard types in their fixed order, then `Ready`, then one per configured collector, then
-`ResourcesHealthy` when resources are configured (section 8), then any condition of someone
+`ResourcesHealthy` when resources are configured (docs/spec.md §8), then any condition of someone
 else's, untouched. Every one carries the CR's generation the state was computed for. The
 history and the last known good generation (sections 9 and 10) follow the conditions here, so
 they change in the same status write as the change they record.
@@ -43,7 +43,7 @@ def collector_condition(
     c: CollectorState, config: Config, generation: int, old: Condition | None = None
 ) -> Condition:
     """The collector's own condition: its last accepted reason and message, Unknown while stale.
-    Its transition time is the collector's own (section 1). `old`, the stored one, is kept if
+    Its transition time is the collector's own (docs/spec.md §1). `old`, the stored one, is kept if
     it says the same."""
     spec, name = config.spec(c.name), config.profile.name_of
     assert spec is not None and c.changed_at is not None

@@ -141,7 +141,7 @@ def test_a_bad_configuration_file_stops_the_start_naming_file_and_path(tmp_path:
 
 
 def test_the_profile_is_chosen_by_flag_or_variable() -> None:
-    """`--profile acm` (section 11): the core's configuration writes the acm names."""
+    """`--profile acm` (docs/spec.md §11): the core's configuration writes the acm names."""
     from statemachines.vocabulary import ACM, SEED
 
     assert run_options([]).config().profile is SEED

@@ -1,4 +1,4 @@
-"""The watched objects of a scenario on the demo's spoke API server (section 8): a step's
+"""The watched objects of a scenario on the demo's spoke API server (docs/spec.md §8): a step's
 `object` written straight to storage as the scenario gives it, or deleted; the controller's
 health watches see the change like any other."""
 

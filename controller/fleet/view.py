@@ -44,7 +44,7 @@ __all__ = [
 
 SCHEMA: Final = "addon-status.fleet/v1"  # the `kind` of the JSON document; bumped on a break
 UNKNOWN: Final = "Unknown"  # the state of a hub copy with no standard condition True
-READY: Final = "Ready"  # section 10's condition; not a standard type, copied when present
+READY: Final = "Ready"  # docs/spec.md §10's condition; not a standard type, copied when present
 RECENT: Final = timedelta(hours=1)  # "changed state in the last hour"
 
 _NO_STATUS: Final = "no standard condition is True on the hub copy"

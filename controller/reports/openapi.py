@@ -90,7 +90,7 @@ def _report_schema(config: Config) -> dict[str, Any]:
         # A collector's reason is always about the collector that sends it.
         "if": {"properties": {"reason": {"enum": by_collector}}, "required": ["reason"]},
         "then": {"required": ["collector"], "properties": {"collector": {"type": "string"}}},
-        # A version comes only with an update (section 9).
+        # A version comes only with an update (docs/spec.md §9).
         "dependentSchemas": {
             "version": {
                 "anyOf": [

@@ -65,7 +65,7 @@ _HANDOVER = 2.0  # seconds a stopping leader gives the hub to receive its last s
 
 
 def related_objects(options: RunOptions) -> list[RelatedObject]:
-    """What the shell adds to `status.relatedObjects` (section 9): the addon CR, and the Lease
+    """What the shell adds to `status.relatedObjects` (docs/spec.md §9): the addon CR, and the Lease
     when electing. The health rules' objects and the configuration's come with the Config."""
     addon = options.ref
     found = [RelatedObject(GROUP, PLURAL, addon.name, addon.namespace)]

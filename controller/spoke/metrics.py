@@ -240,7 +240,7 @@ class ControllerMetrics:
 
 
 def _results(resource: Resource) -> list[str]:
-    """The reasons a resource's rule can give (section 8), `NotFound` for every one."""
+    """The reasons a resource's rule can give (docs/spec.md §8), `NotFound` for every one."""
     rule = resource.health_rule
     if rule.always_healthy is not None:
         reasons: list[str] = [HealthReason.ALWAYS_HEALTHY]

@@ -191,7 +191,8 @@ class Reconciler:
             self._flush()
 
     def observe_result(self, resource: str, result: Result, version: str) -> None:
-        """What a watched object's rule says now: it changed, was deleted, or was listed (§8)."""
+        """What a watched object's rule says now: it changed, was deleted, or was listed
+        (docs/spec.md §8)."""
         self._results[resource] = result
         outcome = observe_result(self.state, resource, result, self._clock(), config=self.config)
         self.objects_seen[resource] = version

@@ -1,5 +1,5 @@
 """What the spoke watches, on the one list-then-watch loop (`controller.kube.reflector`): the
-addon CR, and each object a health rule names (section 8 of the rules in docs/spec.md).
+addon CR, and each object a health rule names (docs/spec.md §8).
 
 The CR's list is handed to the worker as one `SYNC` event (its absence once as `DELETED`; its
 creation then comes on the watch as `ADDED`). A watched object's list and events are handed to

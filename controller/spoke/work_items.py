@@ -38,7 +38,7 @@ class Observe:
 
 @dataclass(frozen=True, slots=True)
 class ObjectChanged:
-    """What a watched object's rule says now (§8), for the object at `version`."""
+    """What a watched object's rule says now (docs/spec.md §8), for the object at `version`."""
 
     resource: str
     result: Result

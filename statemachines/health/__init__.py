@@ -1,4 +1,4 @@
-"""Health rules on watched objects (section 8 of the rules): pure, with `now` passed in.
+"""Health rules on watched objects (docs/spec.md §8): pure, with `now` passed in.
 
 The API, for the core's entry points and the shell:
 

@@ -182,7 +182,7 @@ class CelRule(_Model):
 
 
 class HealthRule(_Model):
-    """Exactly one of the four rules of section 8."""
+    """Exactly one of the four rules of docs/spec.md §8."""
 
     always_healthy: AlwaysHealthy | None = Field(default=None, alias="alwaysHealthy")
     single_condition_type: NonEmpty | None = Field(default=None, alias="singleConditionType")

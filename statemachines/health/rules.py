@@ -1,4 +1,4 @@
-"""The four health rules of section 8 (Cartographer's `healthyConditionRule`, Flux RFC-0009's
+"""The four health rules of docs/spec.md §8 (Cartographer's `healthyConditionRule`, Flux RFC-0009's
 CEL checks): the object as the API server returns it -> `Healthy`, `Unhealthy` or `Unknown`,
 with a reason and a message. Pure: no clock, no I/O; a malformed object is a result, never an
 exception.

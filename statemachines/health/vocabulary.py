@@ -1,4 +1,4 @@
-"""The words of health rules (section 8 of the rules): a resource's health, the reasons a rule
+"""The words of health rules (docs/spec.md §8): a resource's health, the reasons a rule
 gives, and the condition types written for resources.
 
 Kept apart from the reasons table of `statemachines.vocabulary`: these reasons are those of a

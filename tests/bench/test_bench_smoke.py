@@ -173,7 +173,7 @@ def test_footprint_measures_an_idle_run_and_what_holds_its_memory() -> None:
 
 
 def test_fleet_status_copy_saves_hub_writes_with_dampening_too() -> None:
-    """`--hub-copy status` copies history and versions but never the windows (section 9)."""
+    """`--hub-copy status` copies history and versions but never the windows (docs/spec.md §9)."""
     figures = rows(run("fleet.py", *FLEET_ARGS, "--simulate-only", "--hub-copy", "status"))
     damped, raw, _ = figures["hub writes (simulated)"]
     assert 0 < damped < raw

@@ -50,7 +50,7 @@ def test_diagrams_command_writes_the_files_and_the_documents_block(tmp_path: Pat
 
 
 def test_the_acm_diagram_draws_every_row_in_the_acm_names() -> None:
-    """Section 11: the same machine, the reasons as acm writes them, and the switched-off
+    """docs/spec.md §11: the same machine, the reasons as acm writes them, and the switched-off
     states labelled with the standard type acm writes for them."""
     from statemachines.vocabulary import ACM
 

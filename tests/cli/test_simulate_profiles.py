@@ -1,4 +1,4 @@
-"""Scenarios under `profile: acm` (section 11): expectations use the names that profile writes
+"""Scenarios under `profile: acm` (docs/spec.md §11): expectations use the names that profile writes
 (`addon`, `conditions`, `collectors`); a name of the other profile, a standard type the profile
 does not write, or an unknown profile is an invalid file naming the field."""
 

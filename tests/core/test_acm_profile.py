@@ -34,7 +34,7 @@ def test_acm_writes_only_the_three_standard_types_and_its_collector_conditions()
         "UwlMetricsCollector",
     ]
     assert run.addon() is T.PROGRESSING
-    # Ready (section 10) is kept with the bookkeeping, beside the CR (section 11)
+    # Ready (docs/spec.md §10) is kept with the bookkeeping, beside the CR (docs/spec.md §11)
     kept = bookkeeping(run.state, ACM)
     assert kept is not None and "Ready" in [c["type"] for c in kept["conditions"]]
 

@@ -62,7 +62,7 @@ def test_operator_overrides_come_before_the_table(
     expect(run, addon=addon, addon_reason=kept)
 
 
-# Section 5's order, strongest first, and the type each kept reason makes True.
+# docs/spec.md §5's order, strongest first, and the type each kept reason makes True.
 PRECEDENCE = [FF, RS, UF, US, FS]
 LEADS_TO = {FF: T.DEGRADED, RS: T.DEGRADED, UF: T.DEGRADED, US: T.PROGRESSING, FS: T.AVAILABLE}
 # What a collector contributes, and how to get it there.

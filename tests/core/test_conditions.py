@@ -177,9 +177,9 @@ def test_every_reason_matches_the_kubernetes_pattern(targets: dict[str, Target])
 def test_long_message_is_cut_never_rejected(
     steps: list[tuple[Any, ...]], settings: dict[str, Any], kept: str
 ) -> None:
-    """Nothing is refused or raised for a long message (§6 Size); a report's message is cut to
-    1,024 characters, ending in `…` and still starting with what was said (cut, not dropped),
-    and the addon's message quotes it within its own 4,096."""
+    """Nothing is refused or raised for a long message (docs/spec.md §6 Size); a report's
+    message is cut to 1,024 characters, ending in `…` and still starting with what was said
+    (cut, not dropped), and the addon's message quotes it within its own 4,096."""
     run = Run.begin(settings=settings)
     _play(run, steps)
     assert all(o.verdict is None or o.verdict.kind is not V.REFUSED for o in run.outcomes)

@@ -1,4 +1,4 @@
-"""Health rules through the core's entry points (section 8, "How it counts" and "What is
+"""Health rules through the core's entry points (docs/spec.md §8, "How it counts" and "What is
 written"): `observe_object` beside `apply`, `advance` and `start`; the overlay in the
 aggregation, the `ResourcesHealthy` condition, `status.resources[]` on the CR and back, and the
 `for` timer in `next_wakeup`. One test per rule, then the property that a health rule never

@@ -1,4 +1,4 @@
-"""Section 8 of the rules, the configuration of health rules: a resource's defaults (namespace,
+"""docs/spec.md §8, the configuration of health rules: a resource's defaults (namespace,
 `for`, collector), keys and expressions compiled when it is loaded, and every mistake one line
 that names the path in the file, the resource and, for a key or an expression, the text that
 does not compile (issue 10: a start-up error, or an invalid scenario).

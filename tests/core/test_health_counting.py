@@ -1,4 +1,4 @@
-"""Section 8 of the rules, what counts and what is written: the counted health with `for` (a
+"""docs/spec.md §8, what counts and what is written: the counted health with `for` (a
 pending result, persisted, counted by a timer at `since + for` with no further change;
 recovery immediate), `status.resources[]`, the `ResourcesHealthy` condition, and the overlay in
 the aggregation (`ResourceUnhealthy` in the precedence, an `Unknown` resource caps its

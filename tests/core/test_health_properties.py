@@ -1,7 +1,7 @@
 """Invariants of health rules, property-based (hypothesis):
 
 - an object flapping faster than `for` never counts: the resource stays counted `Healthy`
-  whatever the results in between and however the timers fire (section 8, `for`);
+  whatever the results in between and however the timers fire (docs/spec.md §8, `for`);
 - the result does not depend on the order of the resources: the overlay, `ResourcesHealthy`
   and the addon's message are the same for every permutation of the configuration;
 - a health rule never changes a collector's machine state: the overlay reads the collectors'

@@ -1,4 +1,4 @@
-"""Section 8 of the rules, the rules themselves: each health rule on the objects of the seeds
+"""docs/spec.md §8, the rules themselves: each health rule on the objects of the seeds
 (Cartographer's matchers, Flux RFC-0009's CEL checks) gives exactly the health, reason and
 message the rules say; a missing object is `Unknown`/`NotFound`; Kubernetes JSONPath keys as
 kubectl writes them; and a configuration mistake is one line naming the path, the resource and

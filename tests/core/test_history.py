@@ -1,4 +1,4 @@
-"""Section 9 of the rules, history: the last `historyLimit` changes of the addon's True standard
+"""docs/spec.md §9, history: the last `historyLimit` changes of the addon's True standard
 type or of its reason, newest first, each `{type, reason, message, lastTransitionTime}`; the
 first status starts it; it changes with the conditions (so in the same status write); a
 heartbeat, a refused report, a generation change or a message-only change adds nothing; it

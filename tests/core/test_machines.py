@@ -40,7 +40,7 @@ def _from(source: str, settings: dict[str, Any] | None = None) -> Run:
     return run.at(MIN)
 
 
-# The transitions of section 2, transcribed: (source, reason) -> destination.
+# The transitions of docs/spec.md §2, transcribed: (source, reason) -> destination.
 OPERATOR = {
     ("progressing", R.UPDATE_SUCCESSFUL): S.PROGRESSING,
     ("progressing", R.UPDATE_FAILURE): S.DEGRADED,
@@ -69,7 +69,7 @@ COLLECTOR = {
     ("progressing", R.FORWARD_SUCCESSFUL): S.AVAILABLE,
     ("progressing-updated", R.FORWARD_SUCCESSFUL): S.AVAILABLE,
     ("degraded-forward", R.FORWARD_SUCCESSFUL): S.AVAILABLE,
-    ("available", R.FORWARD_FAILURE): S.DEGRADED,  # after the window: see section 3
+    ("available", R.FORWARD_FAILURE): S.DEGRADED,  # after the window: see docs/spec.md §3
 }
 IDS = {
     R.UPDATE_SUCCESSFUL: "update-successful",
@@ -174,7 +174,7 @@ def test_every_other_state_reason_pair_is_refused(
 def test_refused_report_names_state_reason_and_rule(
     path: list[Reason], reason: Reason, rule: str, settings: dict[str, Any]
 ) -> None:
-    """The examples of section 2 that must be refused: the collector keeps its state, reason,
+    """The examples of docs/spec.md §2 that must be refused: the collector keeps its state, reason,
     message and transition time; the verdict names the current state, reason and the rule."""
     run = Run.begin(collectors=[MC], settings=settings)
     for step, earlier in enumerate(path):

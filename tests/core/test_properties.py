@@ -3,11 +3,12 @@ sequences on a random clock:
 
 - aggregation does not depend on the order of the collectors (sections 5 and 6);
 - forwarding that never stays failing for a whole `degradeAfter` never leaves Available, and an
-  alternating signal shorter than the window never crosses it, in either direction (section 3);
-- a refused report changes no collector's state or reason, and writes nothing (section 2);
-- no report raises the generation the core works at, whatever it claims (section 6);
+  alternating signal shorter than the window never crosses it, in either direction
+  (docs/spec.md §3);
+- a refused report changes no collector's state or reason, and writes nothing (docs/spec.md §2);
+- no report raises the generation the core works at, whatever it claims (docs/spec.md §6);
 - a state survives the CR's status: to_status -> JSON -> from_status / start (sections 3, 6);
-- every written condition keeps the writing rules and the vocabulary (section 6);
+- every written condition keeps the writing rules and the vocabulary (docs/spec.md §6);
 - the conditions are always those of the state, though `apply` skips what cannot change them.
 """
 

@@ -1,4 +1,4 @@
-"""Section 10 of the rules: `Ready` is True only when `Available` is True and every counted
+"""docs/spec.md §10: `Ready` is True only when `Available` is True and every counted
 collector is at the CR's current generation; else False with `NotAvailable` or
 `OutdatedGeneration` naming the collectors that lag and their generation; a collector whose
 reports never carried a generation counts as current; `status.lastKnownGood` is the newest

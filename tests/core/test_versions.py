@@ -1,4 +1,4 @@
-"""Section 9 of the rules, versions and related objects: a version comes only with
+"""docs/spec.md §9, versions and related objects: a version comes only with
 `UpdateSuccessful` (else bad input naming `version`; at most 64 characters); the desired version
 is taken from an accepted update, the installed one moves when the collector is next Available
 after it, an `UpdateFailure` keeps it; `status.versions` lists the installed ones; the addon's

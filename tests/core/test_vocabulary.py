@@ -43,9 +43,9 @@ R, S, V = Reason, State, VerdictKind
 def test_reason_is_reported_by_its_actor_and_leads_to_its_type(
     reason: Reason, reported_by: Actor, leads_to: State
 ) -> None:
-    """The table of section 1, as data and as behaviour: the first report of the reason about a
-    collector puts it (and, with one collector, the addon) in the type the reason leads to; a
-    collector's own reason must name the collector, an operator's may name none."""
+    """The table of docs/spec.md §1, as data and as behaviour: the first report of the reason
+    about a collector puts it (and, with one collector, the addon) in the type the reason leads
+    to; a collector's own reason must name the collector, an operator's may name none."""
     spec = SEED.spec(reason)
     assert (spec.reported_by, spec.leads_to) == (reported_by, leads_to)
 
@@ -348,6 +348,6 @@ def test_every_emitted_reason_is_in_the_vocabulary_table() -> None:
     )
     written = {c.reason for c in run.state.conditions if c.type != READY}
     assert {Reason(r) for r in written} <= set(table)
-    # Ready's reasons are a table of their own (section 10)
+    # Ready's reasons are a table of their own (docs/spec.md §10)
     ready = next(c for c in run.state.conditions if c.type == READY)
     assert ReadyReason(ready.reason)

@@ -88,7 +88,7 @@ def test_fleet_lists_every_cluster_in_one_call_and_no_namespace_that_is_no_clust
     hub: APIServer, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """One list of the copies and one of the namespaces OCM made for clusters (docs/spec.md
-    §12): `hub-own`, a hub's own namespace holding a copy, is no row."""
+    docs/spec.md §12): `hub-own`, a hub's own namespace holding a copy, is no row."""
     hub.clear_audit()
     document = fleet_json(capsys, "--kubeconfig", str(kubeconfig))
     assert [(c["cluster"], c["state"]) for c in document["clusters"]] == [

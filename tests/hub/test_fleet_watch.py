@@ -128,7 +128,8 @@ def test_a_failed_list_is_told_once_and_retried() -> None:
 
 def test_a_namespace_that_is_no_clusters_is_not_shown_and_a_new_cluster_is() -> None:
     """The hub's own namespaces (a hub that manages itself) hold a copy but are no cluster:
-    only namespaces OCM labelled `open-cluster-management.io/cluster-name` are (§12)."""
+    only namespaces OCM labelled `open-cluster-management.io/cluster-name` are
+    (docs/spec.md §12)."""
     kube = fleet_kube(("c1", "Available"))
     kube.create(ADDON, "open-cluster-management-addon-observability",
                 hub_copy("open-cluster-management-addon-observability", "Degraded"))  # fmt: skip

@@ -167,7 +167,8 @@ def test_ocm_writes_of_available_and_progressing_are_neither_answered_nor_overwr
     hub: Hub,
 ) -> None:
     """OCM's health check owns `Available` and its addon manager `Progressing` (docs/spec.md
-    §12.1): their writes queue nothing, and the hub side's write keeps them as they are."""
+    docs/spec.md §12.1): their writes queue nothing, and the hub side's write keeps them as
+    they are."""
     hub.cluster("cluster1")
     hub.set_copy("cluster1", seed("Available", "ForwardSuccessful"))
     ocm = [

@@ -1,4 +1,4 @@
-"""Which CR a status write starts from (issue 9, section 4): the newest the worker has seen.
+"""Which CR a status write starts from (issue 9, docs/spec.md §4): the newest the worker has seen.
 A watch event that comes after the echo of our last write is the CR as stored now, so the
 write after a spec change needs neither a read nor a retry; one that comes before that echo
 may be older than our write, so the next write reads first. Watch events are delivered by hand,

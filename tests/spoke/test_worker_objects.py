@@ -1,4 +1,4 @@
-"""Watched objects through the reconcile worker (section 8 in the shell), on the in-memory
+"""Watched objects through the reconcile worker (docs/spec.md §8 in the shell), on the in-memory
 store: an object change is an item of the queue like a report, written only when the status
 changes; a follower keeps following the objects, and a new leader replays them onto the
 machines it rebuilt from the CR, so it does not fall behind its watches."""

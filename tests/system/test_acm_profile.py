@@ -1,4 +1,4 @@
-"""The acm profile end to end (section 11): replicas built from `--profile acm` against spoke
+"""The acm profile end to end (docs/spec.md §11): replicas built from `--profile acm` against spoke
 and hub API servers that serve the upstream ObservabilityAddon CRD, which prunes everything but
 the five fields of each condition. The CR carries the profile's names; what the controller
 needs across a restart or a failover lives in the ConfigMap `<addon>-status` owned by the CR;

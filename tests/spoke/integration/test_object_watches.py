@@ -1,4 +1,4 @@
-"""Health watches end to end (section 8 in the shell): a `Replica` configured with resources,
+"""Health watches end to end (docs/spec.md §8 in the shell): a `Replica` configured with resources,
 the real client over HTTP against the embedded API server, each object's kind found by
 discovery. An object change
 reaches the CR's status through the watch and the worker; a change that does not change the
