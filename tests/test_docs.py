@@ -98,6 +98,15 @@ def test_every_link_leads_somewhere(page: Path) -> None:
     assert broken == []
 
 
+@pytest.mark.parametrize("page", [p for p in PAGES if p.name != "spec.md"], ids=_id)
+def test_the_rules_are_cited_by_a_link_to_their_section(page: Path) -> None:
+    """One way to cite the rules: `[§N](spec.md#...)`, never a bare §N or "section N", so that a
+    reader lands on the rule instead of a restatement of it (the anchors are checked above)."""
+    text = re.sub(r"`[^`\n]*`", "", BLOCK.sub("", page.read_text()))
+    text = re.sub(r"\[§[0-9.]+\]\((?:\.\./|docs/)?spec\.md#[^)]+\)", "", text)
+    assert re.findall(r"§[0-9]+|\b[Ss]ection [0-9]+\b", text) == []
+
+
 @pytest.mark.parametrize(("page", "body"), _blocks("yaml"), ids=lambda x: "")
 def test_every_yaml_block_loads_as_what_it_shows(page: Path, body: str) -> None:
     document = yaml.safe_load(body)
