@@ -35,6 +35,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from controller.kube.api import LEASE, ConflictError, Kube, KubeError, NotFoundError
+from controller.kube.runnable import Runnable
 from controller.ops.clocks import LeaseClock, SystemClock
 
 __all__ = [
@@ -178,7 +179,7 @@ class LeaderElector:
         self._on_started, self._on_stopped = on_started_leading, on_stopped_leading
         self._stop = threading.Event()
         self._release_on_stop = True
-        self._thread: threading.Thread | None = None
+        self._runner = Runnable("leader-election", self.run, self._stop.set)
         self._leading = False
         self._last_renew = -math.inf
         self._observed_holder: str | None = None
@@ -203,22 +204,17 @@ class LeaderElector:
 
     def start(self) -> None:
         """Run the election on a thread of its own."""
-        if self._thread is not None and self._thread.is_alive():
+        if self._runner.alive:
             raise RuntimeError("leader election is already running")
         self._stop.clear()
-        self._thread = threading.Thread(target=self.run, name="leader-election", daemon=True)
-        self._thread.start()
+        self._runner.start()
 
     def stop(self, *, release: bool = True, timeout: float = 5.0) -> bool:
         """Stop campaigning: step down (callbacks first) and, with `release`, free the Lease.
         `release=False` is a crash as the other replica sees it. False if the thread is still
         running after `timeout`."""
         self._release_on_stop = release
-        self._stop.set()
-        if self._thread is None:
-            return True
-        self._thread.join(timeout)
-        return not self._thread.is_alive()
+        return self._runner.stop(timeout)
 
     def run(self) -> None:
         """The election loop; returns after `stop()`."""

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import logging
 import queue
-import threading
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Literal
 
 from controller.kube.api import KubeError
+from controller.kube.runnable import Runnable
 from controller.spoke.addon import AddonStore, EventRecord
 from controller.spoke.event_series import EventCorrelator
 from statemachines import AddonState, Cause, Change, Outcome
@@ -87,12 +87,12 @@ class EventRecorder:
         self._store = store
         self._queue: queue.Queue[object] = queue.Queue(maxsize=capacity)
         self._on_result = on_result or (lambda outcome: None)
-        self._thread: threading.Thread | None = None
         self._correlator = EventCorrelator()
+        self._runner = Runnable("event-recorder", self._run, self._send_stop)
+        self._stop_timeout = 5.0
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
-        self._thread.start()
+        self._runner.start()
 
     def record(self, records: Iterable[EventRecord]) -> None:
         for record in records:
@@ -104,14 +104,16 @@ class EventRecorder:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Send what is queued (each call has its request timeout), then end the thread."""
-        if self._thread is None:
+        if not self._runner.alive:
             return
+        self._stop_timeout = timeout
+        self._runner.stop(timeout)
+
+    def _send_stop(self) -> None:
         try:
-            self._queue.put(_STOP, timeout=timeout)
+            self._queue.put(_STOP, timeout=self._stop_timeout)
         except queue.Full:
             log.warning("event queue still full at shutdown; pending Events are lost")
-        self._thread.join(timeout)
-        self._thread = None
 
     def _run(self) -> None:
         while True:

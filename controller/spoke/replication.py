@@ -33,6 +33,7 @@ from controller.kube.api import (
 )
 from controller.kube.backoff import RETRY_AFTER_CEILING, backoff_delay
 from controller.kube.rest import RestKube
+from controller.kube.runnable import Runnable
 from controller.kube.update import update_status
 from controller.ops.clocks import MonotonicClock
 from controller.spoke.metrics import ReplicationMetrics
@@ -159,7 +160,7 @@ class HubReplicator:
         self._rng = rng or random.Random()
         self._create_missing, self._conflict_retries = create_missing, max(conflict_retries, 1)
         self._wake = threading.Condition()
-        self._thread: threading.Thread | None = None
+        self._runner = Runnable("hub-replicator", self._run, self._interrupt)
         self._stopping = False
         # Everything below is guarded by `_wake`.
         self._latest: Publication | None = None
@@ -204,24 +205,21 @@ class HubReplicator:
     # --- lifecycle
 
     def start(self) -> None:
+        if self._runner.alive:
+            raise RuntimeError("hub replication is already running")
         with self._wake:
-            if self._thread is not None and self._thread.is_alive():
-                raise RuntimeError("hub replication is already running")
             self._stopping = False
-            self._thread = threading.Thread(target=self._run, name="hub-replicator", daemon=True)
-            self._thread.start()
+        self._runner.start()
 
     def stop(self, timeout: float = 5.0) -> bool:
         """Stop the thread; False if it is still inside a hub call after `timeout` (it exits
         when that call returns or times out: the client's request timeout bounds it)."""
+        return self._runner.stop(timeout)
+
+    def _interrupt(self) -> None:
         with self._wake:
             self._stopping = True
             self._wake.notify_all()
-            thread = self._thread
-        if thread is None:
-            return True
-        thread.join(timeout)
-        return not thread.is_alive()
 
     # --- the replication thread
 

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import logging
 import queue
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -40,6 +39,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from controller.kube.api import KubeError, WatchEvent
+from controller.kube.runnable import Runnable
 from controller.ops.clocks import MachineClock, utc_now
 from controller.ops.role import Role
 from controller.spoke.addon import AddonStore, EventRecord
@@ -111,7 +111,8 @@ class Worker:
         self._metrics = metrics
         self._queue: queue.Queue[object] = queue.Queue(maxsize=capacity)
         self._max_wait = max_wait
-        self._thread: threading.Thread | None = None
+        self._runner = Runnable("reconcile-worker", self._run, self._send_stop)
+        self._stop_timeout = 5.0
         self._waiting: list[Waiting] = []  # the worker's thread only
         self._running = False
         self._unready_after = unready_after
@@ -128,21 +129,22 @@ class Worker:
         """
         self._reconciler.begin(cr if cr is not None else self._store.get())
         self._running = True
-        self._thread = threading.Thread(target=self._run, name="reconcile-worker", daemon=True)
-        self._thread.start()
+        self._runner.start()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Finish the item at hand, answer every queued report with WorkerStoppedError."""
-        if self._thread is None:
+        if not self._running and not self._runner.alive:
             return
         self._running = False
+        self._stop_timeout = timeout
+        self._runner.stop(timeout)
+        self._drain()
+
+    def _send_stop(self) -> None:
         try:
-            self._queue.put(STOP, timeout=timeout)
+            self._queue.put(STOP, timeout=self._stop_timeout)
         except queue.Full:
             log.error("the worker's queue stayed full; stopping without draining it")
-        self._thread.join(timeout)
-        self._thread = None
-        self._drain()
 
     def submit(self, report: Report, *, timeout: float) -> Verdict:
         """The verdict the worker gives `report`, once the CR holds its effect; blocks the
@@ -207,7 +209,7 @@ class Worker:
 
     @property
     def alive(self) -> bool:
-        return self._thread is not None and self._thread.is_alive()
+        return self._runner.alive
 
     @property
     def present(self) -> bool:
