@@ -57,6 +57,17 @@ class ReportUnavailable(AddonStatusError):  # noqa: N818 (a state of the server,
     """No verdict within the deadline: the server is unreachable, not the leader, or failing."""
 
 
+def _encoded(body: dict[str, Any]) -> bytes:
+    """UTF-8 JSON, as short as the text: escaped as `\\uXXXX`, 6,000 emoji would take 72 KB
+    and the report API would refuse the body (413) where the same text as UTF-8 (24 KB) is cut
+    by the rules and kept. Text UTF-8 cannot encode (a lone surrogate) goes escaped, for the
+    server to refuse naming the field."""
+    try:
+        return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(body, separators=(",", ":")).encode("ascii")
+
+
 class _DeadlinePassedError(Exception):
     """Raised from inside urllib3's retry loop when the next attempt would start too late."""
 
@@ -192,7 +203,7 @@ class ReportClient:
         *,
         token: str | Callable[[], str] | None = None,
         timeout: float = 5.0,
-        retries: int = 8,
+        retries: int | None = None,
         backoff: float = 0.2,
         deadline: float = 30.0,
         ca_file: str | None = None,
@@ -205,7 +216,9 @@ class ReportClient:
         # No single attempt may outlast the whole call.
         attempt = min(timeout, deadline)
         self._timeout = urllib3.Timeout(connect=attempt, read=attempt)
-        self._retries = retries
+        # By default as many attempts as the deadline allows: a failover of a few seconds (503
+        # and Retry-After from the replica that is not the leader yet) is ridden out.
+        self._retries = 10_000 if retries is None else retries
         self._backoff = backoff
         self._deadline = deadline
         self._pool: urllib3.HTTPConnectionPool
@@ -244,7 +257,7 @@ class ReportClient:
             body["observedGeneration"] = observed_generation
         if version is not None:  # with UpdateSuccessful only: the version the update installs
             body["version"] = version
-        status, answer = self._post(json.dumps(body).encode())
+        status, answer = self._post(_encoded(body))
         payload = _decode(answer)
         if 200 <= status < 300 and isinstance(payload, dict):
             return payload

@@ -107,6 +107,30 @@ def test_a_503_is_retried_after_retry_after(
     assert time.monotonic() - started >= 0.9, "Retry-After: 1 was honoured"
 
 
+@pytest.mark.slow
+def test_a_failover_longer_than_eight_tries_is_ridden_out_within_the_deadline(
+    make_server: ServerFactory, config: Any, clock: Any
+) -> None:
+    """A leader change of some ten seconds: 503 with `Retry-After: 1` ten times, then the new
+    leader's verdict; the client keeps trying for its whole deadline (it gave up after 8)."""
+    sink = FailoverSink(config, clock)
+    sink.lost = 10
+    server = make_server(sink=sink)
+    with ReportClient(server.url, token=TOKENS["operator"], deadline=60.0) as client:
+        assert client.report(reason="UpdateSuccessful")["verdict"] == "accepted"
+    assert sink.attempts == 11  # ten refusals, then the verdict
+
+
+def test_a_message_of_emoji_is_sent_as_utf8_and_cut_by_the_rules_not_refused(
+    server: ReportServer, sink: CoreSink
+) -> None:
+    """6,000 emoji: 24 KB as UTF-8 (the report API takes 64 KiB), 72 KB if each were escaped
+    as \\uXXXX (refused with 413, the report lost). The rules cut the message to 1,024."""
+    with ReportClient(server.url, token=TOKENS["operator"]) as client:
+        verdict = client.report(reason="UpdateSuccessful", message="😀" * 6000)
+    assert verdict["verdict"] == "accepted"
+
+
 class _RetryLogged(logging.Handler):
     def __init__(self) -> None:
         super().__init__()
@@ -190,7 +214,7 @@ def test_retries_run_out_before_the_deadline() -> None:
         pytest.raises(ReportUnavailable) as caught,
     ):
         client.report(reason="UpdateSuccessful")
-    assert "Connection refused" in str(caught.value) or "NewConnectionError" in str(caught.value)
+    assert str(caught.value).startswith(f"{url}/v1/reports: ")  # the cause, in the OS's words
 
 
 def test_a_token_callable_is_read_for_every_call(server: ReportServer) -> None:
@@ -292,11 +316,10 @@ def test_every_call_shares_one_deadline_thread(server: ReportServer) -> None:
     """The deadlines of all calls are kept by one thread, not a thread per call: a collector
     reporting often must not pay a thread's start for each report."""
     with ReportClient(server.url, token=TOKENS["operator"]) as client:
-        client.report(reason="UpdateSuccessful")
-        before = threading.active_count()
         for _ in range(20):
             client.report(reason="UpdateSuccessful")
-        assert threading.active_count() == before
+    # this client's calls made no thread but the one alarm (the whole process's count is
+    # the test runner's business: other tests' threads come and go meanwhile)
     assert [t.name for t in threading.enumerate()].count("report-deadlines") == 1
 
 
