@@ -8,6 +8,7 @@ tens of MiB to import (figures in the README's Performance section)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -218,7 +219,15 @@ def _command(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     args = parser(_command(words)).parse_args(words)
-    code: int = args.handler(args)
+    try:
+        code: int = args.handler(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `addon-status simulate FILE | head`: the reader has seen enough. No traceback; stdout
+        # goes to /dev/null so that the interpreter's last flush fails no more (Python's recipe).
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     return code
 
 

@@ -42,7 +42,7 @@ def parse_retry_after(value: str | None, *, now: datetime) -> float | None:
     if value is None or not value.strip():
         return None
     text = value.strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # delay-seconds: ASCII digits only (not "²")
         return float(text)
     try:
         moment = parsedate_to_datetime(text)
