@@ -24,7 +24,7 @@ from controller.kube.connection import Connection
 from controller.kube.rest import RestKube
 from controller.ops.leader import LeaderElector, LeaderMetrics, SystemClock
 from kubesim import APIServer, RequestInfo, UserInfo
-from tests.hub.conftest import ADMIN, TOKENS, api_client
+from tests.spoke.replication.conftest import ADMIN, TOKENS, api_client
 from tests.support import connection, eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

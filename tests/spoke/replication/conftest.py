@@ -23,7 +23,7 @@ from kubesim import APIServer, UserInfo
 from tests import support
 from tests.kube.mount import SecretMount
 
-CRD = Path(__file__).resolve().parents[2] / "manifests" / "base" / "crd.yaml"
+CRD = Path(__file__).resolve().parents[3] / "manifests" / "base" / "crd.yaml"
 CLUSTER = "cluster1"
 SPOKE_NAMESPACE = "open-cluster-management-addon-observability"
 NAME = "observability-addon"

@@ -21,7 +21,8 @@ from controller.kube.kubeconfig import kubeconfig_yaml
 from controller.spoke.addon import GROUP, PLURAL, VERSION
 from controller.spoke.replication import HubReplicator
 from kubesim import APIServer, RequestInfo, UserInfo
-from tests.hub.conftest import (
+from tests.kube.mount import SecretMount
+from tests.spoke.replication.conftest import (
     ADMIN,
     CLUSTER,
     HUB_TOKEN,
@@ -30,7 +31,6 @@ from tests.hub.conftest import (
     TOKENS,
     api_client,
 )
-from tests.kube.mount import SecretMount
 from tests.support import eventually
 
 pytestmark = pytest.mark.integration

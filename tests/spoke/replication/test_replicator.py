@@ -21,7 +21,7 @@ from controller.kube.api import ErrorKind
 from controller.ops.leader import SystemClock
 from controller.spoke.metrics import ReplicationMetrics
 from controller.spoke.replication import HubReplicator
-from tests.hub.fakes import NAME, NAMESPACE, FakeHub, FakeSource
+from tests.spoke.replication.fakes import NAME, NAMESPACE, FakeHub, FakeSource
 from tests.support import eventually
 
 Factory = Callable[..., HubReplicator]

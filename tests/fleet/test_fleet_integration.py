@@ -29,7 +29,7 @@ from controller.kube.kubeconfig import KubeconfigSource, kubeconfig_yaml
 from controller.kube.rest import RestKube
 from controller.spoke.addon import GROUP, PLURAL, VERSION
 from kubesim import APIServer
-from tests.hub.conftest import ADMIN, CRD, TOKENS, addon, api_client
+from tests.spoke.replication.conftest import ADMIN, CRD, TOKENS, addon, api_client
 from tests.support import eventually
 
 pytestmark = pytest.mark.integration
