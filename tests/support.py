@@ -20,6 +20,7 @@ from controller.kube.rest import RestKube
 from controller.spoke.options import RunOptions, add_run_flags
 from kubesim import APIServer
 from statemachines.conditions import standard_true_in
+from tests.names import MC, UWL
 
 __all__ = [
     "IN_CLUSTER",
@@ -38,8 +39,6 @@ __all__ = [
 ]
 
 WAIT = 10.0  # seconds any single wait may take at most (a loaded 2-core machine)
-MC = "metrics-collector"
-UWL = "uwl-metrics-collector"
 
 
 def eventually(check: Callable[[], object], what: str = "", *, timeout: float = WAIT) -> None:

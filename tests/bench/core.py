@@ -36,7 +36,8 @@ from statemachines.vocabulary import Reason
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baseline import ROOT, worktree
 
-MC, UWL = "metrics-collector", "uwl-metrics-collector"
+from tests.names import MC, UWL
+
 R = Reason
 
 

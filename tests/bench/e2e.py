@@ -68,9 +68,9 @@ from controller.spoke.worker import Worker  # noqa: E402
 from kubesim import DEFAULT_NAMESPACES, APIServer  # noqa: E402
 from statemachines import Report, VerdictKind, apply, start, to_status  # noqa: E402
 from statemachines.vocabulary import Reason  # noqa: E402
+from tests.names import MC, UWL  # noqa: E402
 from tests.spoke.fakes import NAME, NAMESPACE, FakeClock  # noqa: E402
 
-MC, UWL = "metrics-collector", "uwl-metrics-collector"
 R = Reason
 CRD = ROOT / "manifests" / "base" / "crd.yaml"
 STEP = timedelta(milliseconds=10)

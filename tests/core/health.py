@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from statemachines.health.resources import Resource, load_resources
+from tests.names import MC, UWL
 
 __all__ = [
     "CERTIFICATE_RULE",
@@ -25,7 +26,6 @@ __all__ = [
 
 T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 MIN = timedelta(minutes=1)
-MC, UWL = "metrics-collector", "uwl-metrics-collector"
 COLLECTORS = (MC, UWL)
 
 # Flux RFC-0009's cert-manager Certificate, word for word.

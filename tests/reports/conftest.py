@@ -14,7 +14,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -27,6 +27,7 @@ from controller.reports.sink import SinkNotLeaderError, SinkUnavailableError
 from statemachines.config import Config
 from statemachines.core import apply, start
 from statemachines.reports import Report, Verdict
+from tests.spoke.fakes import FakeClock
 
 NS = "open-cluster-management-addon-observability"
 OPERATOR_SA = f"system:serviceaccount:{NS}:endpoint-observability-operator-sa"
@@ -51,27 +52,13 @@ TOKENS = {
 T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 
-class FakeClock:
-    def __init__(self, now: datetime = T0) -> None:
-        self._now = now
-        self._lock = threading.Lock()
-
-    def now(self) -> datetime:
-        with self._lock:
-            return self._now
-
-    def advance(self, delta: timedelta) -> None:
-        with self._lock:
-            self._now += delta
-
-
 class CoreSink:
     """A ReportSink that judges with the real core; what the worker does, without the CR."""
 
     def __init__(self, config: Config, clock: FakeClock) -> None:
         self.config = config
         self.clock = clock
-        self.state = start(config, clock.now())
+        self.state = start(config, clock())
         self.leader = True
         self.free = threading.Event()  # cleared: the worker does not get to a report in time
         self.free.set()
@@ -87,7 +74,7 @@ class CoreSink:
         if not self.free.wait(timeout):
             raise SinkUnavailableError(f"no verdict within {timeout}s", timeout=True)
         with self._lock:
-            outcome = apply(self.state, report, self.clock.now(), config=self.config)
+            outcome = apply(self.state, report, self.clock(), config=self.config)
             self.state = outcome.state
             self.judged.append(report)
         assert outcome.verdict is not None

@@ -30,13 +30,13 @@ from controller.spoke.app import Replica
 from controller.spoke.options import Address, RunOptions
 from kubesim import APIServer, UserInfo
 from tests import support
+from tests.names import MC, UWL
 from tests.spoke.fakes import FakeClock
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "base" / "crd.yaml"
 SPOKE_NAMESPACE = "open-cluster-management-addon-observability"
 CLUSTER = "cluster1"
 NAME = "observability-addon"
-MC, UWL = "metrics-collector", "uwl-metrics-collector"
 WAIT = 10.0  # the longest any single wait may take (a loaded 2-core machine)
 
 ADMIN = "admin-token"
@@ -93,17 +93,6 @@ def status_of(server: APIServer, namespace: str) -> dict[str, Any]:
 
 def conditions(status: dict[str, Any]) -> list[dict[str, Any]]:
     return list(status.get("conditions") or [])
-
-
-def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:
-    return next(c for c in conditions(status) if c["type"] == type_)
-
-
-def true_type(status: dict[str, Any]) -> str:
-    """The standard condition type that is True; "" while there is none."""
-    standard = {"Available", "Degraded", "Progressing", "Disabled", "NotSupported"}
-    found = (c["type"] for c in conditions(status) if c["type"] in standard)
-    return next((t for t in found if condition(status, t)["status"] == "True"), "")
 
 
 def status_writes(server: APIServer, *, user: str | None = None) -> int:

@@ -25,7 +25,7 @@ from kubesim import APIServer, RequestInfo
 from statemachines.placement import UPSTREAM_CONDITION_FIELDS
 from tests.kubesim.test_upstream_crd import UPSTREAM_CRD
 from tests.spoke.fakes import T0, FakeClock
-from tests.support import eventually
+from tests.support import condition, eventually, true_type
 from tests.system.conftest import (
     CLUSTER,
     MC,
@@ -36,11 +36,9 @@ from tests.system.conftest import (
     ReplicaFactory,
     api_client,
     boot,
-    condition,
     conditions,
     status_of,
     status_writes,
-    true_type,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

@@ -23,7 +23,7 @@ from controller.spoke.addon import PLURAL
 from controller.spoke.app import Replica
 from kubesim import APIServer
 from tests.spoke.fakes import T0, FakeClock
-from tests.support import eventually
+from tests.support import condition, eventually, true_type
 from tests.system.conftest import (
     CLUSTER,
     MC,
@@ -32,12 +32,10 @@ from tests.system.conftest import (
     WAIT,
     ReplicaFactory,
     boot,
-    condition,
     conditions,
     probe,
     status_of,
     status_writes,
-    true_type,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]

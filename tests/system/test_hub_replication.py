@@ -17,7 +17,7 @@ from kubernetes import client
 from controller import ReportClient
 from controller.spoke.addon import GROUP, PLURAL, VERSION
 from kubesim import APIServer, RequestInfo, UserInfo
-from tests.support import eventually
+from tests.support import condition, eventually, true_type
 from tests.system.conftest import (
     ADMIN,
     CLUSTER,
@@ -31,11 +31,9 @@ from tests.system.conftest import (
     ReplicaFactory,
     api_client,
     boot,
-    condition,
     conditions,
     status_of,
     status_writes,
-    true_type,
     write_kubeconfig,
 )
 

@@ -24,7 +24,7 @@ from kubernetes import client
 from controller import ReportClient
 from controller.kube.kubeconfig import kubeconfig_yaml
 from kubesim import APIServer
-from tests.support import eventually
+from tests.support import eventually, true_type
 from tests.system.conftest import (
     CLUSTER,
     HUB_TOKEN,
@@ -33,7 +33,6 @@ from tests.system.conftest import (
     api_client,
     conditions,
     status_of,
-    true_type,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
