@@ -34,6 +34,12 @@ __all__ = ["add_fleet_parser", "run_fleet", "watch_fleet"]
 
 _CLEAR = "\x1b[H\x1b[2J"  # cursor home, clear screen: a redraw in place
 _STATES = [*(t.value for t in ConditionType), UNKNOWN]
+_BY_CASE = {state.lower(): state for state in _STATES}
+
+
+def _state(text: str) -> str:
+    """A state in any case (`degraded`, `DEGRADED`), as kubectl reads a kind."""
+    return _BY_CASE.get(text.lower(), text)  # an unknown one is refused by `choices`
 
 
 def add_fleet_parser(sub: Any) -> None:
@@ -60,12 +66,13 @@ def add_fleet_parser(sub: Any) -> None:
         "--state",
         action="append",
         default=[],
+        type=_state,
         choices=_STATES,
         metavar="STATE",
         help="only clusters in STATE (one of: %(choices)s)",
     )
     fleet.add_argument(
-        "--not", dest="excluded", action="append", default=[], choices=_STATES,
+        "--not", dest="excluded", action="append", default=[], type=_state, choices=_STATES,
         metavar="STATE", help="leave out clusters in STATE (e.g. --not Available)",
     )  # fmt: skip
     fleet.add_argument(

@@ -114,6 +114,16 @@ def test_fleet_filters_end_to_end(kubeconfig: Path, capsys: pytest.CaptureFixtur
     assert document["total"] == 3 and document["summary"]["states"] == {"Degraded": 1}
 
 
+@pytest.mark.parametrize("written", ["degraded", "DEGRADED", "Degraded"])
+def test_a_state_is_read_in_any_case(
+    kubeconfig: Path, capsys: pytest.CaptureFixture[str], written: str
+) -> None:
+    document = fleet_json(capsys, "--kubeconfig", str(kubeconfig), "--state", written)
+    assert [c["cluster"] for c in document["clusters"]] == ["edge-2"]
+    not_available = fleet_json(capsys, "--kubeconfig", str(kubeconfig), "--not", "available")
+    assert [c["cluster"] for c in not_available["clusters"]] == ["edge-2"]
+
+
 def test_fleet_table_reads_the_kubeconfig_from_the_environment(
     kubeconfig: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
