@@ -24,7 +24,7 @@ from pathlib import Path
 from shutil import get_terminal_size
 from typing import TYPE_CHECKING, Any, TextIO
 
-from controller.fleet.view import UNKNOWN, Filters, render, render_rows
+from controller.fleet.view import OUTPUTS, SORT_KEYS, UNKNOWN, Filters, Output, render, render_rows
 from statemachines.names import ConditionType
 
 if TYPE_CHECKING:
@@ -61,7 +61,18 @@ def add_fleet_parser(sub: Any) -> None:
     fleet.add_argument(
         "--interval", type=float, default=1.0, help="seconds between redraws with --watch"
     )
-    fleet.add_argument("--format", choices=["table", "json"], default="table")
+    fleet.add_argument(
+        "-o", "--output", "--format", dest="format", choices=OUTPUTS, default="table",
+        help="table (default), wide (lines not cut to the terminal), json, yaml (the same "
+        "document), name (one cluster a line)",
+    )  # fmt: skip
+    fleet.add_argument(
+        "--no-headers", action="store_true", help="table and wide: the rows alone, no summary"
+    )
+    fleet.add_argument(
+        "--sort-by", choices=SORT_KEYS, default="cluster",
+        help="cluster (default), state, or since (the longest in its state first)",
+    )  # fmt: skip
     fleet.add_argument(
         "--state",
         action="append",
@@ -98,12 +109,12 @@ def run_fleet(args: argparse.Namespace) -> int:
         return 2
     kube = RestKube(client, request_timeout=30.0)
     filters = Filters(frozenset(args.state), frozenset(args.excluded), tuple(args.cluster))
-    json_format = args.format == "json"
+    output = Output(args.format, headers=not args.no_headers, sort_by=args.sort_by)
     width = get_terminal_size((160, 24)).columns
     if args.watch:
 
         def show(copies: Iterable[Mapping[str, Any]], now: datetime) -> str:
-            return render(copies, now, filters=filters, json_format=json_format, width=width)
+            return render(copies, now, filters=filters, output=output, width=width)
 
         with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):  # how a watch ends
             watch_fleet(kube, show, out=sys.stdout, interval=args.interval, name=args.copy_name)
@@ -117,7 +128,7 @@ def run_fleet(args: argparse.Namespace) -> int:
     rows = [row for row in listing.rows if row.cluster in clusters]
     now = datetime.now(UTC)
     with contextlib.suppress(BrokenPipeError):  # `fleet | head`: the reader has seen enough
-        view = render_rows(rows, now, filters=filters, json_format=json_format, width=width)
+        view = render_rows(rows, now, filters=filters, output=output, width=width)
         print(view)
     return _closed_quietly()
 

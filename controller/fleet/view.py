@@ -1,5 +1,6 @@
-"""The fleet view's logic, pure: one row per hub copy, the filters, a summary, and the two
-outputs (a table for people, a JSON document of a stable shape for machines).
+"""The fleet view's logic, pure: one row per hub copy, the filters, a summary, the order, and
+the outputs kubectl's `-o` names (a table for people, wide, a JSON or YAML document of a stable
+shape for machines, the names alone for scripts).
 
 No client and no clock here: the caller lists the hub copies (`controller.fleet.copies`)
 and passes `now`, so that every rule below is tested on plain dicts.
@@ -26,9 +27,12 @@ from statemachines.conditions import STANDARD_TYPES, format_time, parse_time, st
 from statemachines.names import ConditionType
 
 __all__ = [
+    "OUTPUTS",
     "SCHEMA",
+    "SORT_KEYS",
     "UNKNOWN",
     "Filters",
+    "Output",
     "Row",
     "Summary",
     "age",
@@ -48,6 +52,20 @@ READY: Final = "Ready"  # docs/spec.md §10's condition; not a standard type, co
 RECENT: Final = timedelta(hours=1)  # "changed state in the last hour"
 
 _NO_STATUS: Final = "no standard condition is True on the hub copy"
+OUTPUTS: Final = ("table", "wide", "json", "yaml", "name")
+SORT_KEYS: Final = ("cluster", "state", "since")
+
+
+@dataclass(frozen=True)
+class Output:
+    """How the view is written, as kubectl's flags say it: `format` is `-o` (`table`; `wide`,
+    its lines not cut to the terminal; `json`; `yaml`, the same document; `name`, one cluster a
+    line), `headers` False is `--no-headers` (the rows alone), `sort_by` is `--sort-by`
+    (`cluster`; `state`, then cluster; `since`, the longest in its state first)."""
+
+    format: str = "table"
+    headers: bool = True
+    sort_by: str = "cluster"
 
 
 @dataclass(frozen=True)
@@ -248,9 +266,12 @@ def summary_line(summary: Summary) -> str:
 _COLUMNS: Final = ("CLUSTER", "STATE", "REASON", "SINCE", "READY", "VERSION", "MESSAGE")
 
 
-def as_table(rows: Sequence[Row], summary: Summary, *, total: int, width: int = 160) -> str:
+def as_table(
+    rows: Sequence[Row], summary: Summary, *, total: int, width: int = 160, headers: bool = True
+) -> str:
     """The rows under a header, columns as wide as their widest cell, each message's first
-    line cut to fit `width`; then the summary, saying how many of `total` copies are shown."""
+    line cut to fit `width`; then the summary, saying how many of `total` copies are shown.
+    Without `headers`, the rows alone."""
     cells = [
         tuple(
             _printable(text)
@@ -268,10 +289,12 @@ def as_table(rows: Sequence[Row], summary: Summary, *, total: int, width: int = 
     ]
     widths = [max(len(c[i]) for c in [_COLUMNS, *cells]) for i in range(len(_COLUMNS) - 1)]
     lines = []
-    for cell in [_COLUMNS, *cells]:
+    for cell in [_COLUMNS, *cells] if headers else cells:
         head = "  ".join(text.ljust(w) for text, w in zip(cell, widths, strict=False))
         line = f"{head}  {cell[-1]}"
         lines.append(line if len(line) <= width else line[: max(width - 1, 0)] + "…")
+    if not headers:
+        return "\n".join(lines)
     shown = "" if total == len(rows) else f" (shown: {len(rows)} of {total})"
     return "\n".join([*lines, "", summary_line(summary) + shown])
 
@@ -296,14 +319,17 @@ def as_json(rows: Sequence[Row], summary: Summary, *, total: int) -> str:
     """The stable machine shape (README, "The fleet view"), on one line (json's fast C encoder
     writes only compact JSON): `kind`, `now`, `total` (hub copies listed), `clusters` (the
     rows shown, each with every field, null when unknown) and `summary` (of the rows shown)."""
-    document = {
+    return json.dumps(_document(rows, summary, total=total))
+
+
+def _document(rows: Sequence[Row], summary: Summary, *, total: int) -> dict[str, Any]:
+    return {
         "kind": SCHEMA,
         "now": format_time(summary.now),
         "total": total,
         "clusters": [row.to_json() for row in rows],
         "summary": summary.to_json(),
     }
-    return json.dumps(document)
 
 
 def render(
@@ -311,11 +337,11 @@ def render(
     now: datetime,
     *,
     filters: Filters,
-    json_format: bool = False,
+    output: Output = Output(),
     width: int = 160,
 ) -> str:
-    """The whole view of `copies` at `now`: rows filtered, summarised, in the chosen format."""
-    return render_rows(rows_of(copies), now, filters=filters, json_format=json_format, width=width)
+    """The whole view of `copies` at `now`: rows filtered, summarised, in the chosen output."""
+    return render_rows(rows_of(copies), now, filters=filters, output=output, width=width)
 
 
 def render_rows(
@@ -323,12 +349,31 @@ def render_rows(
     now: datetime,
     *,
     filters: Filters,
-    json_format: bool = False,
+    output: Output = Output(),
     width: int = 160,
 ) -> str:
-    """The whole view of `rows` (sorted by cluster) at `now`."""
-    shown = filters.apply(rows)
+    """The whole view of `rows` at `now`, in `output`'s order and format."""
+    shown = sorted(filters.apply(rows), key=_SORT[output.sort_by])
     summary = summarise(shown, now)
-    if json_format:
+    if output.format == "json":
         return as_json(shown, summary, total=len(rows))
-    return as_table(shown, summary, total=len(rows), width=width)
+    if output.format == "yaml":
+        import yaml
+
+        return yaml.safe_dump(_document(shown, summary, total=len(rows)), sort_keys=False).rstrip()
+    if output.format == "name":
+        return "\n".join(row.cluster for row in shown)
+    wide = output.format == "wide"
+    return as_table(shown, summary, total=len(rows), width=10**9 if wide else width,
+                    headers=output.headers)  # fmt: skip
+
+
+_SORT: Final[Mapping[str, Any]] = {
+    "cluster": lambda row: (row.cluster, row.name),
+    "state": lambda row: (row.state, row.cluster, row.name),
+    "since": lambda row: (
+        row.since is None,
+        row.since.timestamp() if row.since else 0.0,
+        row.cluster,
+    ),
+}

@@ -22,7 +22,7 @@ from kubernetes import client
 from controller.cli import main
 from controller.fleet.command import watch_fleet
 from controller.fleet.copies import list_hub_copies
-from controller.fleet.view import Filters, render
+from controller.fleet.view import Filters, Output, render
 from controller.hub.mirror import cluster_namespace
 from controller.kube.connection import Connection
 from controller.kube.kubeconfig import KubeconfigSource, kubeconfig_yaml
@@ -168,7 +168,7 @@ def watching(kubeconfig: Path) -> Iterator[Screen]:
     """`watch_fleet` on a thread of its own, JSON frames on a Screen, stopped on exit."""
 
     def show(copies: Iterable[Mapping[str, Any]], now: datetime) -> str:
-        return render(copies, now, filters=Filters(), json_format=True)
+        return render(copies, now, filters=Filters(), output=Output("json"))
 
     screen, stop = Screen(), threading.Event()
     api = RestKube(KubeconfigSource(kubeconfig).current())

@@ -16,7 +16,7 @@ from itertools import count
 from typing import Any
 
 from controller.fleet.command import watch_fleet
-from controller.fleet.view import Filters, render
+from controller.fleet.view import Filters, Output, render
 from controller.hub.mirror import cluster_namespace
 from controller.kube.api import ADDON, NAMESPACE, UnavailableError
 from controller.kube.fake import FakeKube
@@ -67,7 +67,7 @@ def watching(kube: FakeKube, err: io.StringIO | None = None) -> Iterator[Pipe]:
         return START + timedelta(seconds=next(seconds))
 
     def show(copies: Iterable[Mapping[str, Any]], at: datetime) -> str:
-        return render(copies, at, filters=Filters(), json_format=True)  # a frame is one line
+        return render(copies, at, filters=Filters(), output=Output("json"))  # a frame is one line
 
     out, stop = Pipe(), threading.Event()
     thread = threading.Thread(

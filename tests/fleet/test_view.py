@@ -9,11 +9,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import yaml
 
 from controller.fleet.view import (
     SCHEMA,
     UNKNOWN,
     Filters,
+    Output,
     Row,
     age,
     as_json,
@@ -233,7 +235,7 @@ def test_table_says_how_many_rows_the_filters_left() -> None:
 
 def test_json_has_the_documented_shape() -> None:
     document = json.loads(render(FLEET, NOW, filters=Filters(clusters=("prod-*",)),
-                                 json_format=True))  # fmt: skip
+                                 output=Output("json")))  # fmt: skip
     assert list(document) == ["kind", "now", "total", "clusters", "summary"]
     assert (document["kind"], document["now"], document["total"]) == (
         SCHEMA, "2026-03-01T12:00:00Z", 5)  # fmt: skip
@@ -289,3 +291,28 @@ def test_fleet_escapes_control_characters_a_copy_carries() -> None:
     table = render([copy], datetime(2026, 1, 1, tzinfo=UTC), filters=Filters())
     assert "\x1b" not in table and "\r" not in table
     assert "R\\x1b[2J" in table and "2.15\\x1b[0m" in table and "ok\\x1b[31m\\x0dc2" in table
+
+
+def test_name_yaml_and_no_headers_write_what_kubectl_users_expect() -> None:
+    names = render(FLEET, NOW, filters=Filters(), output=Output("name")).splitlines()
+    assert names == sorted(names) and len(names) == len(FLEET)
+    document = yaml.safe_load(render(FLEET, NOW, filters=Filters(), output=Output("yaml")))
+    assert document == json.loads(render(FLEET, NOW, filters=Filters(), output=Output("json")))
+    bare = render(FLEET, NOW, filters=Filters(), output=Output(headers=False)).splitlines()
+    assert len(bare) == len(FLEET) and not bare[0].startswith("CLUSTER")
+
+
+def test_wide_lines_are_not_cut_to_the_terminal() -> None:
+    table = render(FLEET, NOW, filters=Filters(), width=40)
+    wide = render(FLEET, NOW, filters=Filters(), width=40, output=Output("wide"))
+    assert any(line.endswith("…") for line in table.splitlines())
+    assert not any(len(line) > 40 and line.endswith("…") for line in wide.splitlines())
+
+
+@pytest.mark.parametrize("key", ["state", "since"])
+def test_sort_by_orders_the_rows(key: str) -> None:
+    document = json.loads(render(FLEET, NOW, filters=Filters(), output=Output("json", sort_by=key)))
+    values = [c[key] for c in document["clusters"]]
+    known = [v for v in values if v is not None]
+    assert known == sorted(known)
+    assert values[: len(known)] == known  # unknown times last
