@@ -87,6 +87,11 @@ def add_fleet_parser(sub: Any) -> None:
         metavar="STATE", help="leave out clusters in STATE (e.g. --not Available)",
     )  # fmt: skip
     fleet.add_argument(
+        "-l", "--selector", default="", metavar="SELECTOR",
+        help="only clusters whose ManagedCluster has these labels (e.g. env=prod,cloud=aws); "
+        "listed once, also under --watch",
+    )  # fmt: skip
+    fleet.add_argument(
         "--cluster", action="append", default=[], metavar="PATTERN",
         help="only clusters whose name matches the glob PATTERN (e.g. 'prod-*')",
     )  # fmt: skip
@@ -94,7 +99,7 @@ def add_fleet_parser(sub: Any) -> None:
 
 
 def run_fleet(args: argparse.Namespace) -> int:
-    from controller.fleet.copies import list_clusters, list_hub_copies
+    from controller.fleet.copies import list_clusters, list_hub_copies, selected_clusters
     from controller.kube.api import KubeError
     from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource
     from controller.kube.rest import RestKube
@@ -111,9 +116,16 @@ def run_fleet(args: argparse.Namespace) -> int:
     filters = Filters(frozenset(args.state), frozenset(args.excluded), tuple(args.cluster))
     output = Output(args.format, headers=not args.no_headers, sort_by=args.sort_by)
     width = get_terminal_size((160, 24)).columns
+    try:  # the ManagedClusters a selector picks: one list, kept for a --watch
+        chosen = selected_clusters(kube, args.selector) if args.selector else None
+    except KubeError as error:
+        print(f"addon-status fleet: {error}", file=sys.stderr)
+        return 1
     if args.watch:
 
         def show(copies: Iterable[Mapping[str, Any]], now: datetime) -> str:
+            if chosen is not None:
+                copies = [c for c in copies if (c.get("metadata") or {}).get("namespace") in chosen]
             return render(copies, now, filters=filters, output=output, width=width)
 
         with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):  # how a watch ends
@@ -125,7 +137,9 @@ def run_fleet(args: argparse.Namespace) -> int:
     except KubeError as error:
         print(f"addon-status fleet: {error}", file=sys.stderr)
         return 1
-    rows = [row for row in listing.rows if row.cluster in clusters]
+    rows = [
+        r for r in listing.rows if r.cluster in clusters and (chosen is None or r.cluster in chosen)
+    ]
     now = datetime.now(UTC)
     with contextlib.suppress(BrokenPipeError):  # `fleet | head`: the reader has seen enough
         view = render_rows(rows, now, filters=filters, output=output, width=width)

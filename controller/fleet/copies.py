@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from controller.fleet.view import Row, row_of
-from controller.hub.ocm import CLUSTER_LABEL
-from controller.kube.api import ADDON, ALL_NAMESPACES, NAMESPACE, Kube, KubeError
+from controller.hub.ocm import CLUSTER_LABEL, MANAGED_CLUSTER
+from controller.kube.api import ADDON, ALL_NAMESPACES, NAMESPACE, ApiResource, Kube, KubeError
 from controller.kube.api import resource_version as version_of
 
-__all__ = ["COPY_NAME", "PAGE", "Listing", "list_clusters", "list_hub_copies"]
+__all__ = ["COPY_NAME", "PAGE", "Listing", "list_clusters", "list_hub_copies", "selected_clusters"]
 
 COPY_NAME: Final = "observability-addon"  # what every spoke names its hub copy
 PAGE: Final = 500
@@ -38,13 +38,22 @@ class Listing:
 
 def list_clusters(kube: Kube, *, page: int = PAGE) -> frozenset[str]:
     """The namespaces OCM made for a ManagedCluster. Raises KubeError."""
+    return _names(kube, NAMESPACE, CLUSTER_LABEL, page)
+
+
+def selected_clusters(kube: Kube, selector: str, *, page: int = PAGE) -> frozenset[str]:
+    """The ManagedClusters whose labels `selector` picks (`fleet -l env=prod`): how a fleet is
+    sliced, by the labels OCM and its users put on clusters. Raises KubeError."""
+    return _names(kube, MANAGED_CLUSTER, selector, page)
+
+
+def _names(kube: Kube, resource: ApiResource, selector: str, page: int) -> frozenset[str]:
     names: set[str] = set()
     token = ""
     while True:
         answer = kube.list(
-            NAMESPACE, ALL_NAMESPACES, label_selector=CLUSTER_LABEL, limit=page,
-            continue_token=token,
-        )  # fmt: skip
+            resource, ALL_NAMESPACES, label_selector=selector, limit=page, continue_token=token
+        )
         names.update(str(_name(i)) for i in answer.get("items") or [] if isinstance(i, dict))
         token = str((answer.get("metadata") or {}).get("continue") or "")
         if not token:

@@ -7,10 +7,17 @@ from typing import Final
 
 from controller.kube.api import ApiResource
 
-__all__ = ["CLUSTER_LABEL", "MANAGED_CLUSTER_ADDON"]
+__all__ = ["CLUSTER_LABEL", "MANAGED_CLUSTER", "MANAGED_CLUSTER_ADDON"]
 
 MANAGED_CLUSTER_ADDON: Final = ApiResource(
     "addon.open-cluster-management.io", "v1alpha1", "managedclusteraddons", "ManagedClusterAddOn"
+)
+MANAGED_CLUSTER: Final = ApiResource(
+    "cluster.open-cluster-management.io",
+    "v1",
+    "managedclusters",
+    "ManagedCluster",
+    namespaced=False,
 )
 CLUSTER_LABEL: Final = "open-cluster-management.io/cluster-name"
 """OCM's registration labels the namespace of each ManagedCluster with it: what a cluster is (a

@@ -24,6 +24,7 @@ from controller.fleet.command import watch_fleet
 from controller.fleet.copies import list_hub_copies
 from controller.fleet.view import Filters, Output, render
 from controller.hub.mirror import cluster_namespace
+from controller.hub.ocm import MANAGED_CLUSTER
 from controller.kube.connection import Connection
 from controller.kube.kubeconfig import KubeconfigSource, kubeconfig_yaml
 from controller.kube.rest import RestKube
@@ -33,6 +34,12 @@ from tests.spoke.replication.conftest import ADMIN, CRD, TOKENS, addon, api_clie
 from tests.support import eventually
 
 pytestmark = pytest.mark.integration
+MANAGED_CLUSTER_CRD = (
+    Path(__file__).resolve().parents[1]
+    / "data"
+    / "crds"
+    / "managedclusters.cluster.open-cluster-management.io.yaml"
+)
 CLUSTERS = ("edge-1", "edge-2", "prod-1")
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -57,9 +64,19 @@ def write_status(hub: APIServer, cluster: str, state: str, reason: str) -> None:
 
 @pytest.fixture
 def hub() -> Iterator[APIServer]:
-    with APIServer([CRD], tokens=TOKENS, namespaces=["default", "hub-own"]) as server:
+    with APIServer([CRD, MANAGED_CLUSTER_CRD], tokens=TOKENS,
+                   namespaces=["default", "hub-own"]) as server:  # fmt: skip
         for cluster in CLUSTERS:  # as OCM's registration makes them
             server.put_object("", "v1", "namespaces", cluster_namespace(cluster))
+            labels = {"env": cluster.split("-")[0]}  # edge or prod
+            managed = {"apiVersion": MANAGED_CLUSTER.api_version, "kind": MANAGED_CLUSTER.kind,
+                       "metadata": {"name": cluster, "labels": labels}, "spec": {}}  # fmt: skip
+            group, version, plural = (
+                MANAGED_CLUSTER.group,
+                MANAGED_CLUSTER.version,
+                "managedclusters",
+            )
+            server.put_object(group, version, plural, managed)
         with api_client(server) as admin:
             api = client.CustomObjectsApi(admin)
             for cluster in (*CLUSTERS, "hub-own"):  # hub-own: a hub that manages itself
@@ -112,6 +129,16 @@ def test_fleet_filters_end_to_end(kubeconfig: Path, capsys: pytest.CaptureFixtur
                           "--cluster", "edge-*")  # fmt: skip
     assert [c["cluster"] for c in document["clusters"]] == ["edge-2"]
     assert document["total"] == 3 and document["summary"]["states"] == {"Degraded": 1}
+
+
+def test_a_label_selector_on_the_managed_clusters_slices_the_fleet(
+    hub: APIServer, kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    document = fleet_json(capsys, "--kubeconfig", str(kubeconfig), "-l", "env=edge")
+    assert [c["cluster"] for c in document["clusters"]] == ["edge-1", "edge-2"]
+    assert hub.count_requests(verbs=["list"], resource="managedclusters") == 1
+    assert main(["fleet", "--kubeconfig", str(kubeconfig), "-o", "name", "-l", "env!=edge"]) == 0
+    assert capsys.readouterr().out.split() == ["prod-1"]
 
 
 @pytest.mark.parametrize("written", ["degraded", "DEGRADED", "Degraded"])
