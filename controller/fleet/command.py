@@ -53,6 +53,9 @@ def add_fleet_parser(sub: Any) -> None:
         "--kubeconfig", help="the hub's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)"
     )
     fleet.add_argument(
+        "--context", metavar="NAME", help="the kubeconfig's context to use (default: current)"
+    )
+    fleet.add_argument(
         "--copy-name", default="observability-addon", metavar="NAME",
         help="the hub copies: the ObservabilityAddon of this name in each cluster namespace "
         "(objects of other names are no cluster's)",
@@ -108,7 +111,7 @@ def run_fleet(args: argparse.Namespace) -> int:
         print("addon-status fleet: --interval must be positive", file=sys.stderr)
         return 2
     try:
-        client = KubeconfigSource(_kubeconfig_path(args.kubeconfig)).current()
+        client = KubeconfigSource(_kubeconfig_path(args.kubeconfig), args.context).current()
     except KubeconfigError as error:
         print(f"addon-status fleet: {error}", file=sys.stderr)
         return 2

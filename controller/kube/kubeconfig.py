@@ -86,10 +86,13 @@ _FILE_KEYS = {
 }
 
 
-def _named_files(path: Path, document: dict[str, Any]) -> tuple[Path, ...]:
-    """The files the current context's cluster and user name, relative to the kubeconfig's
-    directory as kubectl resolves them."""
-    context = _named(document, "contexts", document.get("current-context")).get("context") or {}
+def _named_files(
+    path: Path, document: dict[str, Any], chosen: str | None = None
+) -> tuple[Path, ...]:
+    """The files the context's cluster and user name (the current context unless `chosen`),
+    relative to the kubeconfig's directory as kubectl resolves them."""
+    name = chosen or document.get("current-context")
+    context = _named(document, "contexts", name).get("context") or {}
     found = []
     for kind, keys in _FILE_KEYS.items():
         entry = _named(document, f"{kind}s", context.get(kind)).get(kind) or {}
@@ -116,16 +119,19 @@ def _parse(path: Path, data: bytes) -> dict[str, Any]:
     return document
 
 
-def load_client(path: Path, data: bytes) -> Connection:
-    """A connection from the bytes read from `path` (see the module docstring). Messages name
-    entries and keys, never values: a kubeconfig holds tokens and keys."""
+def load_client(path: Path, data: bytes, context: str | None = None) -> Connection:
+    """A connection from the bytes read from `path`, for its current context unless `context`
+    (kubectl's `--context`), see the module docstring. Messages name entries and keys, never
+    values: a kubeconfig holds tokens and keys."""
     document = _parse(path, data)
-    named = _named(document, "contexts", document.get("current-context"))
+    named = _named(document, "contexts", context or document.get("current-context"))
+    if not named and context:
+        raise KubeconfigError(path, f"kubeconfig has no context {context!r}")
     if not named:
         raise KubeconfigError(path, "kubeconfig cannot be used: its current-context is not defined")
-    context = named.get("context") or {}
-    cluster = _named(document, "clusters", context.get("cluster")).get("cluster") or {}
-    user = _named(document, "users", context.get("user")).get("user") or {}
+    entry = named.get("context") or {}
+    cluster = _named(document, "clusters", entry.get("cluster")).get("cluster") or {}
+    user = _named(document, "users", entry.get("user")).get("user") or {}
     if not isinstance(cluster, dict) or not isinstance(user, dict):
         raise KubeconfigError(path, "kubeconfig cannot be used: malformed entry")
     if not cluster.get("server"):
@@ -200,11 +206,12 @@ class KubeconfigSource:
     `current()` always returns a working client (the newest one that could be built).
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], context: str | None = None) -> None:
         self.path = Path(path)
+        self.context = context  # kubectl's --context; None: the file's current-context
         self._lock = threading.Lock()
         data, snapshot = self._read_all()
-        self._client: Connection = load_client(self.path, data)
+        self._client: Connection = load_client(self.path, data, context)
         self._snapshot = snapshot
         self._failed: tuple[Stat, ...] | None = None
 
@@ -234,7 +241,7 @@ class KubeconfigSource:
     def _read_all(self) -> tuple[bytes, _Snapshot]:
         """The kubeconfig's bytes, and the snapshot of it and of the files it names."""
         data, _ = _read(self.path)
-        files = (self.path, *_named_files(self.path, _parse(self.path, data)))
+        files = (self.path, *_named_files(self.path, _parse(self.path, data), self.context))
         stats = _stats(files)
         digest = hashlib.sha256(data)
         for named in files[1:]:
@@ -247,7 +254,7 @@ class KubeconfigSource:
             if snapshot.digest == self._snapshot.digest and reason == "file changed":
                 self._snapshot = snapshot  # touched, not changed: keep the client
                 return True
-            client = load_client(self.path, data)
+            client = load_client(self.path, data, self.context)
         except KubeconfigError as error:
             failed = _stats(self._snapshot.files)
             if failed != self._failed:

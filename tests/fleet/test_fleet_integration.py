@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 
 from controller.cli import main
@@ -252,3 +253,26 @@ def test_fleet_counts_only_copies_named_as_configured(
     assert document["total"] == 3
     other = fleet_json(capsys, "--kubeconfig", str(kubeconfig), "--copy-name", "spoofed")
     assert [c["cluster"] for c in other["clusters"]] == ["edge-1"]
+
+
+def test_context_chooses_the_kubeconfigs_context_as_kubectl_does(
+    hub: APIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two contexts: the current one points nowhere, `--context hub` at the hub."""
+    with APIServer([CRD]) as gone:
+        nowhere = gone.url
+    document = yaml.safe_load(kubeconfig_yaml(server=hub.url, token=ADMIN))
+    document["clusters"].append({"name": "gone", "cluster": {"server": nowhere}})
+    document["contexts"].append(
+        {"name": "gone", "context": {"cluster": "gone", "user": document["users"][0]["name"]}}
+    )
+    hub_context, document["current-context"] = document["current-context"], "gone"
+    path = tmp_path / "two-contexts"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    assert main(["fleet", "--kubeconfig", str(path), "-o", "name"]) == 1  # the current: gone
+    capsys.readouterr()
+    assert main(["fleet", "--kubeconfig", str(path), "--context", hub_context, "-o", "name"]) == 0
+    assert capsys.readouterr().out.split() == list(CLUSTERS)
+    assert main(["fleet", "--kubeconfig", str(path), "--context", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "kubeconfig has no context 'nope'" in err
