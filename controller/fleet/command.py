@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import queue
 import sys
@@ -42,6 +43,17 @@ def _state(text: str) -> str:
     return _BY_CASE.get(text.lower(), text)  # an unknown one is refused by `choices`
 
 
+def _seconds(text: str) -> float:
+    """A positive number of seconds; argparse reports anything else (exit 2)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:  # NaN included
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text!r}")
+    return value
+
+
 def add_fleet_parser(sub: Any) -> None:
     fleet = sub.add_parser(
         "fleet",
@@ -53,6 +65,10 @@ def add_fleet_parser(sub: Any) -> None:
         "--kubeconfig", help="the hub's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)"
     )
     fleet.add_argument(
+        "cluster_name", nargs="?", metavar="CLUSTER",
+        help="one cluster described: its conditions, resources, versions and history",
+    )  # fmt: skip
+    fleet.add_argument(
         "--context", metavar="NAME", help="the kubeconfig's context to use (default: current)"
     )
     fleet.add_argument(
@@ -62,7 +78,7 @@ def add_fleet_parser(sub: Any) -> None:
     )  # fmt: skip
     fleet.add_argument("--watch", action="store_true", help="keep the view live until Ctrl-C")
     fleet.add_argument(
-        "--interval", type=float, default=1.0, help="seconds between redraws with --watch"
+        "--interval", type=_seconds, default=1.0, help="seconds between redraws with --watch"
     )
     fleet.add_argument(
         "-o", "--output", "--format", dest="format", choices=OUTPUTS, default="table",
@@ -107,9 +123,6 @@ def run_fleet(args: argparse.Namespace) -> int:
     from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource
     from controller.kube.rest import RestKube
 
-    if args.interval <= 0:
-        print("addon-status fleet: --interval must be positive", file=sys.stderr)
-        return 2
     try:
         client = KubeconfigSource(_kubeconfig_path(args.kubeconfig), args.context).current()
     except KubeconfigError as error:
@@ -119,6 +132,8 @@ def run_fleet(args: argparse.Namespace) -> int:
     filters = Filters(frozenset(args.state), frozenset(args.excluded), tuple(args.cluster))
     output = Output(args.format, headers=not args.no_headers, sort_by=args.sort_by)
     width = get_terminal_size((160, 24)).columns
+    if args.cluster_name:
+        return _one_cluster(kube, args.cluster_name, args.copy_name, args.format)
     try:  # the ManagedClusters a selector picks: one list, kept for a --watch
         chosen = selected_clusters(kube, args.selector) if args.selector else None
     except KubeError as error:
@@ -147,6 +162,31 @@ def run_fleet(args: argparse.Namespace) -> int:
     with contextlib.suppress(BrokenPipeError):  # `fleet | head`: the reader has seen enough
         view = render_rows(rows, now, filters=filters, output=output, width=width)
         print(view)
+    return _closed_quietly()
+
+
+def _one_cluster(kube: Kube, cluster: str, name: str, output: str) -> int:
+    """`fleet CLUSTER`: 0 with the cluster described, 1 when its copy cannot be read."""
+    from controller.fleet.cluster import cluster_document, describe
+    from controller.kube.api import ADDON, KubeError
+
+    try:
+        copy = kube.get(ADDON, cluster, name)
+    except KubeError as error:
+        print(f"addon-status fleet: {error}", file=sys.stderr)
+        return 1
+    if output in ("json", "yaml"):
+        document = cluster_document(copy)
+        if output == "json":
+            print(json.dumps(document))
+        else:
+            import yaml
+
+            print(yaml.safe_dump(document, sort_keys=False).rstrip())
+    elif output == "name":
+        print(cluster)
+    else:
+        print(describe(copy, datetime.now(UTC)))
     return _closed_quietly()
 
 

@@ -276,3 +276,31 @@ def test_context_chooses_the_kubeconfigs_context_as_kubectl_does(
     assert main(["fleet", "--kubeconfig", str(path), "--context", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "kubeconfig has no context 'nope'" in err
+
+
+def test_one_cluster_is_described_and_its_document_read(
+    kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["fleet", "--kubeconfig", str(kubeconfig), "edge-2"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith("Cluster:   edge-2\nState:     Degraded (ForwardFailure)\n")
+    conditions = text.split("Conditions:\n")[1].split("\n\n")[0].splitlines()
+    assert conditions[0].split() == ["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"]
+    assert conditions[3].split()[:3] == ["Degraded", "True", "ForwardFailure"]
+    assert "History (newest first):\n  (not on the hub copy" in text  # conditions copied only
+    document = fleet_json(capsys, "--kubeconfig", str(kubeconfig), "edge-2")
+    assert document["kind"] == "addon-status.fleet.cluster/v1"
+    assert document["cluster"] == "edge-2" and document["state"] == "Degraded"
+    assert [c["type"] for c in document["conditions"]][:3] == [
+        "Available", "Progressing", "Degraded",
+    ]  # fmt: skip
+    assert main(["fleet", "--kubeconfig", str(kubeconfig), "-o", "name", "edge-2"]) == 0
+    assert capsys.readouterr().out == "edge-2\n"
+
+
+def test_an_unknown_cluster_is_a_one_line_read_error(
+    kubeconfig: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["fleet", "--kubeconfig", str(kubeconfig), "nowhere"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "nowhere" in err
