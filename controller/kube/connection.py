@@ -170,6 +170,8 @@ class Connection:
 
     def _authorization(self) -> str | None:
         token = self._token or self._from_file() or self._from_plugin()
+        if token and not (token.isascii() and token.isprintable()):  # never a header to split
+            raise KubeConfigurationError("the bearer token holds a line break or control character")
         return f"Bearer {token}" if token else None
 
     def _from_file(self) -> str | None:
@@ -259,8 +261,8 @@ def _run_plugin(plugin: ExecPlugin, server: str) -> tuple[str, datetime | None]:
             "spec": {"interactive": False}}  # fmt: skip
     env = {**os.environ, **dict(plugin.env), "KUBERNETES_EXEC_INFO": json.dumps(info)}
     try:
-        done = subprocess.run(
-            [plugin.command, *plugin.args], env=env, capture_output=True, timeout=60,
+        done = subprocess.run(  # its stderr is the process's, as client-go passes it on
+            [plugin.command, *plugin.args], env=env, stdout=subprocess.PIPE, timeout=60,
             check=False, stdin=subprocess.DEVNULL,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as error:
@@ -272,26 +274,47 @@ def _run_plugin(plugin: ExecPlugin, server: str) -> tuple[str, datetime | None]:
     try:
         credential = json.loads(done.stdout)
         status = credential["status"]
-        token = str(status["token"])
     except (ValueError, KeyError, TypeError):
         raise KubeConfigurationError(
-            f"exec plugin {plugin.command} printed no ExecCredential with a token"
+            f"exec plugin {plugin.command} printed no ExecCredential"
         ) from None
     if credential.get("apiVersion") not in _EXEC_VERSIONS:
         raise KubeConfigurationError(f"exec plugin {plugin.command}: unknown apiVersion")
-    expires = status.get("expirationTimestamp")
+    if not isinstance(status, dict) or not status.get("token"):
+        certificate = isinstance(status, dict) and status.get("clientCertificateData")
+        raise KubeConfigurationError(
+            f"exec plugin {plugin.command} returned a client certificate, which addon-status "
+            "does not support: it needs a token"
+            if certificate
+            else f"exec plugin {plugin.command} printed an ExecCredential without a token"
+        )
+    return str(status["token"]), _expiry(plugin, status.get("expirationTimestamp"))
+
+
+def _expiry(plugin: ExecPlugin, stamp: object) -> datetime | None:
+    """An ExecCredential's `expirationTimestamp`: RFC 3339 with its zone, as client-go decodes
+    it (a zone-less time is refused there too)."""
+    if not stamp:
+        return None
     try:
-        when = datetime.fromisoformat(str(expires).replace("Z", "+00:00")) if expires else None
+        when = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
     except ValueError:
         when = None
-    return token, when
+    if when is None or when.tzinfo is None:
+        raise KubeConfigurationError(
+            f"exec plugin {plugin.command}: expirationTimestamp is not an RFC 3339 time"
+        )
+    return when
 
 
-def plugin_of(raw: Mapping[str, Any]) -> ExecPlugin:
-    """A kubeconfig user's `exec` section."""
+def plugin_of(raw: Mapping[str, Any], base: Path) -> ExecPlugin:
+    """A kubeconfig user's `exec` section; a command with a path separator (`./plugin.sh`) is
+    relative to the kubeconfig's directory `base`, one without is looked up on PATH, as
+    client-go resolves it."""
     env = tuple((str(e["name"]), str(e["value"])) for e in raw.get("env") or [] if "name" in e)
+    command = str(raw["command"])
     return ExecPlugin(
-        command=str(raw["command"]),
+        command=str(base / command) if os.sep in command else command,
         args=tuple(str(a) for a in raw.get("args") or []),
         env=env,
         api_version=str(raw.get("apiVersion") or _EXEC_VERSIONS[0]),

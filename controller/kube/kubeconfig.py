@@ -136,21 +136,12 @@ def load_client(path: Path, data: bytes, context: str | None = None) -> Connecti
         raise KubeconfigError(path, "kubeconfig cannot be used: malformed entry")
     if not cluster.get("server"):
         raise KubeconfigError(path, "kubeconfig's current cluster has no server")
-    if user.get("auth-provider"):
-        raise KubeconfigError(
-            path, "kubeconfig's user has an auth-provider, which addon-status does not support; "
-            "use an exec plugin"
-        )  # fmt: skip
-    if user.get("username") or user.get("password"):
-        raise KubeconfigError(
-            path, "kubeconfig's user has a username/password, which kube-apiserver no longer "
-            "accepts (basic auth, removed in 1.19); use a token or a client certificate"
-        )  # fmt: skip
+    _check_supported(path, cluster, user)
     base = path.parent.resolve()
-
-    def file(entry: Mapping[str, Any], key: str) -> Path | None:
-        value = entry.get(key)
-        return (base / str(value)) if value else None
+    token_file = _file_of(base, user, "tokenFile")
+    if token_file is not None and not os.access(token_file, os.R_OK):
+        raise KubeconfigError(path, f"kubeconfig's tokenFile {token_file} cannot be read")
+    exec_section = user.get("exec")
 
     def decoded(entry: Mapping[str, Any], key: str) -> bytes | None:
         value = entry.get(key)
@@ -165,12 +156,12 @@ def load_client(path: Path, data: bytes, context: str | None = None) -> Connecti
         return Connection(
             str(cluster["server"]),
             token=str(user["token"]) if user.get("token") else None,
-            token_file=file(user, "tokenFile"),
-            exec_plugin=plugin_of(user["exec"]) if isinstance(user.get("exec"), dict) else None,
-            ca_file=file(cluster, "certificate-authority"),
+            token_file=token_file,
+            exec_plugin=plugin_of(exec_section, base) if isinstance(exec_section, dict) else None,
+            ca_file=_file_of(base, cluster, "certificate-authority"),
             ca_data=decoded(cluster, "certificate-authority-data"),
-            cert_file=file(user, "client-certificate"),
-            key_file=file(user, "client-key"),
+            cert_file=_file_of(base, user, "client-certificate"),
+            key_file=_file_of(base, user, "client-key"),
             cert_data=decoded(user, "client-certificate-data"),
             key_data=decoded(user, "client-key-data"),
             insecure=bool(cluster.get("insecure-skip-tls-verify")),
@@ -183,6 +174,56 @@ def load_client(path: Path, data: bytes, context: str | None = None) -> Connecti
         raise KubeconfigError(
             path, f"kubeconfig cannot be used: malformed entry ({type(error).__name__})"
         ) from None
+
+
+def _check_supported(path: Path, cluster: Mapping[str, Any], user: Mapping[str, Any]) -> None:
+    """Refuse, naming it, what kubectl would refuse or what this client would not honour:
+    ignoring it would act with another identity or another trust than the file says."""
+    if user.get("auth-provider"):
+        raise KubeconfigError(
+            path, "kubeconfig's user has an auth-provider, which addon-status does not support; "
+            "use an exec plugin"
+        )  # fmt: skip
+    if user.get("username") or user.get("password"):
+        raise KubeconfigError(
+            path, "kubeconfig's user has a username/password, which kube-apiserver no longer "
+            "accepts (basic auth, removed in 1.19); use a token or a client certificate"
+        )  # fmt: skip
+    impersonation = sorted(key for key in _IMPERSONATION if user.get(key))
+    if impersonation:
+        raise KubeconfigError(
+            path, f"kubeconfig's user impersonates ({', '.join(impersonation)}), which "
+            "addon-status does not support: it would act as the wider identity instead"
+        )  # fmt: skip
+    https = str(cluster.get("server")).startswith(
+        "https:"
+    )  # kubectl checks TLS settings only there
+    if (
+        https
+        and cluster.get("insecure-skip-tls-verify")
+        and (cluster.get("certificate-authority") or cluster.get("certificate-authority-data"))
+    ):
+        raise KubeconfigError(
+            path, "kubeconfig's cluster sets insecure-skip-tls-verify beside a certificate "
+            "authority, which kubectl refuses too: keep one"
+        )  # fmt: skip
+    if not _printable(user.get("token")):
+        raise KubeconfigError(path, "kubeconfig's token holds a line break or control character")
+
+
+# A user's impersonation keys (kubectl's --as, --as-uid, --as-group, user extras).
+_IMPERSONATION: Final = ("as", "as-uid", "as-groups", "as-user-extra")
+
+
+def _printable(token: object) -> bool:
+    """A token an HTTP header can carry: ASCII, no line break or control character."""
+    return token is None or (str(token).isascii() and str(token).isprintable())
+
+
+def _file_of(base: Path, entry: Mapping[str, Any], key: str) -> Path | None:
+    """The file a kubeconfig entry names, relative to the kubeconfig's directory."""
+    value = entry.get(key)
+    return (base / str(value)) if value else None
 
 
 def kubeconfig_yaml(*, server: str, token: str, name: str = "hub", user: str = "hub") -> str:

@@ -8,7 +8,6 @@ account; one retry only where nothing could have been repeated, and no credentia
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,12 +16,13 @@ import proxy
 import pytest
 import urllib3
 
-from controller.kube.connection import Connection, ExecPlugin, KubeConfigurationError
+from controller.kube.connection import Connection, KubeConfigurationError
 from controller.kube.kubeconfig import client_for
 from controller.kube.proxy import proxy_for
 from kubesim import APIServer, ServingTLS, UserInfo
 from statemachines.errors import AddonStatusError
 from tests.certificates import Authority, write_whole
+from tests.kube.credential_plugin import exec_plugin
 from tests.kube.mount import SecretMount
 
 pytestmark = pytest.mark.integration
@@ -113,40 +113,45 @@ class TestCredentials:
         assert TOKEN not in str(caught.value)
         assert server.audit == [], "no request without a credential"
 
+    @pytest.mark.parametrize(
+        ("made", "problem"),
+        [
+            ({"expires": "2999-01-01T00:00:00"}, "expirationTimestamp is not an RFC 3339 time"),
+            ({"certificate": True}, "returned a client certificate, which addon-status does not"),
+        ],
+        ids=["zone-less-expiry", "client-certificate"],
+    )
+    def test_an_exec_credential_this_client_cannot_use_is_refused_naming_why(
+        self, server: APIServer, tmp_path: Path, made: dict[str, Any], problem: str
+    ) -> None:
+        plugin = exec_plugin(tmp_path, token=TOKEN, **made)
+        with (
+            Connection(server.url, exec_plugin=plugin) as connection,
+            pytest.raises(KubeConfigurationError, match=problem) as caught,
+        ):
+            connection.request("GET", "/version")
+        assert TOKEN not in str(caught.value)
+        assert server.audit == [], "no request with a credential that cannot be read"
+
+    def test_a_token_with_a_line_break_is_refused_before_it_splits_a_header(
+        self, server: APIServer, tmp_path: Path
+    ) -> None:
+        mount = SecretMount(tmp_path / "serviceaccount", key="token")
+        mount.write(f"{TOKEN}\nImpersonate-User: system:admin")
+        with (
+            Connection(server.url, token_file=mount.path) as connection,
+            pytest.raises(KubeConfigurationError, match="line break") as caught,
+        ):
+            connection.request("GET", "/version")
+        assert TOKEN not in str(caught.value)
+        assert server.audit == []
+
     def test_nothing_shows_a_credential(self) -> None:
         connection = Connection(
             "https://127.0.0.1:6443", token=TOKEN, proxy=f"http://u:{OTHER}@127.0.0.1:3128"
         )
         assert TOKEN not in repr(connection)
         assert OTHER not in repr(connection)
-
-
-def exec_plugin(
-    directory: Path,
-    *,
-    token: str,
-    expires: str | None = None,
-    runs: Path | None = None,
-    exit_code: int = 0,
-) -> ExecPlugin:
-    """A credential plugin as `kubectl` runs one: it appends the KUBERNETES_EXEC_INFO it was
-    given to `runs` and prints an ExecCredential (or the token to stderr, and fails)."""
-    script = directory / "credential-plugin"
-    status = {"token": token, **({"expirationTimestamp": expires} if expires else {})}
-    credential = {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
-                  "status": status}  # fmt: skip
-    script.write_text(
-        f"#!{sys.executable}\n"
-        "import os, sys\n"
-        f"if {str(runs)!r} != 'None':\n"
-        f"    open({str(runs)!r}, 'a').write(os.environ['KUBERNETES_EXEC_INFO'] + '\\n')\n"
-        f"if {exit_code}:\n"
-        f"    sys.stderr.write({token!r})\n"
-        f"    sys.exit({exit_code})\n"
-        f"print({json.dumps(credential)!r})\n"
-    )
-    script.chmod(0o700)
-    return ExecPlugin(command=str(script))
 
 
 class TestTLS:

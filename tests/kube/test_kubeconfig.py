@@ -5,18 +5,29 @@ names the path without quoting the file's secrets."""
 from __future__ import annotations
 
 import logging
+import subprocess
 from pathlib import Path
 
 import pytest
 import yaml
 
 from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource, kubeconfig_yaml
-from kubesim import APIServer, ServingTLS
+from kubesim import APIServer, ServingTLS, UserInfo
 from tests.certificates import Authority, write_whole
+from tests.kube.credential_plugin import exec_plugin
 from tests.kube.mount import SecretMount
+from tests.support import KUBECTL
 
 TOKEN = "s3cr3t-token-value"
 SERVER = "http://127.0.0.1:6443"
+
+INSECURE_WITH_CA = kubeconfig_yaml(server="https://127.0.0.1:6443", token=TOKEN).replace(
+    "server: ",
+    "insecure-skip-tls-verify: true\n    certificate-authority-data: QUFBQQ==\n    server: ",
+)
+MISSING_TOKEN_FILE = kubeconfig_yaml(server=SERVER, token=TOKEN).replace(
+    f"token: {TOKEN}", "tokenFile: nowhere/token"
+)
 
 
 def token_of(source: KubeconfigSource) -> str:
@@ -127,6 +138,28 @@ def test_a_missing_file_names_the_path(tmp_path: Path) -> None:
             "socks proxies are not supported",
             id="socks-proxy",
         ),
+        pytest.param(
+            kubeconfig_yaml(server=SERVER, token=TOKEN).replace(
+                f"token: {TOKEN}", f"token: {TOKEN}\n    as: system:admin"
+            ),
+            r"impersonates \(as\), which addon-status does not support",
+            id="impersonation",
+        ),
+        pytest.param(
+            INSECURE_WITH_CA,
+            "insecure-skip-tls-verify beside a certificate authority",
+            id="insecure-with-ca",
+        ),
+        pytest.param(
+            kubeconfig_yaml(server=SERVER, token=TOKEN).replace(
+                f"token: {TOKEN}", f'token: "{TOKEN}\\nX-Injected: 1"'
+            ),
+            "token holds a line break or control character",
+            id="token-with-a-line-break",
+        ),
+        pytest.param(
+            MISSING_TOKEN_FILE, "tokenFile .*/nowhere/token cannot be read", id="missing-token-file"
+        ),
     ],
 )
 def test_a_broken_kubeconfig_names_the_path_and_not_the_secret(
@@ -179,3 +212,46 @@ def test_a_rotated_client_certificate_is_picked_up_when_its_files_change(
         source.close()
     assert [r.user for r in hub.audit] == ["agent-first", "agent-rotated"]
     assert len([r for r in caplog.records if "reloaded" in r.getMessage()]) == 1
+
+
+def test_kubectl_refuses_a_ca_beside_insecure_skip_tls_verify_too(tmp_path: Path) -> None:
+    """The real kubectl is the reference: it refuses this kubeconfig (for an https server)
+    before any request. (A missing tokenFile it does not refuse: it sends the request without
+    credentials; addon-status names the file instead, see docs/reference/configuration.md.)"""
+    assert KUBECTL is not None, "kubectl: pip install -e '.[test]' installs it"
+    path = tmp_path / "kubeconfig"
+    path.write_text(INSECURE_WITH_CA, encoding="utf-8")
+    done = subprocess.run(
+        [KUBECTL, "--kubeconfig", str(path), "get", "--raw", "/version"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode != 0
+    assert (
+        "specifying a root certificates file with the insecure flag is not allowed" in done.stderr
+    )
+    with pytest.raises(KubeconfigError, match="beside a certificate authority"):
+        KubeconfigSource(path)
+
+
+def test_an_exec_command_with_a_path_is_relative_to_the_kubeconfig_as_client_go_resolves_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "bin").mkdir()
+    exec_plugin(tmp_path / "bin", token=TOKEN)  # bin/credential-plugin
+    path = tmp_path / "kubeconfig"
+    with APIServer([], tokens={TOKEN: UserInfo("agent")}) as server:
+        path.write_text(
+            kubeconfig_yaml(server=server.url, token=TOKEN).replace(
+                f"token: {TOKEN}",
+                "exec: {command: ./bin/credential-plugin, "
+                "apiVersion: client.authentication.k8s.io/v1}",
+            ),
+            encoding="utf-8",
+        )
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        monkeypatch.chdir(elsewhere)  # not the kubeconfig's directory
+        source = KubeconfigSource(path)
+        assert source.current().request("GET", "/version").status == 200
+        source.close()
+        assert [record.user for record in server.audit] == ["agent"]
