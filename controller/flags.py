@@ -14,6 +14,7 @@ Light on purpose: `--help` of every command imports this, never the Kubernetes c
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -171,7 +172,7 @@ class ProcessOptions(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     FLAGS: ClassVar[tuple[Flag, ...]] = (*PROCESS_FLAGS, *ELECTION_FLAGS)
 
-    kubeconfig: Path | None = None  # None: the in-cluster service account
+    kubeconfig: Path | tuple[Path, ...] | None = None  # KUBECONFIG's files; None: in-cluster
     metrics_address: Address = Address(host="0.0.0.0", port=8080)
     probe_address: Address = Address(host="0.0.0.0", port=8081)
     request_timeout: float = Field(default=10.0, gt=0)
@@ -221,14 +222,20 @@ class ProcessOptions(BaseModel):
 
     def check(self) -> None:
         """What needs the file system: the kubeconfig exists."""
-        if self.kubeconfig is not None and not self.kubeconfig.is_file():
-            raise OptionsError(f"kubeconfig {self.kubeconfig}: no such file")
+        files = (self.kubeconfig,) if isinstance(self.kubeconfig, Path) else self.kubeconfig
+        if files and not any(path.is_file() for path in files):
+            where = os.pathsep.join(map(str, files))
+            raise OptionsError(f"kubeconfig {where}: no such file")
 
 
-def default_kubeconfig(environ: Mapping[str, str]) -> Path | None:
-    """`KUBECONFIG`, else in-cluster when in a pod, else `~/.kube/config`, as kubectl does."""
-    if environ.get("KUBECONFIG"):
-        return Path(environ["KUBECONFIG"].split(":")[0])
+def default_kubeconfig(environ: Mapping[str, str]) -> Path | tuple[Path, ...] | None:
+    """`KUBECONFIG` (its files merged, as kubectl merges them), else in-cluster when in a pod,
+    else `~/.kube/config`, as kubectl does."""
+    from controller.kube.kubeconfig import kubeconfig_files  # the seam only where it is needed
+
+    files = kubeconfig_files(environ.get("KUBECONFIG", ""))
+    if files:
+        return files[0] if len(files) == 1 else files
     if environ.get("KUBERNETES_SERVICE_HOST"):
         return None
     home = environ.get("HOME")

@@ -55,6 +55,11 @@ def test_a_kubeconfig_from_the_flag_or_kubeconfig(tmp_path: Path) -> None:
     path.write_text("apiVersion: v1\n")
     assert run_options(["--kubeconfig", str(path)]).kubeconfig == path
     assert run_options([], {"KUBECONFIG": str(path)}).kubeconfig == path
+    gone = tmp_path / "gone"
+    listed = run_options([], {"KUBECONFIG": f"{path}:{gone}:{path}"}).kubeconfig
+    assert listed == (path, gone)  # kubectl's list, merged by the loader; one that exists is enough
+    with pytest.raises(OptionsError, match=f"kubeconfig {gone}:{tmp_path / 'x'}: no such file"):
+        run_options([], {"KUBECONFIG": f"{gone}:{tmp_path / 'x'}"})
 
 
 @pytest.mark.parametrize(

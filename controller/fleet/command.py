@@ -201,11 +201,14 @@ def _closed_quietly() -> int:
     return 0
 
 
-def _kubeconfig_path(flag: str | None) -> Path:
+def _kubeconfig_path(flag: str | None) -> Path | tuple[Path, ...]:
+    """`--kubeconfig`, else `KUBECONFIG`'s files (merged, as kubectl merges them), else
+    `~/.kube/config`."""
+    from controller.kube.kubeconfig import kubeconfig_files
+
     if flag:
         return Path(flag)
-    from_env = os.environ.get("KUBECONFIG", "").split(os.pathsep)[0]
-    return Path(from_env) if from_env else Path.home() / ".kube" / "config"
+    return kubeconfig_files(os.environ.get("KUBECONFIG", "")) or Path.home() / ".kube" / "config"
 
 
 def watch_fleet(

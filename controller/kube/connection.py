@@ -307,14 +307,11 @@ def _expiry(plugin: ExecPlugin, stamp: object) -> datetime | None:
     return when
 
 
-def plugin_of(raw: Mapping[str, Any], base: Path) -> ExecPlugin:
-    """A kubeconfig user's `exec` section; a command with a path separator (`./plugin.sh`) is
-    relative to the kubeconfig's directory `base`, one without is looked up on PATH, as
-    client-go resolves it."""
+def plugin_of(raw: Mapping[str, Any]) -> ExecPlugin:
+    """A kubeconfig user's `exec` section (its command resolved as the kubeconfig's paths)."""
     env = tuple((str(e["name"]), str(e["value"])) for e in raw.get("env") or [] if "name" in e)
-    command = str(raw["command"])
     return ExecPlugin(
-        command=str(base / command) if os.sep in command else command,
+        command=str(raw["command"]),
         args=tuple(str(a) for a in raw.get("args") or []),
         env=env,
         api_version=str(raw.get("apiVersion") or _EXEC_VERSIONS[0]),

@@ -12,9 +12,10 @@ good one whenever a rebuild fails: a broken rotation must not cut a working conn
 What a kubeconfig may say, read as kubectl reads it: the current context's cluster (`server`,
 `certificate-authority[-data]`, `insecure-skip-tls-verify`, `tls-server-name`, `proxy-url`) and
 user (`token`, `tokenFile`, `client-certificate[-data]`, `client-key[-data]`, `exec`); relative
-paths resolve against the file's directory. A user with `username`/`password` (basic auth,
-which kube-apiserver removed in 1.19) or an `auth-provider` (client-go keeps only `oidc`, not
-supported here) is refused, naming it.
+paths resolve against their file's directory, and `KUBECONFIG`'s files are merged, as kubectl
+does. A user with `username`/`password` (basic auth, which kube-apiserver removed in 1.19), an
+`auth-provider` (client-go keeps only `oidc`, not supported here) or impersonation (`as`: not
+honoured here, so refused rather than ignored) is refused, naming it.
 
 Error messages name the path and the kind of problem but never quote the file: a kubeconfig
 holds tokens and keys.
@@ -28,7 +29,7 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -39,7 +40,14 @@ from controller.kube.connection import Connection, KubeConfigurationError, plugi
 from statemachines.errors import AddonStatusError
 from statemachines.yamlfile import YAMLFileError, load_yaml
 
-__all__ = ["KubeconfigError", "KubeconfigSource", "client_for", "client_for_url", "load_client"]
+__all__ = [
+    "Kubeconfig",
+    "KubeconfigError",
+    "KubeconfigSource",
+    "client_for",
+    "client_for_url",
+    "kubeconfig_files",
+]
 
 log = logging.getLogger(__name__)
 
@@ -86,17 +94,15 @@ _FILE_KEYS = {
 }
 
 
-def _named_files(
-    path: Path, document: dict[str, Any], chosen: str | None = None
-) -> tuple[Path, ...]:
+def _named_files(document: dict[str, Any], chosen: str | None = None) -> tuple[Path, ...]:
     """The files the context's cluster and user name (the current context unless `chosen`),
-    relative to the kubeconfig's directory as kubectl resolves them."""
+    made absolute by `_resolved`."""
     name = chosen or document.get("current-context")
     context = _named(document, "contexts", name).get("context") or {}
     found = []
     for kind, keys in _FILE_KEYS.items():
         entry = _named(document, f"{kind}s", context.get(kind)).get(kind) or {}
-        found += [path.parent / str(entry[key]) for key in keys if entry.get(key)]
+        found += [Path(str(entry[key])) for key in keys if entry.get(key)]
     return tuple(found)
 
 
@@ -119,11 +125,48 @@ def _parse(path: Path, data: bytes) -> dict[str, Any]:
     return document
 
 
-def load_client(path: Path, data: bytes, context: str | None = None) -> Connection:
-    """A connection from the bytes read from `path`, for its current context unless `context`
-    (kubectl's `--context`), see the module docstring. Messages name entries and keys, never
+def _resolved(document: dict[str, Any], base: Path) -> dict[str, Any]:
+    """`document` with the files its clusters and users name made absolute against `base`
+    (its file's directory), an `exec` command too when it holds a path separator: client-go's
+    ResolveLocalPaths, done per file before files are merged."""
+    keys = {**_FILE_KEYS, "user": (*_FILE_KEYS["user"], "exec")}
+    for kind, names in keys.items():
+        for entry in document.get(f"{kind}s") or []:
+            inner = entry.get(kind) if isinstance(entry, dict) else None
+            if not isinstance(inner, dict):
+                continue
+            for key in names:
+                if key == "exec" and isinstance(inner.get("exec"), dict):
+                    command = inner["exec"].get("command")
+                    if isinstance(command, str) and os.sep in command:
+                        inner["exec"] = {**inner["exec"], "command": str(base / command)}
+                elif key != "exec" and inner.get(key):
+                    inner[key] = str(base / str(inner[key]))
+    return document
+
+
+def _merged(documents: list[dict[str, Any]]) -> dict[str, Any]:
+    """Kubeconfigs merged as kubectl merges the files of `KUBECONFIG`: the first file to set
+    `current-context` wins, and of clusters, users and contexts of one name the first file's."""
+    current = next((d["current-context"] for d in documents if d.get("current-context")), None)
+    merged: dict[str, Any] = {"current-context": current, "clusters": [], "users": [],
+                              "contexts": []}  # fmt: skip
+    for document in documents:
+        for kind in ("clusters", "users", "contexts"):
+            seen = {e.get("name") for e in merged[kind]}
+            merged[kind] += [
+                e
+                for e in document.get(kind) or []
+                if isinstance(e, dict) and e.get("name") not in seen
+            ]
+    return merged
+
+
+def _connection(path: Path, document: dict[str, Any], context: str | None) -> Connection:
+    """The connection a kubeconfig document (its paths resolved, its files merged) describes,
+    for its current context unless `context` (kubectl's `--context`), see the module
+    docstring; `path` names where it came from. Messages name entries and keys, never
     values: a kubeconfig holds tokens and keys."""
-    document = _parse(path, data)
     named = _named(document, "contexts", context or document.get("current-context"))
     if not named and context:
         raise KubeconfigError(path, f"kubeconfig has no context {context!r}")
@@ -137,8 +180,7 @@ def load_client(path: Path, data: bytes, context: str | None = None) -> Connecti
     if not cluster.get("server"):
         raise KubeconfigError(path, "kubeconfig's current cluster has no server")
     _check_supported(path, cluster, user)
-    base = path.parent.resolve()
-    token_file = _file_of(base, user, "tokenFile")
+    token_file = _file_of(user, "tokenFile")
     if token_file is not None and not os.access(token_file, os.R_OK):
         raise KubeconfigError(path, f"kubeconfig's tokenFile {token_file} cannot be read")
     exec_section = user.get("exec")
@@ -157,11 +199,11 @@ def load_client(path: Path, data: bytes, context: str | None = None) -> Connecti
             str(cluster["server"]),
             token=str(user["token"]) if user.get("token") else None,
             token_file=token_file,
-            exec_plugin=plugin_of(exec_section, base) if isinstance(exec_section, dict) else None,
-            ca_file=_file_of(base, cluster, "certificate-authority"),
+            exec_plugin=plugin_of(exec_section) if isinstance(exec_section, dict) else None,
+            ca_file=_file_of(cluster, "certificate-authority"),
             ca_data=decoded(cluster, "certificate-authority-data"),
-            cert_file=_file_of(base, user, "client-certificate"),
-            key_file=_file_of(base, user, "client-key"),
+            cert_file=_file_of(user, "client-certificate"),
+            key_file=_file_of(user, "client-key"),
             cert_data=decoded(user, "client-certificate-data"),
             key_data=decoded(user, "client-key-data"),
             insecure=bool(cluster.get("insecure-skip-tls-verify")),
@@ -220,10 +262,10 @@ def _printable(token: object) -> bool:
     return token is None or (str(token).isascii() and str(token).isprintable())
 
 
-def _file_of(base: Path, entry: Mapping[str, Any], key: str) -> Path | None:
-    """The file a kubeconfig entry names, relative to the kubeconfig's directory."""
+def _file_of(entry: Mapping[str, Any], key: str) -> Path | None:
+    """The file a kubeconfig entry names (absolute: `_resolved` made it so)."""
     value = entry.get(key)
-    return (base / str(value)) if value else None
+    return Path(str(value)) if value else None
 
 
 def kubeconfig_yaml(*, server: str, token: str, name: str = "hub", user: str = "hub") -> str:
@@ -239,6 +281,15 @@ def kubeconfig_yaml(*, server: str, token: str, name: str = "hub", user: str = "
     })  # fmt: skip
 
 
+Kubeconfig = str | os.PathLike[str] | Sequence[Path]  # one file, or `KUBECONFIG`'s files
+
+
+def kubeconfig_files(value: str) -> tuple[Path, ...]:
+    """The files a `KUBECONFIG` value lists (separated by `os.pathsep`), empty entries and
+    repeats dropped, in order, as kubectl reads it."""
+    return tuple(Path(p) for p in dict.fromkeys(value.split(os.pathsep)) if p)
+
+
 class KubeconfigSource:
     """The current hub client; rebuilt when the file changes, old client kept on failure.
 
@@ -247,12 +298,17 @@ class KubeconfigSource:
     `current()` always returns a working client (the newest one that could be built).
     """
 
-    def __init__(self, path: str | os.PathLike[str], context: str | None = None) -> None:
-        self.path = Path(path)
+    def __init__(self, path: Kubeconfig, context: str | None = None) -> None:
+        self.paths = (Path(path),) if isinstance(path, str | os.PathLike) else tuple(path)
+        if not self.paths:
+            raise ValueError("a KubeconfigSource needs a file")
+        self.path = (
+            self.paths[0] if len(self.paths) == 1 else Path(os.pathsep.join(map(str, self.paths)))
+        )
         self.context = context  # kubectl's --context; None: the file's current-context
         self._lock = threading.Lock()
-        data, snapshot = self._read_all()
-        self._client: Connection = load_client(self.path, data, context)
+        document, snapshot = self._read_all()
+        self._client: Connection = _connection(self.path, document, context)
         self._snapshot = snapshot
         self._failed: tuple[Stat, ...] | None = None
 
@@ -261,7 +317,7 @@ class KubeconfigSource:
         when one's identity or content changed. A change that fails to load is logged once."""
         with self._lock:
             stats = _stats(self._snapshot.files)
-            if stats[0] is None:
+            if all(stat is None for stat in stats[: len(self.paths)]):
                 return self._client  # mid-swap or gone: keep what works, report on reload
             if stats in (self._snapshot.stats, self._failed):
                 return self._client
@@ -279,23 +335,33 @@ class KubeconfigSource:
         with self._lock:
             return self._rebuild_locked(reason="reload requested")
 
-    def _read_all(self) -> tuple[bytes, _Snapshot]:
-        """The kubeconfig's bytes, and the snapshot of it and of the files it names."""
-        data, _ = _read(self.path)
-        files = (self.path, *_named_files(self.path, _parse(self.path, data), self.context))
-        stats = _stats(files)
-        digest = hashlib.sha256(data)
-        for named in files[1:]:
+    def _read_all(self) -> tuple[dict[str, Any], _Snapshot]:
+        """The kubeconfig (its files merged, as kubectl merges `KUBECONFIG`'s: one that does
+        not exist is skipped unless it is the only one), and the snapshot of its files and of
+        the files it names."""
+        digest = hashlib.sha256()
+        documents = []
+        for path in self.paths:
+            if len(self.paths) > 1 and not path.exists():
+                continue
+            data, _ = _read(path)
+            documents.append(_resolved(_parse(path, data), path.parent.resolve()))
+            digest.update(data)
+        if not documents:
+            raise KubeconfigError(self.path, "none of the kubeconfig files exists")
+        document = _merged(documents) if len(documents) > 1 else documents[0]
+        files = (*self.paths, *_named_files(document, self.context))
+        for named in files[len(self.paths) :]:
             digest.update(_bytes_or_nothing(named))
-        return data, _Snapshot(files, stats, digest.hexdigest())
+        return document, _Snapshot(files, _stats(files), digest.hexdigest())
 
     def _rebuild_locked(self, *, reason: str) -> bool:
         try:
-            data, snapshot = self._read_all()
+            document, snapshot = self._read_all()
             if snapshot.digest == self._snapshot.digest and reason == "file changed":
                 self._snapshot = snapshot  # touched, not changed: keep the client
                 return True
-            client = load_client(self.path, data, self.context)
+            client = _connection(self.path, document, self.context)
         except KubeconfigError as error:
             failed = _stats(self._snapshot.files)
             if failed != self._failed:
@@ -342,7 +408,9 @@ def _close_quietly(client: Connection) -> None:
 SERVICE_ACCOUNT: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
-def client_for(kubeconfig: Path | None, *, environ: Mapping[str, str] | None = None) -> Connection:
+def client_for(
+    kubeconfig: Kubeconfig | None, *, environ: Mapping[str, str] | None = None
+) -> Connection:
     """A connection from the kubeconfig, else from the pod's service account (None): the
     API server's Service in the environment, the mounted token (read again when the kubelet
     rotates it) and CA, as client-go's in-cluster configuration.

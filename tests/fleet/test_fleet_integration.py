@@ -155,7 +155,7 @@ def test_a_state_is_read_in_any_case(
 def test_fleet_table_reads_the_kubeconfig_from_the_environment(
     kubeconfig: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("KUBECONFIG", str(kubeconfig))
+    monkeypatch.setenv("KUBECONFIG", f"{kubeconfig.parent / 'gone'}:{kubeconfig}")  # kubectl's list
     assert main(["fleet", "--state", "Degraded"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[1].split()[:3] == ["edge-2", "Degraded", "ForwardFailure"]

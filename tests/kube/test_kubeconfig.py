@@ -11,7 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource, kubeconfig_yaml
+from controller.kube.kubeconfig import (
+    KubeconfigError,
+    KubeconfigSource,
+    kubeconfig_files,
+    kubeconfig_yaml,
+)
 from kubesim import APIServer, ServingTLS, UserInfo
 from tests.certificates import Authority, write_whole
 from tests.kube.credential_plugin import exec_plugin
@@ -25,7 +30,7 @@ INSECURE_WITH_CA = kubeconfig_yaml(server="https://127.0.0.1:6443", token=TOKEN)
     "server: ",
     "insecure-skip-tls-verify: true\n    certificate-authority-data: QUFBQQ==\n    server: ",
 )
-MISSING_TOKEN_FILE = kubeconfig_yaml(server=SERVER, token=TOKEN).replace(
+MISSING_TOKEN_FILE = kubeconfig_yaml(server="https://127.0.0.1:6443", token=TOKEN).replace(
     f"token: {TOKEN}", "tokenFile: nowhere/token"
 )
 
@@ -214,22 +219,29 @@ def test_a_rotated_client_certificate_is_picked_up_when_its_files_change(
     assert len([r for r in caplog.records if "reloaded" in r.getMessage()]) == 1
 
 
-def test_kubectl_refuses_a_ca_beside_insecure_skip_tls_verify_too(tmp_path: Path) -> None:
-    """The real kubectl is the reference: it refuses this kubeconfig (for an https server)
-    before any request. (A missing tokenFile it does not refuse: it sends the request without
-    credentials; addon-status names the file instead, see docs/reference/configuration.md.)"""
+@pytest.mark.parametrize(
+    ("content", "kubectl_says"),
+    [
+        (INSECURE_WITH_CA, "specifying a root certificates file with the insecure flag is not"),
+        (MISSING_TOKEN_FILE, "nowhere/token: no such file or directory"),
+    ],
+    ids=["insecure-with-ca", "missing-token-file"],
+)
+def test_kubectl_refuses_what_the_loader_refuses(
+    tmp_path: Path, content: str, kubectl_says: str
+) -> None:
+    """The real kubectl is the reference: for an https server it refuses these kubeconfigs
+    before any request, as the loader does."""
     assert KUBECTL is not None, "kubectl: pip install -e '.[test]' installs it"
     path = tmp_path / "kubeconfig"
-    path.write_text(INSECURE_WITH_CA, encoding="utf-8")
+    path.write_text(content, encoding="utf-8")
     done = subprocess.run(
         [KUBECTL, "--kubeconfig", str(path), "get", "--raw", "/version"],
         capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode != 0
-    assert (
-        "specifying a root certificates file with the insecure flag is not allowed" in done.stderr
-    )
-    with pytest.raises(KubeconfigError, match="beside a certificate authority"):
+    assert kubectl_says in done.stderr
+    with pytest.raises(KubeconfigError):
         KubeconfigSource(path)
 
 
@@ -255,3 +267,53 @@ def test_an_exec_command_with_a_path_is_relative_to_the_kubeconfig_as_client_go_
         assert source.current().request("GET", "/version").status == 200
         source.close()
         assert [record.user for record in server.audit] == ["agent"]
+
+
+def test_kubeconfig_files_are_merged_as_kubectl_merges_them(tmp_path: Path) -> None:
+    """`KUBECONFIG=a:gone:b`: the first file to set current-context wins, and of each cluster,
+    user and context name the first file's; relative paths (a CA, a token file) resolve
+    against their own file's directory; a missing file is skipped. The real kubectl, given the
+    same list from another directory, is the reference: it must reach the server (over TLS:
+    kubectl sends no token over plain http) as the same user."""
+    assert KUBECTL is not None, "kubectl: pip install -e '.[test]' installs it"
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.mkdir()
+    second.mkdir()
+    authority = Authority("hub")
+    write_whole(first / "ca.crt", authority.ca)
+    (second / "token").write_text(TOKEN, encoding="utf-8")
+    cert, key = authority.server().write(tmp_path, "apiserver")
+    tls = ServingTLS(cert, key)
+    with APIServer([], tokens={TOKEN: UserInfo("agent"), "wrong": UserInfo("impostor")},
+                   tls=tls) as server:  # fmt: skip
+        (first / "config").write_text(yaml.safe_dump({
+            "current-context": "edge",
+            "contexts": [{"name": "edge", "context": {"cluster": "edge", "user": "agent"}}],
+            "clusters": [{"name": "edge", "cluster": {"server": server.url,
+                                                      "certificate-authority": "ca.crt"}}],
+        }), encoding="utf-8")  # fmt: skip
+        (second / "config").write_text(yaml.safe_dump({
+            "current-context": "elsewhere",
+            "contexts": [{"name": "edge", "context": {"cluster": "edge", "user": "wrong"}}],
+            "clusters": [{"name": "edge", "cluster": {"server": "https://127.0.0.1:9"}}],
+            "users": [{"name": "agent", "user": {"tokenFile": "token"}},
+                      {"name": "wrong", "user": {"token": "wrong"}}],
+        }), encoding="utf-8")  # fmt: skip
+        files = (first / "config", tmp_path / "gone", second / "config")
+        source = KubeconfigSource(files)
+        assert source.current().request("GET", "/version").status == 200
+        source.close()
+        done = subprocess.run(
+            [KUBECTL, "get", "--raw", "/version"], capture_output=True, text=True, timeout=60,
+            check=False, cwd=tmp_path, env={"KUBECONFIG": ":".join(map(str, files))},
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert [record.user for record in server.audit] == ["agent", "agent"]
+
+
+def test_kubeconfig_files_name_every_file_when_none_exists(tmp_path: Path) -> None:
+    files = (tmp_path / "a", tmp_path / "b")
+    with pytest.raises(KubeconfigError, match="none of the kubeconfig files exists") as caught:
+        KubeconfigSource(files)
+    assert f"{files[0]}:{files[1]}" in str(caught.value)
+    assert kubeconfig_files(f"{files[0]}::{files[1]}:{files[0]}") == files  # as kubectl reads it
