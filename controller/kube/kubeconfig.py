@@ -13,9 +13,9 @@ What a kubeconfig may say, read as kubectl reads it: the current context's clust
 `certificate-authority[-data]`, `insecure-skip-tls-verify`, `tls-server-name`, `proxy-url`) and
 user (`token`, `tokenFile`, `client-certificate[-data]`, `client-key[-data]`, `exec`); relative
 paths resolve against their file's directory, and `KUBECONFIG`'s files are merged, as kubectl
-does. A user with `username`/`password` (basic auth, which kube-apiserver removed in 1.19), an
-`auth-provider` (client-go keeps only `oidc`, not supported here) or impersonation (`as`: not
-honoured here, so refused rather than ignored) is refused, naming it.
+does. `controller.kube.contexts` reads the chosen context and names what it refuses: basic
+auth (removed from kube-apiserver in 1.19), an `auth-provider` (client-go keeps only `oidc`,
+not supported here), impersonation (not honoured here, so refused rather than ignored).
 
 Error messages name the path and the kind of problem but never quote the file: a kubeconfig
 holds tokens and keys.
@@ -23,8 +23,6 @@ holds tokens and keys.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import logging
 import os
@@ -36,7 +34,8 @@ from typing import Any, Final
 
 import yaml
 
-from controller.kube.connection import Connection, KubeConfigurationError, plugin_of
+from controller.kube.connection import Connection, KubeConfigurationError
+from controller.kube.contexts import KubeconfigError, connection_for, entry_named
 from statemachines.errors import AddonStatusError
 from statemachines.yamlfile import YAMLFileError, load_yaml
 
@@ -50,15 +49,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-
-class KubeconfigError(AddonStatusError):
-    """A kubeconfig that cannot be read or used; the message names the path, never contents."""
-
-    def __init__(self, path: Path, problem: str) -> None:
-        super().__init__(f"{path}: {problem}")
-        self.path = path
-        self.problem = problem
 
 
 Stat = tuple[int, int, int] | None  # (inode, mtime, size); None: not there
@@ -98,19 +88,12 @@ def _named_files(document: dict[str, Any], chosen: str | None = None) -> tuple[P
     """The files the context's cluster and user name (the current context unless `chosen`),
     made absolute by `_resolved`."""
     name = chosen or document.get("current-context")
-    context = _named(document, "contexts", name).get("context") or {}
+    context = entry_named(document, "contexts", name).get("context") or {}
     found = []
     for kind, keys in _FILE_KEYS.items():
-        entry = _named(document, f"{kind}s", context.get(kind)).get(kind) or {}
+        entry = entry_named(document, f"{kind}s", context.get(kind)).get(kind) or {}
         found += [Path(str(entry[key])) for key in keys if entry.get(key)]
     return tuple(found)
-
-
-def _named(document: dict[str, Any], kind: str, name: Any) -> dict[str, Any]:
-    for entry in document.get(kind) or []:
-        if isinstance(entry, dict) and entry.get("name") == name:
-            return entry
-    return {}
 
 
 def _parse(path: Path, data: bytes) -> dict[str, Any]:
@@ -162,112 +145,6 @@ def _merged(documents: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def _connection(path: Path, document: dict[str, Any], context: str | None) -> Connection:
-    """The connection a kubeconfig document (its paths resolved, its files merged) describes,
-    for its current context unless `context` (kubectl's `--context`), see the module
-    docstring; `path` names where it came from. Messages name entries and keys, never
-    values: a kubeconfig holds tokens and keys."""
-    named = _named(document, "contexts", context or document.get("current-context"))
-    if not named and context:
-        raise KubeconfigError(path, f"kubeconfig has no context {context!r}")
-    if not named:
-        raise KubeconfigError(path, "kubeconfig cannot be used: its current-context is not defined")
-    entry = named.get("context") or {}
-    cluster = _named(document, "clusters", entry.get("cluster")).get("cluster") or {}
-    user = _named(document, "users", entry.get("user")).get("user") or {}
-    if not isinstance(cluster, dict) or not isinstance(user, dict):
-        raise KubeconfigError(path, "kubeconfig cannot be used: malformed entry")
-    if not cluster.get("server"):
-        raise KubeconfigError(path, "kubeconfig's current cluster has no server")
-    _check_supported(path, cluster, user)
-    token_file = _file_of(user, "tokenFile")
-    if token_file is not None and not os.access(token_file, os.R_OK):
-        raise KubeconfigError(path, f"kubeconfig's tokenFile {token_file} cannot be read")
-    exec_section = user.get("exec")
-
-    def decoded(entry: Mapping[str, Any], key: str) -> bytes | None:
-        value = entry.get(key)
-        if not value:
-            return None
-        try:
-            return base64.b64decode(str(value), validate=True)
-        except (binascii.Error, ValueError):
-            raise KubeconfigError(path, f"kubeconfig's {key} is not base64") from None
-
-    try:
-        return Connection(
-            str(cluster["server"]),
-            token=str(user["token"]) if user.get("token") else None,
-            token_file=token_file,
-            exec_plugin=plugin_of(exec_section) if isinstance(exec_section, dict) else None,
-            ca_file=_file_of(cluster, "certificate-authority"),
-            ca_data=decoded(cluster, "certificate-authority-data"),
-            cert_file=_file_of(user, "client-certificate"),
-            key_file=_file_of(user, "client-key"),
-            cert_data=decoded(user, "client-certificate-data"),
-            key_data=decoded(user, "client-key-data"),
-            insecure=bool(cluster.get("insecure-skip-tls-verify")),
-            server_name=str(cluster["tls-server-name"]) if cluster.get("tls-server-name") else None,
-            proxy=str(cluster["proxy-url"]) if cluster.get("proxy-url") else None,
-        )
-    except KubeConfigurationError as error:
-        raise KubeconfigError(path, f"kubeconfig cannot be used: {error}") from None
-    except (KeyError, TypeError) as error:
-        raise KubeconfigError(
-            path, f"kubeconfig cannot be used: malformed entry ({type(error).__name__})"
-        ) from None
-
-
-def _check_supported(path: Path, cluster: Mapping[str, Any], user: Mapping[str, Any]) -> None:
-    """Refuse, naming it, what kubectl would refuse or what this client would not honour:
-    ignoring it would act with another identity or another trust than the file says."""
-    if user.get("auth-provider"):
-        raise KubeconfigError(
-            path, "kubeconfig's user has an auth-provider, which addon-status does not support; "
-            "use an exec plugin"
-        )  # fmt: skip
-    if user.get("username") or user.get("password"):
-        raise KubeconfigError(
-            path, "kubeconfig's user has a username/password, which kube-apiserver no longer "
-            "accepts (basic auth, removed in 1.19); use a token or a client certificate"
-        )  # fmt: skip
-    impersonation = sorted(key for key in _IMPERSONATION if user.get(key))
-    if impersonation:
-        raise KubeconfigError(
-            path, f"kubeconfig's user impersonates ({', '.join(impersonation)}), which "
-            "addon-status does not support: it would act as the wider identity instead"
-        )  # fmt: skip
-    https = str(cluster.get("server")).startswith(
-        "https:"
-    )  # kubectl checks TLS settings only there
-    if (
-        https
-        and cluster.get("insecure-skip-tls-verify")
-        and (cluster.get("certificate-authority") or cluster.get("certificate-authority-data"))
-    ):
-        raise KubeconfigError(
-            path, "kubeconfig's cluster sets insecure-skip-tls-verify beside a certificate "
-            "authority, which kubectl refuses too: keep one"
-        )  # fmt: skip
-    if not _printable(user.get("token")):
-        raise KubeconfigError(path, "kubeconfig's token holds a line break or control character")
-
-
-# A user's impersonation keys (kubectl's --as, --as-uid, --as-group, user extras).
-_IMPERSONATION: Final = ("as", "as-uid", "as-groups", "as-user-extra")
-
-
-def _printable(token: object) -> bool:
-    """A token an HTTP header can carry: ASCII, no line break or control character."""
-    return token is None or (str(token).isascii() and str(token).isprintable())
-
-
-def _file_of(entry: Mapping[str, Any], key: str) -> Path | None:
-    """The file a kubeconfig entry names (absolute: `_resolved` made it so)."""
-    value = entry.get(key)
-    return Path(str(value)) if value else None
-
-
 def kubeconfig_yaml(*, server: str, token: str, name: str = "hub", user: str = "hub") -> str:
     """A minimal kubeconfig with one cluster, one token user and one context, both named
     `name`: what the demo hands the controller for its embedded hub, and what tests mount."""
@@ -308,7 +185,7 @@ class KubeconfigSource:
         self.context = context  # kubectl's --context; None: the file's current-context
         self._lock = threading.Lock()
         document, snapshot = self._read_all()
-        self._client: Connection = _connection(self.path, document, context)
+        self._client: Connection = connection_for(self.path, document, context)
         self._snapshot = snapshot
         self._failed: tuple[Stat, ...] | None = None
 
@@ -361,7 +238,7 @@ class KubeconfigSource:
             if snapshot.digest == self._snapshot.digest and reason == "file changed":
                 self._snapshot = snapshot  # touched, not changed: keep the client
                 return True
-            client = _connection(self.path, document, self.context)
+            client = connection_for(self.path, document, self.context)
         except KubeconfigError as error:
             failed = _stats(self._snapshot.files)
             if failed != self._failed:

@@ -12,14 +12,14 @@ import builtins
 import contextlib
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
-from typing import Any, Final
+from typing import Any
 
 from urllib3 import BaseHTTPResponse
-from urllib3.exceptions import HTTPError, MaxRetryError, ProtocolError
+from urllib3.exceptions import HTTPError, ProtocolError
 
+from controller.kube.answers import read_answer, refused, unanswered
 from controller.kube.api import (
     ApiResource,
     KindNotServedError,
@@ -30,27 +30,9 @@ from controller.kube.api import (
 )
 from controller.kube.connection import Connection, KubeConfigurationError
 
-__all__ = ["RequestTimeout", "RestKube", "parse_retry_after"]
+__all__ = ["RequestTimeout", "RestKube"]
 
 RequestTimeout = float | tuple[float, float]
-_DETAIL_LIMIT: Final = 200
-
-
-def parse_retry_after(value: str | None, *, now: datetime) -> float | None:
-    """`Retry-After` as seconds (what kube-apiserver sends) or as an HTTP date; None when
-    absent or unreadable, so a garbled header falls back to plain backoff."""
-    if value is None or not value.strip():
-        return None
-    text = value.strip()
-    if text.isascii() and text.isdigit():  # delay-seconds: ASCII digits only (not "²")
-        return float(text)
-    try:
-        moment = parsedate_to_datetime(text)
-    except (TypeError, ValueError):
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return max((moment - now).total_seconds(), 0.0)
 
 
 class RestKube:
@@ -59,6 +41,11 @@ class RestKube:
     def __init__(self, connection: Connection, *, request_timeout: RequestTimeout = 10.0) -> None:
         self._api = connection
         self._timeout = request_timeout
+        # A call, its answer read whole, is bounded as client-go's Timeout bounds a request:
+        # not each socket read (which a server trickling a byte at a time would renew).
+        self._whole_call = (
+            sum(request_timeout) if isinstance(request_timeout, tuple) else request_timeout
+        )
         self._discovered: dict[tuple[str, str], ApiResource] = {}
 
     def discover(self, api_version: str, kind: str) -> ApiResource:
@@ -201,17 +188,19 @@ class RestKube:
         content_type: str = "application/json",
     ) -> dict[str, Any]:
         payload = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
+        started = time.monotonic()
         try:
             response = self._api.request(
                 method, path, query=query or [], body=payload, content_type=content_type,
-                timeout=self._timeout,
+                timeout=self._timeout, stream=True,
             )  # fmt: skip
+            answer = read_answer(response, what, deadline=started + self._whole_call)
         except (HTTPError, OSError, KubeConfigurationError) as error:
-            raise _unanswered(error, what) from error
+            raise unanswered(error, what) from error
         if not 200 <= response.status <= 299:
-            raise _refused(response, what, quote_server=quote_server, connection=self._api)
+            raise refused(response, answer, what, quote_server=quote_server, connection=self._api)
         try:
-            data = json.loads(response.data)
+            data = json.loads(answer)
         except ValueError as error:
             raise KubeError(f"{what}: the API server answered something not JSON") from error
         if not isinstance(data, dict):
@@ -229,10 +218,13 @@ class RestKube:
         try:
             response = self._api.request("GET", path, query=query, timeout=timeout, stream=True)
         except (HTTPError, OSError, KubeConfigurationError) as error:
-            raise _unanswered(error, what) from error
+            raise unanswered(error, what) from error
         if not 200 <= response.status <= 299:
-            response.read()
-            raise _refused(response, what, connection=self._api)
+            try:  # the server's Status says why (an RBAC 403 names the verb and resource)
+                answer = read_answer(response, what, deadline=time.monotonic() + sum(timeout))
+            except (HTTPError, OSError) as error:
+                raise unanswered(error, what) from error
+            raise refused(response, answer, what, connection=self._api)
         return response
 
 
@@ -292,7 +284,7 @@ def _lines(response: Any, what: str) -> Iterator[bytes]:
     except ProtocolError:
         return
     except (HTTPError, OSError) as error:
-        raise _unanswered(error, what) from error
+        raise unanswered(error, what) from error
     if buffer.strip():
         yield bytes(buffer)
 
@@ -315,41 +307,3 @@ def _event_from(line: bytes, what: str) -> WatchEvent | None:
     if kind in ("ADDED", "MODIFIED", "DELETED"):
         return WatchEvent(kind, obj)
     return None
-
-
-def _unanswered(error: Exception, what: str) -> KubeError:
-    """No answer: what went wrong ("Connection refused"), which holds no header, so no token."""
-    cause = error.reason if isinstance(error, MaxRetryError) and error.reason else error
-    return error_for(f"{what}: {type(cause).__name__}: {cause}", status=None)
-
-
-def _refused(
-    response: BaseHTTPResponse, what: str, *, connection: Connection, quote_server: bool = True
-) -> KubeError:
-    """The server's answer as one of the tree, with its message (never the headers, which
-    carry the bearer token); the server's own words only where they cannot echo a secret."""
-    status = response.status
-    if status == 401:
-        connection.forget_credential()  # an exec plugin's token expired early: run it again
-    body = _status_body(response.data) if quote_server else {}
-    retry_after = parse_retry_after(response.headers.get("Retry-After"), now=datetime.now(UTC))
-    details = body.get("details")
-    if retry_after is None and isinstance(details, dict):
-        seconds = details.get("retryAfterSeconds")
-        retry_after = float(seconds) if isinstance(seconds, int) and seconds > 0 else None
-    message = body.get("message") if isinstance(body.get("message"), str) else response.reason
-    detail = f"{what}: {status} {message or ''}".strip()[: len(what) + _DETAIL_LIMIT]
-    return error_for(detail, status=status, retry_after=retry_after)
-
-
-def _status_body(raw: Any) -> dict[str, Any]:
-    """The `Status` object a Kubernetes API server sends with a failure, if it is one."""
-    if isinstance(raw, bytes):
-        raw = raw.decode("utf-8", "replace")
-    if not isinstance(raw, str):
-        return {}
-    try:
-        decoded = json.loads(raw)
-    except ValueError:
-        return {}
-    return decoded if isinstance(decoded, dict) else {}

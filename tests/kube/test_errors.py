@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from controller.kube.answers import parse_retry_after
 from controller.kube.api import (
     ConflictError,
     ErrorKind,
@@ -19,7 +20,6 @@ from controller.kube.api import (
     UnavailableError,
     error_for,
 )
-from controller.kube.rest import parse_retry_after
 
 NOW = datetime(2025, 3, 1, 12, 0, 0, 250_000, tzinfo=UTC)
 
