@@ -17,12 +17,12 @@ from urllib3.exceptions import MaxRetryError
 from controller.kube.api import KubeError, error_for
 from controller.kube.connection import Connection
 
-__all__ = ["MAX_ANSWER", "parse_retry_after", "read_answer", "refused", "unanswered"]
+__all__ = ["MAX_ANSWER", "READ", "parse_retry_after", "read_answer", "refused", "unanswered"]
 
 _DETAIL_LIMIT: Final = 200
 # The largest answer read: a page of 500 objects is a few MiB; a pod's memory is 256 MiB.
 MAX_ANSWER: Final = 64 << 20
-_READ: Final = 64 << 10  # bytes per read: the deadline is checked between reads
+READ: Final = 64 << 10  # bytes per read: the deadline is checked between reads
 
 
 def parse_retry_after(value: str | None, *, now: datetime) -> float | None:
@@ -58,7 +58,7 @@ def read_answer(response: BaseHTTPResponse, what: str, *, deadline: float) -> by
         if length.isascii() and length.isdigit() and int(length) > MAX_ANSWER:
             raise KubeError(f"{what}: the API server's answer is over {MAX_ANSWER >> 20} MiB")
         answer = bytearray()
-        while chunk := response.read1(_READ, decode_content=False):
+        while chunk := response.read1(READ, decode_content=False):
             answer += chunk
             if len(answer) > MAX_ANSWER:
                 raise KubeError(f"{what}: the API server's answer is over {MAX_ANSWER >> 20} MiB")

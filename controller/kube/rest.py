@@ -19,7 +19,7 @@ from typing import Any
 from urllib3 import BaseHTTPResponse
 from urllib3.exceptions import HTTPError, ProtocolError
 
-from controller.kube.answers import read_answer, refused, unanswered
+from controller.kube.answers import MAX_ANSWER, READ, read_answer, refused, unanswered
 from controller.kube.api import (
     ApiResource,
     KindNotServedError,
@@ -270,17 +270,21 @@ class _Watch:
 
 
 def _lines(response: Any, what: str) -> Iterator[bytes]:
-    """The stream's lines. A connection cut mid-stream ends the watch as the server's own end
-    would (client-go's decoder takes an unexpected EOF so): the caller resumes from the last
-    resourceVersion, and a server that is really gone fails that request."""
+    """The stream's lines, each within `MAX_ANSWER` bytes (a line that never ends must not
+    fill the pod), each byte scanned for a line break once. A connection cut mid-stream ends
+    the watch as the server's own end would (client-go's decoder takes an unexpected EOF so):
+    the caller resumes from the last resourceVersion, and a server really gone fails that
+    request."""
     buffer = bytearray()
     try:
-        for chunk in response.stream(amt=None, decode_content=False):
-            buffer.extend(chunk)
-            while (end := buffer.find(b"\n")) != -1:
-                line, buffer = bytes(buffer[:end]), buffer[end + 1 :]
-                if line.strip():
-                    yield line
+        while chunk := response.read1(READ, decode_content=False):
+            buffer += chunk
+            if b"\n" in chunk:  # only the new bytes can end a line
+                *complete, rest = buffer.split(b"\n")
+                yield from (bytes(line) for line in complete if line.strip())
+                buffer = bytearray(rest)
+            if len(buffer) > MAX_ANSWER:
+                raise KubeError(f"{what}: a watch line over {MAX_ANSWER >> 20} MiB")
     except ProtocolError:
         return
     except (HTTPError, OSError) as error:
@@ -302,6 +306,10 @@ def _event_from(line: bytes, what: str) -> WatchEvent | None:
         code = obj.get("code")
         status = code if isinstance(code, int) else None
         raise error_for(f"{what}: {status} {obj.get('reason') or ''}".rstrip(), status=status)
+    if kind in ("ADDED", "MODIFIED", "DELETED", "BOOKMARK") and not isinstance(
+        obj.get("metadata"), dict
+    ):  # what every caller reads first: refused here in one line, not as a traceback there
+        raise KubeError(f"{what}: a watch event whose object has no metadata object")
     if kind == "BOOKMARK":
         return WatchEvent("BOOKMARK", {"metadata": obj.get("metadata") or {}})
     if kind in ("ADDED", "MODIFIED", "DELETED"):

@@ -78,6 +78,21 @@ def forbidden(handler: http.server.BaseHTTPRequestHandler) -> None:
     handler.wfile.write(body)
 
 
+def watch_stream(*lines: bytes, endless: bytes = b"") -> Answer:
+    """A chunked watch answer: `lines`, then `endless` repeated until the client hangs up."""
+
+    def answer(handler: http.server.BaseHTTPRequestHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Transfer-Encoding", "chunked")
+        handler.end_headers()
+        for chunk in [*lines, *([endless] * (1 << 20) if endless else [])]:
+            handler.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        handler.wfile.write(b"0\r\n\r\n")
+
+    return answer
+
+
 @pytest.fixture
 def serve() -> Iterator[Callable[[Answer], RestKube]]:
     servers: list[http.server.ThreadingHTTPServer] = []
@@ -133,3 +148,27 @@ def test_a_refused_watch_keeps_the_servers_status_message(
     with pytest.raises(ForbiddenError) as caught:
         next(iter(watch))
     assert 'cannot watch resource "configmaps"' in str(caught.value)
+
+
+ADDED = b'{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"2"}}}\n'
+
+
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        (watch_stream(ADDED, b'{"type":"ADDED","object":', endless=b" " * (1 << 20)),
+         f"a watch line over {MAX_ANSWER >> 20} MiB"),
+        (watch_stream(ADDED, b'{"type":"MODIFIED","object":{"metadata":"a"}}\n'),
+         "a watch event whose object has no metadata object"),
+    ],
+    ids=["a-line-without-end", "metadata-not-an-object"],
+)  # fmt: skip
+def test_a_hostile_watch_stream_ends_with_a_clear_error_after_what_it_said_well(
+    serve: Callable[[Answer], RestKube], answer: Answer, problem: str
+) -> None:
+    kube = serve(answer)
+    seen = []
+    with pytest.raises(KubeError, match=problem):
+        for event in kube.watch(CONFIG_MAP, "edge", resource_version="1", timeout_seconds=5):
+            seen.append((event.type, event.object["metadata"]["name"]))
+    assert seen == [("ADDED", "a")]
