@@ -47,9 +47,10 @@ _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
 _SECRET_KEY = re.compile(
     r"token|authorization|password|passwd|secret|api[_-]?key|credential|cookie", re.IGNORECASE
 )
-# `Bearer abc.def`, `token=abc`, `"password": "abc"` inside free text.
+# `Bearer abc.def`, `token=abc`, `"password": "abc"` inside free text. A bearer value runs to
+# the next space or quote: an escaped line break (`\n` in a repr) does not end it.
 _SECRET_TEXT = (
-    re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]+"),
+    re.compile(r"(?i)\b(bearer)\s+[^\s\"']+"),
     re.compile(r"(?i)\b(token|authorization|password|api[_-]?key)(\"?\s*[:=]\s*\"?)([^\s\",;&]+)"),
 )
 # Chatty libraries whose debug output can carry request headers.

@@ -56,6 +56,9 @@ def test_one_object_per_line_with_the_fields(output: io.StringIO) -> None:
         pytest.param("calling %s", {"token": TOKEN}, id="a-field-named-token"),
         pytest.param("headers", {"headers": {"Authorization": f"Bearer {TOKEN}"}}, id="nested"),
         pytest.param(f"got Authorization: Bearer {TOKEN}", {}, id="bearer-in-text"),
+        pytest.param(  # http.client's refusal of a header holding a line break, escaped
+            f"Invalid header value b'Bearer head\\n{TOKEN}'", {}, id="bearer-escaped-line-break"
+        ),
         pytest.param(f"url?token={TOKEN}&x=1", {}, id="token-in-a-query"),
         pytest.param("login", {"password": TOKEN}, id="a-password-field"),
     ],
