@@ -35,6 +35,7 @@ from typing import Any, Final
 from urllib.parse import urlencode, urlsplit
 
 import urllib3
+from urllib3 import HTTPHeaderDict
 
 from controller.kube.proxy import proxy_for
 from statemachines.errors import AddonStatusError
@@ -89,6 +90,7 @@ class Connection:
         insecure: bool = False,
         server_name: str | None = None,
         proxy: str | None = None,
+        impersonate: tuple[tuple[str, str], ...] = (),
         pool_size: int = 4,
     ) -> None:
         parts = urlsplit(server)
@@ -96,6 +98,7 @@ class Connection:
             raise KubeConfigurationError(f"{server!r} is not an http(s) server URL")
         self.server = server.rstrip("/")
         self._token, self._token_file = token, token_file
+        self._impersonate = impersonate  # Impersonate-* (name, value) pairs, sent with each
         self._file_token: tuple[tuple[int, int, int], str] | None = None  # (stat, token)
         self._exec = exec_plugin
         self._exec_credential = _Credential()
@@ -136,7 +139,9 @@ class Connection:
     ) -> urllib3.BaseHTTPResponse:
         """One request; with `stream`, the response is left unread (a watch). Raises urllib3's
         errors as they come (no retry)."""
-        headers = {"Accept": "application/json", "User-Agent": _USER_AGENT}
+        headers = HTTPHeaderDict({"Accept": "application/json", "User-Agent": _USER_AGENT})
+        for name, value in self._impersonate:
+            headers.add(name, value)  # a group a header, as client-go sends them
         if body is not None:
             headers["Content-Type"] = content_type
         authorization = self._authorization()

@@ -12,6 +12,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import quote
 
 from controller.kube.connection import Connection, KubeConfigurationError, plugin_of
 from statemachines.errors import AddonStatusError
@@ -82,6 +83,7 @@ def connection_for(path: Path, document: dict[str, Any], context: str | None) ->
             insecure=bool(cluster.get("insecure-skip-tls-verify")),
             server_name=str(cluster["tls-server-name"]) if cluster.get("tls-server-name") else None,
             proxy=str(cluster["proxy-url"]) if cluster.get("proxy-url") else None,
+            impersonate=impersonation(path, user),
         )
     except KubeConfigurationError as error:
         raise KubeconfigError(path, f"kubeconfig cannot be used: {error}") from None
@@ -104,12 +106,6 @@ def _check_supported(path: Path, cluster: Mapping[str, Any], user: Mapping[str, 
             path, "kubeconfig's user has a username/password, which kube-apiserver no longer "
             "accepts (basic auth, removed in 1.19); use a token or a client certificate"
         )  # fmt: skip
-    impersonation = sorted(key for key in _IMPERSONATION if user.get(key))
-    if impersonation:
-        raise KubeconfigError(
-            path, f"kubeconfig's user impersonates ({', '.join(impersonation)}), which "
-            "addon-status does not support: it would act as the wider identity instead"
-        )  # fmt: skip
     https = str(cluster.get("server")).startswith(
         "https:"
     )  # kubectl checks TLS settings only there
@@ -126,8 +122,32 @@ def _check_supported(path: Path, cluster: Mapping[str, Any], user: Mapping[str, 
         raise KubeconfigError(path, "kubeconfig's token holds a line break or control character")
 
 
-# A user's impersonation keys (kubectl's --as, --as-uid, --as-group, user extras).
-_IMPERSONATION: Final = ("as", "as-uid", "as-groups", "as-user-extra")
+def impersonation(path: Path, user: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The Impersonate-* headers a user's `as`, `as-uid`, `as-groups` and `as-user-extra` ask
+    for, as client-go's impersonating round tripper sends them (a group or an extra value a
+    header each; an extra's key escaped as a header name must be). A group, uid or extra
+    without a user is refused, as client-go refuses it."""
+    name, uid = user.get("as"), user.get("as-uid")
+    groups, extra = user.get("as-groups") or [], user.get("as-user-extra") or {}
+    if not isinstance(groups, list) or not isinstance(extra, dict):
+        raise KubeconfigError(path, "kubeconfig's as-groups or as-user-extra is malformed")
+    if not name and (uid or groups or extra):
+        raise KubeconfigError(path, "kubeconfig's user sets as-uid, as-groups or as-user-extra "
+                              "without as: impersonation needs a user")  # fmt: skip
+    headers = [("Impersonate-User", str(name))] if name else []
+    headers += [("Impersonate-Uid", str(uid))] if uid else []
+    headers += [("Impersonate-Group", str(group)) for group in groups]
+    for key, values in extra.items():
+        escaped = quote(str(key), safe=_HEADER_NAME_CHARACTERS)
+        listed = values if isinstance(values, list) else [values]
+        headers += [(f"Impersonate-Extra-{escaped}", str(value)) for value in listed]
+    if not all(_printable(value) for _, value in headers):
+        raise KubeconfigError(path, "kubeconfig's impersonation holds a control character")
+    return tuple(headers)
+
+
+# The characters of an HTTP header name besides letters and digits (RFC 9110's tchar).
+_HEADER_NAME_CHARACTERS: Final = "!#$&'*+-.^_`|~"
 
 
 def _printable(token: object) -> bool:

@@ -11,11 +11,11 @@ good one whenever a rebuild fails: a broken rotation must not cut a working conn
 
 What a kubeconfig may say, read as kubectl reads it: the current context's cluster (`server`,
 `certificate-authority[-data]`, `insecure-skip-tls-verify`, `tls-server-name`, `proxy-url`) and
-user (`token`, `tokenFile`, `client-certificate[-data]`, `client-key[-data]`, `exec`); relative
-paths resolve against their file's directory, and `KUBECONFIG`'s files are merged, as kubectl
-does. `controller.kube.contexts` reads the chosen context and names what it refuses: basic
-auth (removed from kube-apiserver in 1.19), an `auth-provider` (client-go keeps only `oidc`,
-not supported here), impersonation (not honoured here, so refused rather than ignored).
+user (`token`, `tokenFile`, `client-certificate[-data]`, `client-key[-data]`, `exec`, `as`,
+`as-uid`, `as-groups`, `as-user-extra`); relative paths resolve against their file's
+directory, and `KUBECONFIG`'s files are merged, as kubectl does. `controller.kube.contexts`
+reads the chosen context and names what it refuses: basic auth (removed from kube-apiserver in
+1.19), an `auth-provider` (client-go keeps only `oidc`, not supported here).
 
 Error messages name the path and the kind of problem but never quote the file: a kubeconfig
 holds tokens and keys.

@@ -4,8 +4,10 @@ names the path without quoting the file's secrets."""
 
 from __future__ import annotations
 
+import http.server
 import logging
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -145,10 +147,10 @@ def test_a_missing_file_names_the_path(tmp_path: Path) -> None:
         ),
         pytest.param(
             kubeconfig_yaml(server=SERVER, token=TOKEN).replace(
-                f"token: {TOKEN}", f"token: {TOKEN}\n    as: system:admin"
+                f"token: {TOKEN}", f"token: {TOKEN}\n    as-groups: [system:masters]"
             ),
-            r"impersonates \(as\), which addon-status does not support",
-            id="impersonation",
+            "as-uid, as-groups or as-user-extra without as: impersonation needs a user",
+            id="impersonation-without-a-user",
         ),
         pytest.param(
             INSECURE_WITH_CA,
@@ -317,3 +319,54 @@ def test_kubeconfig_files_name_every_file_when_none_exists(tmp_path: Path) -> No
         KubeconfigSource(files)
     assert f"{files[0]}:{files[1]}" in str(caught.value)
     assert kubeconfig_files(f"{files[0]}::{files[1]}:{files[0]}") == files  # as kubectl reads it
+
+
+def test_impersonation_is_sent_as_kubectl_sends_it(tmp_path: Path) -> None:
+    """`as`, `as-uid`, `as-groups` and `as-user-extra` become the Impersonate-* headers the real
+    kubectl sends for the same kubeconfig (names compared without case, as HTTP reads them and
+    kube-apiserver lowercases an extra's key)."""
+    assert KUBECTL is not None, "kubectl: pip install -e '.[test]' installs it"
+    seen: list[list[tuple[str, str]]] = []
+
+    class Recorder(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            seen.append(sorted((k.lower(), v) for k, v in self.headers.items()
+                               if k.lower().startswith("impersonate-")))  # fmt: skip
+            body = b'{"major":"1","minor":"36","gitVersion":"v1.36.0"}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    user = {"token": TOKEN, "as": "jane", "as-uid": "42", "as-groups": ["dev", "ops"],
+            "as-user-extra": {"scopes.example.com/x y": ["a", "b"]}}  # fmt: skip
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump({
+        "current-context": "c",
+        "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+        "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{server.server_address[1]}"}}],
+        "users": [{"name": "u", "user": user}],
+    }), encoding="utf-8")  # fmt: skip
+    try:
+        done = subprocess.run(
+            [KUBECTL, "--kubeconfig", str(path), "get", "--raw", "/version"],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        source = KubeconfigSource(path)
+        assert source.current().request("GET", "/version").status == 200
+        source.close()
+    finally:
+        server.shutdown()
+        server.server_close()
+    kubectl, ours = seen
+    assert ours == kubectl
+    assert ("impersonate-group", "ops") in ours and ("impersonate-user", "jane") in ours
