@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from statemachines.config import Config
 from statemachines.health import CountedHealth, Health
 from statemachines.health import Pending as PendingResult
-from statemachines.health.status import MAX_RESOURCES
+from statemachines.health.resources import MAX_RESOURCES
 from statemachines.placement import bookkeeping_size
 from statemachines.related import RelatedObject
 from statemachines.reports import GENERATION_LIMIT, VERSION_LIMIT

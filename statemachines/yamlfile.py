@@ -6,7 +6,8 @@ grants, a kubeconfig): the safe loader, strict where YAML is treacherous.
   aliases can expand into gigabytes (a "billion laughs", which go-yaml refuses as "excessive
   aliasing" for kubectl too) once anything walks them.
 - A key given twice in one mapping is refused: YAML's loader would keep the last in silence.
-- A document nested deeper than the parser can follow is refused, not a RecursionError.
+- A document nested deeper than the parser can follow (libyaml's 1,000 levels) is refused,
+  not a RecursionError.
 
 A problem is a `YAMLFileError` saying where (`line 3, column 7`) and what, in one line.
 """
@@ -30,9 +31,13 @@ class _Refused(yaml.MarkedYAMLError):
     """YAML, but not what the project reads (an alias bomb, a key given twice)."""
 
 
-class _StrictLoader(yaml.SafeLoader):
-    def compose_document(self) -> Any:
-        root = super().compose_document()
+# libyaml's parser where PyYAML was built with it (every wheel): five times the pure one.
+_Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _StrictLoader(_Base):  # type: ignore[misc]
+    def get_single_node(self) -> Any:
+        root = super().get_single_node()
         if root is not None and _expanded(root, {}) > MAX_VALUES:
             raise _Refused(
                 None, None, f"its aliases (*name) expand it beyond {MAX_VALUES:,} values",
@@ -85,7 +90,12 @@ def load_yaml(text: str | bytes) -> Any:
         mark = error.problem_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "the file"
         problem = error.problem or error.context or "?"
-        said = problem if isinstance(error, _Refused) else f"not valid YAML: {problem}"
+        if isinstance(error, _Refused):
+            said = problem
+        elif "nesting depth" in problem:  # libyaml's limit: 1,000 levels
+            said = "nested deeper than it can be read"
+        else:
+            said = f"not valid YAML: {problem}"
         raise YAMLFileError(f"{where}: {said}") from None
     except yaml.reader.ReaderError as error:
         raise YAMLFileError(f"byte {error.position}: not UTF-8 text ({error.reason})") from None

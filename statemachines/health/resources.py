@@ -36,6 +36,8 @@ from statemachines.health.paths import FieldPath
 from statemachines.settings import Duration
 from statemachines.vocabulary import REASON_PATTERN
 
+MAX_RESOURCES = 64  # the CRD's maxItems of status.resources
+
 __all__ = [
     "AlwaysHealthy",
     "CelRule",
@@ -245,6 +247,11 @@ def load_resources(
         return ()
     if not isinstance(raw, list):
         raise ConfigError(f"{where}: expected a list of resources, not {type(raw).__name__}")
+    if len(raw) > MAX_RESOURCES:  # refused before thousands of rules are compiled
+        raise ConfigError(
+            f"{where}: {len(raw)} configured; the CRD keeps at most {MAX_RESOURCES} in "
+            "status.resources"
+        )
     resources: list[Resource] = []
     for index, item in enumerate(raw):
         here = f"{where}[{index}]"

@@ -15,7 +15,7 @@ from typing import Any
 
 from statemachines.conditions import Condition, format_time, transition_time
 from statemachines.health.counted import CountedHealth, Pending
-from statemachines.health.resources import Resource
+from statemachines.health.resources import MAX_RESOURCES, Resource
 from statemachines.health.vocabulary import (
     HEALTHY,
     HEALTHY_CONDITION_RULE,
@@ -33,7 +33,6 @@ __all__ = [
 ]
 
 _NEVER_OBSERVED = "not observed yet"
-MAX_RESOURCES = 64  # the CRD's maxItems of status.resources
 
 
 def resources_to_api(

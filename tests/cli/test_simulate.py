@@ -154,7 +154,9 @@ def test_json_format_is_machine_readable(run_cli: Simulate) -> None:
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        pytest.param("steps: [", "line 1", id="broken-yaml"),
+        pytest.param(
+            "steps: [", "line 2, column 1: not valid YAML", id="broken-yaml"
+        ),  # at its end
         pytest.param("steps: []", "steps: required, a non-empty list", id="no-steps"),
         pytest.param("stepz: []", "stepz: unknown key", id="unknown-top-key"),
         pytest.param(

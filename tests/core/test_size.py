@@ -199,6 +199,11 @@ def _configure(text: str) -> Config:
     ("configuration", "named"),
     [
         pytest.param({"resources": _resources(65)}, "at most 64", id="65-resources"),
+        pytest.param(  # refused by its count, before a rule is compiled (the last one is broken)
+            {"resources": [*_resources(4999), {**_resources(1)[0], "healthRule": {"cel": {}}}]},
+            "resources: 5000 configured; the CRD keeps at most 64",
+            id="5000-resources-refused-before-compiling",
+        ),
         pytest.param(
             {
                 "relatedObjects": [
