@@ -20,6 +20,7 @@ second and 13 MiB in every process, for a request path the seam already drives i
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -60,6 +61,8 @@ class ExecPlugin:
     args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     api_version: str = "client.authentication.k8s.io/v1"
+    provide_cluster_info: bool = False  # KUBERNETES_EXEC_INFO then carries spec.cluster
+    interactive_mode: str = "IfAvailable"  # Never, IfAvailable or Always (needs a terminal)
 
 
 @dataclass
@@ -101,6 +104,10 @@ class Connection:
         self._impersonate = impersonate  # Impersonate-* (name, value) pairs, sent with each
         self._file_token: tuple[tuple[int, int, int], str] | None = None  # (stat, token)
         self._exec = exec_plugin
+        # What a plugin with provideClusterInfo is told (client-go's ExecCredential Cluster).
+        self._cluster_info = _cluster_info(
+            self.server, ca_file, ca_data, server_name, insecure, proxy
+        )
         self._exec_credential = _Credential()
         self._lock = threading.Lock()
         # One more try, and only where it cannot repeat a change: a pooled keep-alive
@@ -202,7 +209,7 @@ class Connection:
         with credential.lock:
             now = datetime.now(UTC)
             if credential.token is None or (credential.expires and credential.expires <= now):
-                credential.token, credential.expires = _run_plugin(self._exec, self.server)
+                credential.token, credential.expires = _run_plugin(self._exec, self._cluster_info)
             return credential.token
 
 
@@ -259,11 +266,41 @@ def _load_key_pair(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
         context.load_cert_chain(pem.name)
 
 
-def _run_plugin(plugin: ExecPlugin, server: str) -> tuple[str, datetime | None]:
-    """Run the plugin as client-go does (KUBERNETES_EXEC_INFO, no terminal); its token and
-    when it expires."""
-    info = {"apiVersion": plugin.api_version, "kind": "ExecCredential",
-            "spec": {"interactive": False}}  # fmt: skip
+def _cluster_info(  # noqa: PLR0917 (the cluster's settings, in kubeconfig's terms)
+    server: str,
+    ca_file: Path | None,
+    ca_data: bytes | None,
+    server_name: str | None,
+    insecure: bool,
+    proxy: str | None,
+) -> dict[str, Any]:
+    if ca_data is None and ca_file is not None:
+        with contextlib.suppress(OSError):  # a CA that does not load is refused with the TLS
+            ca_data = ca_file.read_bytes()
+    info: dict[str, Any] = {"server": server}
+    if ca_data:
+        info["certificate-authority-data"] = base64.b64encode(ca_data).decode("ascii")
+    if server_name:
+        info["tls-server-name"] = server_name
+    if insecure:
+        info["insecure-skip-tls-verify"] = True
+    if proxy:
+        info["proxy-url"] = proxy
+    return info
+
+
+def _run_plugin(plugin: ExecPlugin, cluster: dict[str, Any]) -> tuple[str, datetime | None]:
+    """Run the plugin as client-go does (KUBERNETES_EXEC_INFO, no terminal, the cluster when
+    it asks for it); its token and when it expires."""
+    if plugin.interactive_mode == "Always":
+        raise KubeConfigurationError(
+            f"exec plugin {plugin.command} needs a terminal (interactiveMode: Always), which "
+            "addon-status never has"
+        )
+    spec: dict[str, Any] = {"interactive": False}
+    if plugin.provide_cluster_info:
+        spec["cluster"] = cluster
+    info = {"apiVersion": plugin.api_version, "kind": "ExecCredential", "spec": spec}
     env = {**os.environ, **dict(plugin.env), "KUBERNETES_EXEC_INFO": json.dumps(info)}
     try:
         done = subprocess.run(  # its stderr is the process's, as client-go passes it on
@@ -320,4 +357,6 @@ def plugin_of(raw: Mapping[str, Any]) -> ExecPlugin:
         args=tuple(str(a) for a in raw.get("args") or []),
         env=env,
         api_version=str(raw.get("apiVersion") or _EXEC_VERSIONS[0]),
+        provide_cluster_info=raw.get("provideClusterInfo") is True,
+        interactive_mode=str(raw.get("interactiveMode") or "IfAvailable"),
     )

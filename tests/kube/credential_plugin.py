@@ -19,7 +19,8 @@ def exec_plugin(
     certificate: bool = False,
 ) -> ExecPlugin:
     """A credential plugin as `kubectl` runs one: it appends the KUBERNETES_EXEC_INFO it was
-    given to `runs` and prints an ExecCredential (or the token to stderr, and fails)."""
+    given (with its arguments as `argv` and $REGION as `region`) to `runs` and prints an
+    ExecCredential of that info's apiVersion (or the token to stderr, and fails)."""
     script = directory / "credential-plugin"
     status: dict[str, str] = {"token": token}
     if certificate:  # what a plugin for a client certificate prints instead of a token
@@ -30,13 +31,16 @@ def exec_plugin(
                   "status": status}  # fmt: skip
     script.write_text(
         f"#!{sys.executable}\n"
-        "import os, sys\n"
+        "import json, os, sys\n"
+        "info = json.loads(os.environ['KUBERNETES_EXEC_INFO'])\n"
         f"if {str(runs)!r} != 'None':\n"
-        f"    open({str(runs)!r}, 'a').write(os.environ['KUBERNETES_EXEC_INFO'] + '\\n')\n"
+        "    seen = {**info, 'argv': sys.argv[1:], 'region': os.environ.get('REGION')}\n"
+        f"    open({str(runs)!r}, 'a').write(json.dumps(seen) + '\\n')\n"
         f"if {exit_code}:\n"
         f"    sys.stderr.write({token!r})\n"
         f"    sys.exit({exit_code})\n"
-        f"print({json.dumps(credential)!r})\n"
+        f"credential = json.loads({json.dumps(credential)!r})\n"
+        "print(json.dumps({**credential, 'apiVersion': info['apiVersion']}))\n"
     )
     script.chmod(0o700)
     return ExecPlugin(command=str(script))

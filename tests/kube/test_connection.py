@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,44 @@ class TestCredentials:
         assert plugin.command in str(caught.value)
         assert TOKEN not in str(caught.value)
         assert server.audit == [], "no request without a credential"
+
+    def test_an_exec_plugin_gets_its_args_env_version_and_the_cluster_it_asked_for(
+        self, server: APIServer, tmp_path: Path
+    ) -> None:
+        """The ExecCredential contract as client-go keeps it: `args` and `env` given, the
+        `apiVersion` asked for answered (v1beta1 too), and `spec.cluster` only with
+        provideClusterInfo."""
+        runs = tmp_path / "runs"
+        made = exec_plugin(tmp_path, token=TOKEN, runs=runs)
+        for version, provide in (("v1beta1", True), ("v1", False)):
+            plugin = replace(
+                made, args=("--region", "eu"), env=(("REGION", "eu-1"),),
+                api_version=f"client.authentication.k8s.io/{version}", provide_cluster_info=provide,
+            )  # fmt: skip
+            with Connection(
+                server.url, exec_plugin=plugin, server_name="hub.example"
+            ) as connection:
+                assert connection.request("GET", "/version").status == 200
+        with_cluster, without = (json.loads(line) for line in runs.read_text().splitlines())
+        assert with_cluster["apiVersion"] == "client.authentication.k8s.io/v1beta1"
+        assert with_cluster["spec"]["cluster"] == {
+            "server": server.url,
+            "tls-server-name": "hub.example",
+        }
+        assert "cluster" not in without["spec"]
+        assert with_cluster["argv"] == ["--region", "eu"] and with_cluster["region"] == "eu-1"
+        assert users(server) == ["agent", "agent"]
+
+    def test_an_exec_plugin_that_needs_a_terminal_is_refused_naming_why(
+        self, server: APIServer, tmp_path: Path
+    ) -> None:
+        plugin = replace(exec_plugin(tmp_path, token=TOKEN), interactive_mode="Always")
+        with (
+            Connection(server.url, exec_plugin=plugin) as connection,
+            pytest.raises(KubeConfigurationError, match=r"needs a terminal \(interactiveMode"),
+        ):
+            connection.request("GET", "/version")
+        assert server.audit == []
 
     @pytest.mark.parametrize(
         ("made", "problem"),
