@@ -70,6 +70,7 @@ class _Credential:
     """What an exec plugin last printed, until it expires."""
 
     token: str | None = None
+    certificate: tuple[bytes, bytes] | None = None  # (certificate, key), PEM
     expires: datetime | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -128,7 +129,10 @@ class Connection:
                 options["assert_hostname"] = False
             elif server_name:
                 options["server_hostname"] = server_name
-        self._pool = _pool(proxy_for(server, proxy, os.environ), options)
+        self._via = proxy_for(server, proxy, os.environ)
+        self._pool = _pool(self._via, options)
+        # What a pool for a plugin's client certificate is built from (the certificate added).
+        self._options, self._trust = options, (ca_file, ca_data, insecure)
 
     def __repr__(self) -> str:
         return f"Connection({self.server!r})"  # never a credential
@@ -169,7 +173,7 @@ class Connection:
     def forget_credential(self) -> None:
         """The server refused the credential (401): an exec plugin runs again next time."""
         with self._exec_credential.lock:
-            self._exec_credential.token = None
+            self._exec_credential.token = self._exec_credential.certificate = None
 
     def close(self) -> None:
         self._pool.clear()
@@ -208,9 +212,28 @@ class Connection:
         credential = self._exec_credential
         with credential.lock:
             now = datetime.now(UTC)
-            if credential.token is None or (credential.expires and credential.expires <= now):
-                credential.token, credential.expires = _run_plugin(self._exec, self._cluster_info)
+            missing = credential.token is None and credential.certificate is None
+            if missing or (credential.expires and credential.expires <= now):
+                before = credential.certificate
+                credential.token, credential.certificate, credential.expires = _run_plugin(
+                    self._exec, self._cluster_info
+                )
+                if credential.certificate is not None and credential.certificate != before:
+                    self._present(credential.certificate)
             return credential.token
+
+    def _present(self, certificate: tuple[bytes, bytes]) -> None:
+        """Use a plugin's client certificate from now on: a new pool whose TLS context holds
+        it (client-go rotates its transport's certificate so)."""
+        if "ssl_context" not in self._options:
+            raise KubeConfigurationError(
+                f"exec plugin {self._exec.command if self._exec else ''} returned a client "
+                "certificate, which needs an https server"
+            )
+        ca_file, ca_data, insecure = self._trust
+        context = _tls_context(ca_file, ca_data, None, None, *certificate, insecure)
+        old, self._pool = self._pool, _pool(self._via, {**self._options, "ssl_context": context})
+        old.clear()
 
 
 def _pool(proxy: str | None, options: dict[str, Any]) -> urllib3.PoolManager:
@@ -289,9 +312,11 @@ def _cluster_info(  # noqa: PLR0917 (the cluster's settings, in kubeconfig's ter
     return info
 
 
-def _run_plugin(plugin: ExecPlugin, cluster: dict[str, Any]) -> tuple[str, datetime | None]:
+def _run_plugin(
+    plugin: ExecPlugin, cluster: dict[str, Any]
+) -> tuple[str | None, tuple[bytes, bytes] | None, datetime | None]:
     """Run the plugin as client-go does (KUBERNETES_EXEC_INFO, no terminal, the cluster when
-    it asks for it); its token and when it expires."""
+    it asks for it); its token or client certificate and key, and when they expire."""
     if plugin.interactive_mode == "Always":
         raise KubeConfigurationError(
             f"exec plugin {plugin.command} needs a terminal (interactiveMode: Always), which "
@@ -322,15 +347,18 @@ def _run_plugin(plugin: ExecPlugin, cluster: dict[str, Any]) -> tuple[str, datet
         ) from None
     if credential.get("apiVersion") not in _EXEC_VERSIONS:
         raise KubeConfigurationError(f"exec plugin {plugin.command}: unknown apiVersion")
-    if not isinstance(status, dict) or not status.get("token"):
-        certificate = isinstance(status, dict) and status.get("clientCertificateData")
-        raise KubeConfigurationError(
-            f"exec plugin {plugin.command} returned a client certificate, which addon-status "
-            "does not support: it needs a token"
-            if certificate
-            else f"exec plugin {plugin.command} printed an ExecCredential without a token"
-        )
-    return str(status["token"]), _expiry(plugin, status.get("expirationTimestamp"))
+    if not isinstance(status, dict):
+        raise KubeConfigurationError(f"exec plugin {plugin.command} printed no status")
+    expires = _expiry(plugin, status.get("expirationTimestamp"))
+    if status.get("token"):
+        return str(status["token"]), None, expires
+    cert, key = status.get("clientCertificateData"), status.get("clientKeyData")
+    if isinstance(cert, str) and isinstance(key, str) and cert and key:
+        return None, (cert.encode(), key.encode()), expires
+    raise KubeConfigurationError(
+        f"exec plugin {plugin.command} printed an ExecCredential with neither a token nor a "
+        "client certificate and key"
+    )
 
 
 def _expiry(plugin: ExecPlugin, stamp: object) -> datetime | None:

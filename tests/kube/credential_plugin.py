@@ -16,7 +16,7 @@ def exec_plugin(
     expires: str | None = None,
     runs: Path | None = None,
     exit_code: int = 0,
-    certificate: bool = False,
+    certificate: tuple[bytes, bytes] | None = None,
 ) -> ExecPlugin:
     """A credential plugin as `kubectl` runs one: it appends the KUBERNETES_EXEC_INFO it was
     given (with its arguments as `argv` and $REGION as `region`) to `runs` and prints an
@@ -24,8 +24,8 @@ def exec_plugin(
     script = directory / "credential-plugin"
     status: dict[str, str] = {"token": token}
     if certificate:  # what a plugin for a client certificate prints instead of a token
-        status = {"clientCertificateData": "-----BEGIN CERTIFICATE-----...",
-                  "clientKeyData": "-----BEGIN PRIVATE KEY-----..."}  # fmt: skip
+        status = {"clientCertificateData": certificate[0].decode(),
+                  "clientKeyData": certificate[1].decode()}  # fmt: skip
     status |= {"expirationTimestamp": expires} if expires else {}
     credential = {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
                   "status": status}  # fmt: skip

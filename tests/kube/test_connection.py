@@ -156,9 +156,12 @@ class TestCredentials:
         ("made", "problem"),
         [
             ({"expires": "2999-01-01T00:00:00"}, "expirationTimestamp is not an RFC 3339 time"),
-            ({"certificate": True}, "returned a client certificate, which addon-status does not"),
+            (
+                {"certificate": (b"-----BEGIN CERTIFICATE-----", b"-----BEGIN PRIVATE KEY-----")},
+                "returned a client certificate, which needs an https server",
+            ),
         ],
-        ids=["zone-less-expiry", "client-certificate"],
+        ids=["zone-less-expiry", "client-certificate-over-http"],
     )
     def test_an_exec_credential_this_client_cannot_use_is_refused_naming_why(
         self, server: APIServer, tmp_path: Path, made: dict[str, Any], problem: str
@@ -222,6 +225,25 @@ class TestTLS:
                 assert connection.request("GET", "/version").status == 200
         assert users(server) == ["system:open-cluster-management:cluster:c1:addon:a"]
         assert list(scratch.iterdir()) == [], "the key went through a file that is gone"
+
+    def test_an_exec_plugins_client_certificate_is_its_subject(
+        self, authority: Authority, tmp_path: Path
+    ) -> None:
+        """An ExecCredential with clientCertificateData and clientKeyData instead of a token:
+        the connection presents that certificate (client-go's transport does so), and runs
+        the plugin again, with the next certificate, once the server refuses it (401)."""
+        runs = tmp_path / "runs"
+        pair = authority.client("plugin-cert-user", ("team",))
+        plugin = exec_plugin(tmp_path, token="", certificate=(pair.cert, pair.key), runs=runs)
+        with (
+            self.served(authority, tmp_path) as server,
+            Connection(server.url, ca_data=authority.ca, exec_plugin=plugin) as connection,
+        ):
+            assert connection.request("GET", "/version").status == 200
+            connection.forget_credential()
+            assert connection.request("GET", "/version").status == 200
+        assert users(server) == ["plugin-cert-user"] * 2
+        assert len(runs.read_text().splitlines()) == 2
 
     def test_a_server_signed_by_another_authority_is_not_trusted(
         self, authority: Authority, tmp_path: Path
