@@ -219,16 +219,15 @@ class Connection:
                     self._exec, self._cluster_info
                 )
                 if credential.certificate is not None and credential.certificate != before:
-                    self._present(credential.certificate)
+                    self._present(self._exec.command, credential.certificate)
             return credential.token
 
-    def _present(self, certificate: tuple[bytes, bytes]) -> None:
+    def _present(self, command: str, certificate: tuple[bytes, bytes]) -> None:
         """Use a plugin's client certificate from now on: a new pool whose TLS context holds
         it (client-go rotates its transport's certificate so)."""
         if "ssl_context" not in self._options:
             raise KubeConfigurationError(
-                f"exec plugin {self._exec.command if self._exec else ''} returned a client "
-                "certificate, which needs an https server"
+                f"exec plugin {command} returned a client certificate, which needs an https server"
             )
         ca_file, ca_data, insecure = self._trust
         context = _tls_context(ca_file, ca_data, None, None, *certificate, insecure)
