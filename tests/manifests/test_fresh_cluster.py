@@ -9,15 +9,19 @@ a failure here (`KindNotServedError`, `namespaces "..." not found`)."""
 from __future__ import annotations
 
 import re
+import shlex
+import subprocess
 from pathlib import Path
 from typing import Any, Final
 
 import pytest
 import yaml
 
+from controller.kube.api import NotFoundError
+from controller.spoke.addon import GROUP, VERSION
 from kubesim import DEFAULT_NAMESPACES, APIServer
 from tests.manifests.kustomize import MANIFESTS, ROOT, build
-from tests.support import apply_objects, kube_of
+from tests.support import KUBECTL, apply_objects, kube_of
 
 Obj = dict[str, Any]
 ADDON_NAMESPACE: Final = "open-cluster-management-addon-observability"
@@ -75,3 +79,55 @@ def test_the_overlay_applies_on_a_fresh_cluster(overlay: str, tmp_path: Path) ->
     rest.sort(key=lambda o: o["kind"] != "Namespace")  # kubectl applies namespaces first
     with APIServer(served, namespaces=[*DEFAULT_NAMESPACES, *namespaces]) as cluster:
         apply_objects(kube_of(cluster), rest)
+
+
+def _documented_removal() -> list[str]:
+    """The commands of getting-started.md's "By hand, keeping the addon CRs", as a shell
+    reads them (continuation lines joined, `$NS` set, comments left out)."""
+    text = (ROOT / "docs" / "getting-started.md").read_text("utf-8")
+    block = text.split("**By hand, keeping the addon CRs**")[1].split("```sh\n")[1].split("```")[0]
+    joined = block.replace("\\\n", " ")
+    namespace = re.search(r"^NS=(\S+)$", joined, flags=re.MULTILINE)
+    assert namespace is not None
+    return [
+        line.replace("$NS", namespace.group(1))
+        for line in joined.splitlines()
+        if line.startswith("kubectl ")
+    ]
+
+
+@pytest.mark.integration
+def test_the_documented_removal_by_hand_keeps_the_addon_cr_and_nothing_else(
+    tmp_path: Path,
+) -> None:
+    """The real kubectl runs getting-started.md's commands against kubesim after
+    manifests/kubernetes was applied and an addon CR created: every object of the overlay but
+    the CRD is gone, and the addon CR is still there."""
+    assert KUBECTL is not None, "kubectl: pip install -e '.[test]' installs it"
+    objects = build(MANIFESTS / "kubernetes").objects
+    (crd,) = (o for o in objects if o["kind"] == "CustomResourceDefinition")
+    crd_file = tmp_path / "crd.yaml"
+    crd_file.write_text(yaml.safe_dump(crd), encoding="utf-8")
+    rest = [o for o in objects if o["kind"] != "CustomResourceDefinition"]
+    with APIServer([crd_file], namespaces=[*DEFAULT_NAMESPACES, ADDON_NAMESPACE],
+                   anonymous=True) as cluster:  # fmt: skip
+        kube = kube_of(cluster)
+        apply_objects(kube, rest)
+        metadata = {"name": "observability-addon", "namespace": ADDON_NAMESPACE}
+        addon = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ObservabilityAddon",
+                 "metadata": metadata}  # fmt: skip
+        apply_objects(kube, [addon])
+        for command in _documented_removal():
+            done = subprocess.run(
+                [KUBECTL, "--server", cluster.url, *shlex.split(command)[1:]],
+                capture_output=True, text=True, timeout=60, check=False,
+            )  # fmt: skip
+            assert done.returncode == 0, f"{command}: {done.stderr}"
+        for obj in rest:
+            resource = kube.discover(obj["apiVersion"], obj["kind"])
+            namespace = obj["metadata"].get("namespace", "")
+            with pytest.raises(NotFoundError):
+                kube.get(resource, namespace, obj["metadata"]["name"])
+        kept = kube.get(kube.discover(addon["apiVersion"], "ObservabilityAddon"),
+                        ADDON_NAMESPACE, "observability-addon")  # fmt: skip
+        assert kept["metadata"]["name"] == "observability-addon"
