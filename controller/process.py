@@ -94,7 +94,7 @@ class Process:
         lease_namespace: str = "default",
         registry: CollectorRegistry | None = None,
         identity: str | None = None,
-        lease_clock: LeaseClock | None = None,
+        io_clock: LeaseClock | None = None,
         serve: bool = True,
     ) -> None:
         self.options = options
@@ -118,7 +118,7 @@ class Process:
                 lease_duration=options.lease_duration.total_seconds(),
                 renew_deadline=renew,
                 retry_period=options.retry_period.total_seconds(),
-                clock=lease_clock or SystemClock(),
+                clock=io_clock or SystemClock(),
                 on_started_leading=lambda: self._lead(True),
                 on_stopped_leading=lambda: self._lead(False),
                 metrics=LeaderMetrics(self.registry),

@@ -47,7 +47,7 @@ class HubReplica:
         *,
         registry: CollectorRegistry | None = None,
         identity: str | None = None,
-        lease_clock: LeaseClock | None = None,
+        io_clock: LeaseClock | None = None,
         backoff: Backoff | None = None,
         watch_seconds: int = 300,
         serve: bool = True,
@@ -63,7 +63,7 @@ class HubReplica:
             lease_kube=lease_kube,
             registry=registry,
             identity=identity,
-            lease_clock=lease_clock,
+            io_clock=io_clock,
             serve=serve,
         )
         self.registry = self.process.registry

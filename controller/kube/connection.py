@@ -41,14 +41,14 @@ from urllib3 import HTTPHeaderDict
 from controller.kube.proxy import proxy_for
 from statemachines.errors import AddonStatusError
 
-__all__ = ["Connection", "ExecPlugin", "KubeConfigurationError", "Timeout", "plugin_of"]
+__all__ = ["Connection", "ConnectionSetupError", "ExecPlugin", "Timeout", "plugin_of"]
 
 Timeout = float | tuple[float, float]  # (connect, read) or both
 _USER_AGENT: Final = "addon-status"
 _EXEC_VERSIONS: Final = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 
 
-class KubeConfigurationError(AddonStatusError):
+class ConnectionSetupError(AddonStatusError):
     """The connection cannot be made as configured (a CA or key that does not load, a plugin
     that fails); the message names what, never a secret."""
 
@@ -99,7 +99,7 @@ class Connection:
     ) -> None:
         parts = urlsplit(server)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise KubeConfigurationError(f"{server!r} is not an http(s) server URL")
+            raise ConnectionSetupError(f"{server!r} is not an http(s) server URL")
         self.server = server.rstrip("/")
         self._token, self._token_file = token, token_file
         self._impersonate = impersonate  # Impersonate-* (name, value) pairs, sent with each
@@ -187,7 +187,7 @@ class Connection:
     def _authorization(self) -> str | None:
         token = self._token or self._from_file() or self._from_plugin()
         if token and not (token.isascii() and token.isprintable()):  # never a header to split
-            raise KubeConfigurationError("the bearer token holds a line break or control character")
+            raise ConnectionSetupError("the bearer token holds a line break or control character")
         return f"Bearer {token}" if token else None
 
     def _from_file(self) -> str | None:
@@ -226,7 +226,7 @@ class Connection:
         """Use a plugin's client certificate from now on: a new pool whose TLS context holds
         it (client-go rotates its transport's certificate so)."""
         if "ssl_context" not in self._options:
-            raise KubeConfigurationError(
+            raise ConnectionSetupError(
                 f"exec plugin {command} returned a client certificate, which needs an https server"
             )
         ca_file, ca_data, insecure = self._trust
@@ -243,7 +243,7 @@ def _pool(proxy: str | None, options: dict[str, Any]) -> urllib3.PoolManager:
         headers = urllib3.make_headers(proxy_basic_auth=parsed.auth) if parsed.auth else None
         return urllib3.ProxyManager(proxy, num_pools=2, proxy_headers=headers, **options)
     except (urllib3.exceptions.HTTPError, ValueError):  # never the URL: it may hold a password
-        raise KubeConfigurationError(
+        raise ConnectionSetupError(
             "the proxy URL is not an http(s) proxy (socks proxies are not supported)"
         ) from None
 
@@ -272,7 +272,7 @@ def _tls_context(  # noqa: PLR0917 (the TLS settings, in kubeconfig's terms)
         elif cert_file or key_file:
             context.load_cert_chain(str(cert_file), str(key_file) if key_file else None)
     except (OSError, ssl.SSLError, UnicodeDecodeError, ValueError) as error:
-        raise KubeConfigurationError(
+        raise ConnectionSetupError(
             f"the TLS settings do not load: {type(error).__name__}"
         ) from None
     return context
@@ -317,7 +317,7 @@ def _run_plugin(
     """Run the plugin as client-go does (KUBERNETES_EXEC_INFO, no terminal, the cluster when
     it asks for it); its token or client certificate and key, and when they expire."""
     if plugin.interactive_mode == "Always":
-        raise KubeConfigurationError(
+        raise ConnectionSetupError(
             f"exec plugin {plugin.command} needs a terminal (interactiveMode: Always), which "
             "addon-status never has"
         )
@@ -332,29 +332,29 @@ def _run_plugin(
             check=False, stdin=subprocess.DEVNULL,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as error:
-        raise KubeConfigurationError(
+        raise ConnectionSetupError(
             f"exec plugin {plugin.command}: {type(error).__name__}"
         ) from None
     if done.returncode != 0:
-        raise KubeConfigurationError(f"exec plugin {plugin.command} exited with {done.returncode}")
+        raise ConnectionSetupError(f"exec plugin {plugin.command} exited with {done.returncode}")
     try:
         credential = json.loads(done.stdout)
         status = credential["status"]
     except (ValueError, KeyError, TypeError):
-        raise KubeConfigurationError(
+        raise ConnectionSetupError(
             f"exec plugin {plugin.command} printed no ExecCredential"
         ) from None
     if credential.get("apiVersion") not in _EXEC_VERSIONS:
-        raise KubeConfigurationError(f"exec plugin {plugin.command}: unknown apiVersion")
+        raise ConnectionSetupError(f"exec plugin {plugin.command}: unknown apiVersion")
     if not isinstance(status, dict):
-        raise KubeConfigurationError(f"exec plugin {plugin.command} printed no status")
+        raise ConnectionSetupError(f"exec plugin {plugin.command} printed no status")
     expires = _expiry(plugin, status.get("expirationTimestamp"))
     if status.get("token"):
         return str(status["token"]), None, expires
     cert, key = status.get("clientCertificateData"), status.get("clientKeyData")
     if isinstance(cert, str) and isinstance(key, str) and cert and key:
         return None, (cert.encode(), key.encode()), expires
-    raise KubeConfigurationError(
+    raise ConnectionSetupError(
         f"exec plugin {plugin.command} printed an ExecCredential with neither a token nor a "
         "client certificate and key"
     )
@@ -370,7 +370,7 @@ def _expiry(plugin: ExecPlugin, stamp: object) -> datetime | None:
     except ValueError:
         when = None
     if when is None or when.tzinfo is None:
-        raise KubeConfigurationError(
+        raise ConnectionSetupError(
             f"exec plugin {plugin.command}: expirationTimestamp is not an RFC 3339 time"
         )
     return when

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote
 
-from controller.kube.connection import Connection, KubeConfigurationError, plugin_of
+from controller.kube.connection import Connection, ConnectionSetupError, plugin_of
 from statemachines.errors import AddonStatusError
 
 __all__ = ["KubeconfigError", "connection_for", "entry_named"]
@@ -85,7 +85,7 @@ def connection_for(path: Path, document: dict[str, Any], context: str | None) ->
             proxy=str(cluster["proxy-url"]) if cluster.get("proxy-url") else None,
             impersonate=impersonation(path, user),
         )
-    except KubeConfigurationError as error:
+    except ConnectionSetupError as error:
         raise KubeconfigError(path, f"kubeconfig cannot be used: {error}") from None
     except (KeyError, TypeError) as error:
         raise KubeconfigError(

@@ -34,7 +34,7 @@ from typing import Any, Final
 
 import yaml
 
-from controller.kube.connection import Connection, KubeConfigurationError
+from controller.kube.connection import Connection, ConnectionSetupError
 from controller.kube.contexts import KubeconfigError, connection_for, entry_named
 from statemachines.errors import AddonStatusError
 from statemachines.yamlfile import YAMLFileError, load_yaml
@@ -309,7 +309,7 @@ def client_for(
     server = f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
     try:
         return Connection(server, token_file=token, ca_file=SERVICE_ACCOUNT / "ca.crt")
-    except KubeConfigurationError as error:
+    except ConnectionSetupError as error:
         raise AddonStatusError(f"in-cluster configuration: {error}") from None
 
 

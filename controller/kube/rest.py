@@ -28,7 +28,7 @@ from controller.kube.api import (
     WatchEvent,
     error_for,
 )
-from controller.kube.connection import Connection, KubeConfigurationError
+from controller.kube.connection import Connection, ConnectionSetupError
 
 __all__ = ["RequestTimeout", "RestKube"]
 
@@ -195,7 +195,7 @@ class RestKube:
                 timeout=self._timeout, stream=True,
             )  # fmt: skip
             answer = read_answer(response, what, deadline=started + self._whole_call)
-        except (HTTPError, OSError, KubeConfigurationError) as error:
+        except (HTTPError, OSError, ConnectionSetupError) as error:
             raise unanswered(error, what) from error
         if not 200 <= response.status <= 299:
             raise refused(response, answer, what, quote_server=quote_server, connection=self._api)
@@ -217,7 +217,7 @@ class RestKube:
         """The unread response of a watch request (2xx), to read line by line."""
         try:
             response = self._api.request("GET", path, query=query, timeout=timeout, stream=True)
-        except (HTTPError, OSError, KubeConfigurationError) as error:
+        except (HTTPError, OSError, ConnectionSetupError) as error:
             raise unanswered(error, what) from error
         if not 200 <= response.status <= 299:
             try:  # the server's Status says why (an RBAC 403 names the verb and resource)

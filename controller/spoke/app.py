@@ -90,7 +90,7 @@ class Replica:
         kube: Kube | None = None,
         hub_source: ClientSource | None = None,
         clock: MachineClock = utc_now,
-        lease_clock: LeaseClock | None = None,
+        io_clock: LeaseClock | None = None,
         config: Config | None = None,
         registry: CollectorRegistry | None = None,
         identity: str | None = None,
@@ -101,7 +101,7 @@ class Replica:
         unready_after: float = 30.0,
     ) -> None:
         """`kube` (an in-memory `Kube` in unit tests) or `api_client` (else the one of
-        `--kubeconfig`) is the spoke. `clock` drives the state machines; `lease_clock` the
+        `--kubeconfig`) is the spoke. `clock` drives the state machines; `io_clock` the
         Lease and hub retries (real time unless a test moves it). `hub_source` replaces the
         `--hub-kubeconfig` file; `hub_backoff` is (first, longest) wait between failed hub
         calls; `max_wait` is the longest the worker sleeps without looking at `clock` (a
@@ -116,7 +116,7 @@ class Replica:
                 self.api_client = client_for(options.kubeconfig)
             kube = RestKube(self.api_client, request_timeout=options.request_timeout)
         self.kube = kube
-        self._lease_clock = lease_clock or SystemClock()
+        self._io_clock = io_clock or SystemClock()
         self._hub_source = hub_source
         self._own_hub_source: KubeconfigSource | None = None
         self._hub_backoff = hub_backoff
@@ -126,7 +126,7 @@ class Replica:
             lease_namespace=options.addon_namespace,
             registry=registry,
             identity=identity,
-            lease_clock=self._lease_clock,
+            io_clock=self._io_clock,
         )
         self.registry = self.process.registry
         self.replicator: HubReplicator | None = None  # the current (or last) term's
@@ -321,7 +321,7 @@ class Replica:
         if source is None:
             assert self.options.hub_kubeconfig is not None
             source = self._own_hub_source = KubeconfigSource(self.options.hub_kubeconfig)
-        metrics = ReplicationMetrics(self.registry, monotonic=self._lease_clock.monotonic)
+        metrics = ReplicationMetrics(self.registry, monotonic=self._io_clock.monotonic)
         first, longest = self._hub_backoff
 
         def replicator() -> HubReplicator:
@@ -331,7 +331,7 @@ class Replica:
                 namespace=hub.namespace,
                 name=hub.name,
                 copy=self.options.hub_copy,
-                clock=self._lease_clock,
+                clock=self._io_clock,
                 metrics=metrics,
                 resync_interval=self.options.hub_resync.total_seconds(),
                 backoff_base=first,

@@ -17,7 +17,7 @@ import proxy
 import pytest
 import urllib3
 
-from controller.kube.connection import Connection, KubeConfigurationError
+from controller.kube.connection import Connection, ConnectionSetupError
 from controller.kube.kubeconfig import client_for
 from controller.kube.proxy import proxy_for
 from kubesim import APIServer, ServingTLS, UserInfo
@@ -107,7 +107,7 @@ class TestCredentials:
         plugin = exec_plugin(tmp_path, token=TOKEN, exit_code=3)
         with (
             Connection(server.url, exec_plugin=plugin) as connection,
-            pytest.raises(KubeConfigurationError, match="exited with 3") as caught,
+            pytest.raises(ConnectionSetupError, match="exited with 3") as caught,
         ):
             connection.request("GET", "/version")
         assert plugin.command in str(caught.value)
@@ -147,7 +147,7 @@ class TestCredentials:
         plugin = replace(exec_plugin(tmp_path, token=TOKEN), interactive_mode="Always")
         with (
             Connection(server.url, exec_plugin=plugin) as connection,
-            pytest.raises(KubeConfigurationError, match=r"needs a terminal \(interactiveMode"),
+            pytest.raises(ConnectionSetupError, match=r"needs a terminal \(interactiveMode"),
         ):
             connection.request("GET", "/version")
         assert server.audit == []
@@ -169,7 +169,7 @@ class TestCredentials:
         plugin = exec_plugin(tmp_path, token=TOKEN, **made)
         with (
             Connection(server.url, exec_plugin=plugin) as connection,
-            pytest.raises(KubeConfigurationError, match=problem) as caught,
+            pytest.raises(ConnectionSetupError, match=problem) as caught,
         ):
             connection.request("GET", "/version")
         assert TOKEN not in str(caught.value)
@@ -182,7 +182,7 @@ class TestCredentials:
         mount.write(f"{TOKEN}\nImpersonate-User: system:admin")
         with (
             Connection(server.url, token_file=mount.path) as connection,
-            pytest.raises(KubeConfigurationError, match="line break") as caught,
+            pytest.raises(ConnectionSetupError, match="line break") as caught,
         ):
             connection.request("GET", "/version")
         assert TOKEN not in str(caught.value)
@@ -276,7 +276,7 @@ class TestTLS:
                 assert named.request("GET", "/version").status == 200
 
     def test_a_ca_that_does_not_load_is_a_configuration_error(self, tmp_path: Path) -> None:
-        with pytest.raises(KubeConfigurationError, match="TLS settings do not load"):
+        with pytest.raises(ConnectionSetupError, match="TLS settings do not load"):
             Connection("https://127.0.0.1:6443", ca_data=b"-----BEGIN CERTIFICATE-----\nnope")
 
     def test_the_pods_service_account_is_used_in_a_cluster(
@@ -375,7 +375,7 @@ class TestProxy:
         assert proxy_for("https://hub", "http://set:8080", environ) == "http://set:8080"
 
     def test_a_socks_proxy_is_refused_without_quoting_it(self) -> None:
-        with pytest.raises(KubeConfigurationError, match="socks") as caught:
+        with pytest.raises(ConnectionSetupError, match="socks") as caught:
             Connection("https://hub:6443", proxy=f"socks5://u:{TOKEN}@proxy:1080")
         assert TOKEN not in str(caught.value)
 

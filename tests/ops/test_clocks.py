@@ -26,7 +26,7 @@ def test_the_worker_clock_is_utc_wall_time_with_microseconds() -> None:
     assert now.utcoffset() == timedelta(0)
 
 
-def test_the_lease_clock_is_utc_wall_time() -> None:
+def test_the_io_clock_is_utc_wall_time() -> None:
     """Other replicas compare a Lease's renewTime with their own clock: it must be UTC."""
     with freeze_time(FROZEN, ignore=IGNORE):
         now = SystemClock().now()
