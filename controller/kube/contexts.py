@@ -83,7 +83,7 @@ def connection_for(path: Path, document: dict[str, Any], context: str | None) ->
             insecure=bool(cluster.get("insecure-skip-tls-verify")),
             server_name=str(cluster["tls-server-name"]) if cluster.get("tls-server-name") else None,
             proxy=str(cluster["proxy-url"]) if cluster.get("proxy-url") else None,
-            impersonate=impersonation(path, user),
+            impersonate=_impersonation(path, user),
         )
     except ConnectionSetupError as error:
         raise KubeconfigError(path, f"kubeconfig cannot be used: {error}") from None
@@ -106,14 +106,9 @@ def _check_supported(path: Path, cluster: Mapping[str, Any], user: Mapping[str, 
             path, "kubeconfig's user has a username/password, which kube-apiserver no longer "
             "accepts (basic auth, removed in 1.19); use a token or a client certificate"
         )  # fmt: skip
-    https = str(cluster.get("server")).startswith(
-        "https:"
-    )  # kubectl checks TLS settings only there
-    if (
-        https
-        and cluster.get("insecure-skip-tls-verify")
-        and (cluster.get("certificate-authority") or cluster.get("certificate-authority-data"))
-    ):
+    https = str(cluster.get("server")).startswith("https:")  # kubectl checks TLS only there
+    ca = cluster.get("certificate-authority") or cluster.get("certificate-authority-data")
+    if https and ca and cluster.get("insecure-skip-tls-verify"):
         raise KubeconfigError(
             path, "kubeconfig's cluster sets insecure-skip-tls-verify beside a certificate "
             "authority, which kubectl refuses too: keep one"
@@ -122,7 +117,7 @@ def _check_supported(path: Path, cluster: Mapping[str, Any], user: Mapping[str, 
         raise KubeconfigError(path, "kubeconfig's token holds a line break or control character")
 
 
-def impersonation(path: Path, user: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+def _impersonation(path: Path, user: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """The Impersonate-* headers a user's `as`, `as-uid`, `as-groups` and `as-user-extra` ask
     for, as client-go's impersonating round tripper sends them (a group or an extra value a
     header each; an extra's key escaped as a header name must be). A group, uid or extra
