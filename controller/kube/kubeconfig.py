@@ -112,19 +112,17 @@ def _resolved(document: dict[str, Any], base: Path) -> dict[str, Any]:
     """`document` with the files its clusters and users name made absolute against `base`
     (its file's directory), an `exec` command too when it holds a path separator: client-go's
     ResolveLocalPaths, done per file before files are merged."""
-    keys = {**_FILE_KEYS, "user": (*_FILE_KEYS["user"], "exec")}
-    for kind, names in keys.items():
+    for kind, keys in _FILE_KEYS.items():
         for entry in document.get(f"{kind}s") or []:
             inner = entry.get(kind) if isinstance(entry, dict) else None
             if not isinstance(inner, dict):
                 continue
-            for key in names:
-                if key == "exec" and isinstance(inner.get("exec"), dict):
-                    command = inner["exec"].get("command")
-                    if isinstance(command, str) and os.sep in command:
-                        inner["exec"] = {**inner["exec"], "command": str(base / command)}
-                elif key != "exec" and inner.get(key):
+            for key in keys:
+                if inner.get(key):
                     inner[key] = str(base / str(inner[key]))
+            plugin = inner.get("exec")
+            if isinstance(plugin, dict) and os.sep in str(plugin.get("command") or ""):
+                inner["exec"] = {**plugin, "command": str(base / str(plugin["command"]))}
     return document
 
 
