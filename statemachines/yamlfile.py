@@ -31,7 +31,8 @@ class _Refused(yaml.MarkedYAMLError):
     """YAML, but not what the project reads (an alias bomb, a key given twice)."""
 
 
-# libyaml's parser where PyYAML was built with it (every wheel): five times the pure one.
+# libyaml's parser where PyYAML was built with it (every wheel): a 5,000-resource
+# configuration was read and refused in 0.8 s instead of 2.2 s with the pure one (one run).
 _Base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
