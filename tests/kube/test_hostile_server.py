@@ -124,7 +124,7 @@ def serve() -> Iterator[Callable[[Answer], RestKube]]:
 @pytest.mark.parametrize(
     ("answer", "problem"),
     [
-        (trickle, "answer took too long"),
+        (trickle, "answer took too long|ReadTimeoutError"),  # a stalled loaded machine: either
         (claims_two_gib, f"answer is over {MAX_ANSWER >> 20} MiB"),
         (endless, f"answer is over {MAX_ANSWER >> 20} MiB"),
         (gzipped, "answered in 'gzip', not asked for"),
