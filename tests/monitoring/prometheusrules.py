@@ -4,10 +4,18 @@ Prometheus without the operator loads those files, the operator these objects):
 
     .venv/bin/python -m tests.monitoring.prometheusrules          # rewrite them
     .venv/bin/python -m tests.monitoring.prometheusrules --check  # exit 1 if one is stale
+    .venv/bin/python -m tests.monitoring.prometheusrules --runbook-base URL  # docs elsewhere
+
+Every alert's `runbook_url` is absolute (a notification must open it): RUNBOOK_BASE, the runbook
+as the sources publish it, then `#` and the alert's name in lower case (its section).
+`--runbook-base` rewrites that base in the rule files and their promtool tests, then the
+PrometheusRules, for whoever publishes the docs elsewhere.
 """
 
 from __future__ import annotations
 
+import argparse
+import re
 from pathlib import Path
 from typing import Final
 
@@ -15,10 +23,13 @@ import yaml
 
 from tests.generated import write_or_check
 
-__all__ = ["RULES", "render", "targets"]
+__all__ = ["RULES", "RUNBOOK_BASE", "rebase", "render", "targets"]
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 RULES: Final = ROOT / "monitoring" / "rules"
+RULE_TESTS: Final = ROOT / "monitoring" / "tests"
+RUNBOOK_BASE: Final = "https://github.com/addon-status/addon-status/blob/main/docs/runbook.md"
+_RUNBOOK_URL: Final = re.compile(r"(runbook_url: )\S+(#\w+)$", re.MULTILINE)
 # rule file -> (the component, the PrometheusRule's name and namespace: beside what it watches)
 TARGETS: Final = {
     "addon-status-spoke.rules.yaml": (
@@ -58,8 +69,21 @@ def targets() -> dict[Path, str]:
     }
 
 
+def rebase(text: str, base: str) -> str:
+    """`text` (a rule file or its promtool test) with every runbook_url under `base`."""
+    return _RUNBOOK_URL.sub(lambda m: f"{m[1]}{base}{m[2]}", text)
+
+
 def main(argv: list[str] | None = None) -> int:
-    return write_or_check(targets, argv, module="tests.monitoring.prometheusrules")
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--runbook-base", metavar="URL")
+    known, rest = parser.parse_known_args(argv)
+    if known.runbook_base is not None:
+        if not known.runbook_base.startswith(("https://", "http://")):
+            parser.error(f"--runbook-base {known.runbook_base!r}: an absolute http(s) URL")
+        for path in [*RULES.glob("*.rules.yaml"), *RULE_TESTS.glob("*.test.yaml")]:
+            path.write_text(rebase(path.read_text("utf-8"), known.runbook_base), "utf-8")
+    return write_or_check(targets, rest, module="tests.monitoring.prometheusrules")
 
 
 if __name__ == "__main__":

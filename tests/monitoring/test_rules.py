@@ -15,7 +15,7 @@ import yaml
 
 from tests.monitoring.exported import exported_names
 from tests.monitoring.prometheus import tools
-from tests.monitoring.prometheusrules import RULES, main
+from tests.monitoring.prometheusrules import RULES, RUNBOOK_BASE, main, rebase
 
 ROOT = Path(__file__).resolve().parents[2]
 TESTS = sorted((ROOT / "monitoring" / "tests").glob("*.test.yaml"))
@@ -60,10 +60,21 @@ def test_every_alert_is_tested_firing_and_not_firing() -> None:
 def test_every_alert_says_how_bad_what_where_and_what_to_do(alert: dict[str, Any]) -> None:
     assert alert["labels"]["severity"] in {"warning", "critical"}
     assert {"summary", "description", "runbook_url"} <= set(alert["annotations"])
-    anchor = alert["annotations"]["runbook_url"].removeprefix("docs/runbook.md#")
+    # absolute, so that a notification can open it: the published runbook's section
+    base, _, anchor = alert["annotations"]["runbook_url"].partition("#")
+    assert base == RUNBOOK_BASE
     headings = re.findall(r"^#+ (\w+)$", RUNBOOK.read_text("utf-8"), flags=re.MULTILINE)
     assert anchor in {h.lower() for h in headings}
     assert anchor == alert["alert"].lower()
+
+
+def test_the_runbook_base_is_rewritten_and_nothing_else() -> None:
+    before = (RULES / "addon-status-spoke.rules.yaml").read_text("utf-8")
+    after = rebase(before, "https://wiki.example.org/addon-status/runbook")
+    urls = before.count("runbook_url: ")
+    assert urls > 0
+    assert after.count("runbook_url: https://wiki.example.org/addon-status/runbook#") == urls
+    assert after.replace("https://wiki.example.org/addon-status/runbook", RUNBOOK_BASE) == before
 
 
 @pytest.mark.integration
