@@ -63,7 +63,9 @@ def read_answer(response: BaseHTTPResponse, what: str, *, deadline: float) -> by
             if len(answer) > MAX_ANSWER:
                 raise KubeError(f"{what}: the API server's answer is over {MAX_ANSWER >> 20} MiB")
             if time.monotonic() > deadline:
-                raise error_for(f"{what}: the API server's answer took too long", status=None)
+                break
+        if time.monotonic() > deadline:  # also an answer the deadline cut short
+            raise error_for(f"{what}: the API server's answer took too long", status=None)
         whole = True
         return bytes(answer)
     finally:

@@ -38,6 +38,7 @@ from urllib.parse import urlencode, urlsplit
 import urllib3
 from urllib3 import HTTPHeaderDict
 
+from controller.kube.deadlines import POOL_CLASSES
 from controller.kube.proxy import proxy_for
 from statemachines.errors import AddonStatusError
 
@@ -236,16 +237,20 @@ class Connection:
 
 
 def _pool(proxy: str | None, options: dict[str, Any]) -> urllib3.PoolManager:
+    """The pools; their connections register with the running call's deadline (deadlines.py)."""
     if proxy is None:
-        return urllib3.PoolManager(num_pools=2, **options)
-    try:
-        parsed = urllib3.util.parse_url(proxy)
-        headers = urllib3.make_headers(proxy_basic_auth=parsed.auth) if parsed.auth else None
-        return urllib3.ProxyManager(proxy, num_pools=2, proxy_headers=headers, **options)
-    except (urllib3.exceptions.HTTPError, ValueError):  # never the URL: it may hold a password
-        raise ConnectionSetupError(
-            "the proxy URL is not an http(s) proxy (socks proxies are not supported)"
-        ) from None
+        manager = urllib3.PoolManager(num_pools=2, **options)
+    else:
+        try:
+            parsed = urllib3.util.parse_url(proxy)
+            headers = urllib3.make_headers(proxy_basic_auth=parsed.auth) if parsed.auth else None
+            manager = urllib3.ProxyManager(proxy, num_pools=2, proxy_headers=headers, **options)
+        except (urllib3.exceptions.HTTPError, ValueError):  # never the URL: it may hold a password
+            raise ConnectionSetupError(
+                "the proxy URL is not an http(s) proxy (socks proxies are not supported)"
+            ) from None
+    manager.pool_classes_by_scheme = POOL_CLASSES
+    return manager
 
 
 def _tls_context(  # noqa: PLR0917 (the TLS settings, in kubeconfig's terms)

@@ -12,7 +12,6 @@ import builtins
 import contextlib
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -29,6 +28,7 @@ from controller.kube.api import (
     error_for,
 )
 from controller.kube.connection import Connection, ConnectionSetupError
+from controller.kube.deadlines import within
 
 __all__ = ["RequestTimeout", "RestKube"]
 
@@ -188,15 +188,15 @@ class RestKube:
         content_type: str = "application/json",
     ) -> dict[str, Any]:
         payload = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
-        started = time.monotonic()
-        try:
-            response = self._api.request(
-                method, path, query=query or [], body=payload, content_type=content_type,
-                timeout=self._timeout, stream=True,
-            )  # fmt: skip
-            answer = read_answer(response, what, deadline=started + self._whole_call)
-        except (HTTPError, OSError, ConnectionSetupError) as error:
-            raise unanswered(error, what) from error
+        with within(self._whole_call) as deadline:
+            try:
+                response = self._api.request(
+                    method, path, query=query or [], body=payload, content_type=content_type,
+                    timeout=self._timeout, stream=True,
+                )  # fmt: skip
+                answer = read_answer(response, what, deadline=deadline.at)
+            except (HTTPError, OSError, ConnectionSetupError) as error:
+                raise _late(what) if deadline.fired else unanswered(error, what) from error
         if not 200 <= response.status <= 299:
             raise refused(response, answer, what, quote_server=quote_server, connection=self._api)
         try:
@@ -214,18 +214,26 @@ class RestKube:
         timeout: tuple[float, float],
         what: str,
     ) -> BaseHTTPResponse:
-        """The unread response of a watch request (2xx), to read line by line."""
-        try:
-            response = self._api.request("GET", path, query=query, timeout=timeout, stream=True)
-        except (HTTPError, OSError, ConnectionSetupError) as error:
-            raise unanswered(error, what) from error
-        if not 200 <= response.status <= 299:
-            try:  # the server's Status says why (an RBAC 403 names the verb and resource)
-                answer = read_answer(response, what, deadline=time.monotonic() + sum(timeout))
-            except (HTTPError, OSError) as error:
-                raise unanswered(error, what) from error
-            raise refused(response, answer, what, connection=self._api)
-        return response
+        """The unread response of a watch request (2xx), to read line by line. Its beginning
+        (the headers, or a refusal whole) comes within the request timeout, as any call's; the
+        stream after it is bounded by the server's `timeoutSeconds`."""
+        with within(self._whole_call) as deadline:
+            try:
+                response = self._api.request("GET", path, query=query, timeout=timeout, stream=True)
+                if deadline.fired:  # headers the deadline cut short, taken as ended
+                    response.close()
+                    raise _late(what)
+                if 200 <= response.status <= 299:
+                    return response
+                # the server's Status says why (an RBAC 403 names the verb and resource)
+                answer = read_answer(response, what, deadline=deadline.at)
+            except (HTTPError, OSError, ConnectionSetupError) as error:
+                raise _late(what) if deadline.fired else unanswered(error, what) from error
+        raise refused(response, answer, what, connection=self._api)
+
+
+def _late(what: str) -> KubeError:
+    return error_for(f"{what}: the API server's answer took too long", status=None)
 
 
 class _Watch:

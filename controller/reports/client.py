@@ -13,25 +13,18 @@ carries a bearer token, which must never reach a server that only claims to be t
 
 from __future__ import annotations
 
-import contextlib
-import heapq
-import itertools
 import json
-import os
-import socket
 import ssl
-import threading
 import time
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import Any, Self
 from urllib.parse import urlsplit
 
 import urllib3
-from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.exceptions import HTTPError
 from urllib3.util.retry import Retry
 
+from controller.kube.deadlines import WatchedConnection, WatchedTLSConnection, within
 from statemachines.errors import AddonStatusError
 
 __all__ = ["ANSWER_LIMIT", "ReportClient", "ReportRejected", "ReportUnavailable"]
@@ -96,99 +89,6 @@ class _DeadlineRetry(Retry):
             time.sleep(wait)
 
 
-class _Watchdog:
-    """Shuts down, at the deadline, the sockets of one call: a read blocked on a server that
-    sends a byte just before every read timeout returns at once instead of going on for ever."""
-
-    def __init__(self, deadline: float) -> None:
-        self.deadline = deadline
-        self._lock = threading.Lock()
-        self._connections: list[HTTPConnection] = []
-        self.fired = self.stopped = False
-        _ALARM.add(self)
-
-    def watch(self, connection: HTTPConnection) -> None:
-        with self._lock:
-            self._connections.append(connection)
-
-    def stop(self) -> None:
-        self.stopped = True  # the alarm drops it when it comes first
-
-    def fire(self) -> None:
-        with self._lock:
-            if self.stopped:
-                return
-            self.fired = True
-            for connection in self._connections:
-                if connection.sock is not None:
-                    with contextlib.suppress(OSError):  # closed already
-                        connection.sock.shutdown(socket.SHUT_RDWR)
-
-
-class _Alarm:
-    """One thread for every call's deadline, started with the first call: a thread per call
-    cost more than the call itself. It sleeps until the earliest deadline of a call that is
-    still going; the calls that ended are dropped when their deadline comes first."""
-
-    def __init__(self) -> None:
-        self._ready = threading.Condition()
-        self._due: list[tuple[float, int, _Watchdog]] = []
-        self._order = itertools.count()
-        self._thread: threading.Thread | None = None
-
-    def add(self, watchdog: _Watchdog) -> None:
-        with self._ready:
-            heapq.heappush(self._due, (watchdog.deadline, next(self._order), watchdog))
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run, name="report-deadlines", daemon=True
-                )
-                self._thread.start()
-            if self._due[0][2] is watchdog:
-                self._ready.notify()
-
-    def _run(self) -> None:
-        while True:
-            with self._ready:
-                while self._due and self._due[0][2].stopped:
-                    heapq.heappop(self._due)
-                if not self._due:
-                    self._ready.wait()
-                    continue
-                wait = self._due[0][0] - time.monotonic()
-                if wait > 0:
-                    self._ready.wait(wait)
-                    continue
-                _, _, due = heapq.heappop(self._due)
-            due.fire()
-
-
-_ALARM = _Alarm()
-
-
-def _after_fork() -> None:
-    global _ALARM  # noqa: PLW0603 - the parent's thread does not survive a fork
-    _ALARM = _Alarm()
-
-
-os.register_at_fork(after_in_child=_after_fork)
-_CALL: ContextVar[_Watchdog | None] = ContextVar("report_call", default=None)
-
-
-class _WatchedConnection(HTTPConnection):
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        if (watchdog := _CALL.get()) is not None:
-            watchdog.watch(self)
-        super().request(*args, **kwargs)
-
-
-class _WatchedTLSConnection(HTTPSConnection):
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        if (watchdog := _CALL.get()) is not None:
-            watchdog.watch(self)
-        super().request(*args, **kwargs)
-
-
 class ReportClient:
     """Reports reasons to one controller. `token` may be a callable, so that a projected service
     account token, which the kubelet rotates, is read afresh for every call.
@@ -227,10 +127,10 @@ class ReportClient:
             context = ssl.create_default_context(cafile=ca_file)
             context.minimum_version = ssl.TLSVersion.TLSv1_2
             self._pool = urllib3.connection_from_url(url, maxsize=2, ssl_context=context)
-            self._pool.ConnectionCls = _WatchedTLSConnection
+            self._pool.ConnectionCls = WatchedTLSConnection
         else:
             self._pool = urllib3.connection_from_url(url, maxsize=2)
-            self._pool.ConnectionCls = _WatchedConnection
+            self._pool.ConnectionCls = WatchedConnection
 
     def __repr__(self) -> str:
         return f"ReportClient({self._endpoint!r})"  # never the token
@@ -290,7 +190,6 @@ class ReportClient:
             raise_on_status=False,
             raise_on_redirect=False,
         )
-        retry.deadline = time.monotonic() + self._deadline
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         token = (self._token() if callable(self._token) else self._token or "").strip()
         if token:
@@ -298,40 +197,37 @@ class ReportClient:
                 # The HTTP library's own error would quote the header, token included.
                 raise ValueError("the bearer token holds characters a header cannot carry")
             headers["Authorization"] = f"Bearer {token}"
-        watchdog = _Watchdog(retry.deadline)
-        call = _CALL.set(watchdog)
-        try:
-            response = self._pool.urlopen(
-                "POST",
-                self._endpoint,
-                body=body,
-                headers=headers,
-                timeout=self._timeout,
-                retries=retry,
-                preload_content=False,
-            )
-            answer = response.read(ANSWER_LIMIT + 1)
-            if watchdog.fired:  # a body that ends with the connection was cut short
-                raise OSError("the deadline passed")
-            if len(answer) > ANSWER_LIMIT:
-                response.close()  # the rest is never read
-                raise ReportUnavailable(
-                    f"{self._endpoint} answered more than {ANSWER_LIMIT} bytes; not a verdict"
+        with within(self._deadline) as deadline:
+            retry.deadline = deadline.at
+            try:
+                response = self._pool.urlopen(
+                    "POST",
+                    self._endpoint,
+                    body=body,
+                    headers=headers,
+                    timeout=self._timeout,
+                    retries=retry,
+                    preload_content=False,
                 )
-            response.release_conn()
-            return response.status, answer
-        except _DeadlinePassedError as error:
-            raise ReportUnavailable(f"{self._endpoint}: gave up: {error}") from None
-        except (HTTPError, OSError) as error:
-            if watchdog.fired:
-                raise ReportUnavailable(
-                    f"{self._endpoint}: gave up: the deadline ({self._deadline:g}s) passed "
-                    "before the answer was read"
-                ) from None
-            raise ReportUnavailable(f"{self._endpoint}: {_cause(error)}") from None
-        finally:
-            _CALL.reset(call)
-            watchdog.stop()
+                answer = response.read(ANSWER_LIMIT + 1)
+                if deadline.fired:  # a body that ends with the connection was cut short
+                    raise OSError("the deadline passed")
+                if len(answer) > ANSWER_LIMIT:
+                    response.close()  # the rest is never read
+                    raise ReportUnavailable(
+                        f"{self._endpoint} answered more than {ANSWER_LIMIT} bytes; not a verdict"
+                    )
+                response.release_conn()
+                return response.status, answer
+            except _DeadlinePassedError as error:
+                raise ReportUnavailable(f"{self._endpoint}: gave up: {error}") from None
+            except (HTTPError, OSError) as error:
+                if deadline.fired:
+                    raise ReportUnavailable(
+                        f"{self._endpoint}: gave up: the deadline ({self._deadline:g}s) passed "
+                        "before the answer was read"
+                    ) from None
+                raise ReportUnavailable(f"{self._endpoint}: {_cause(error)}") from None
 
 
 def _decode(answer: bytes) -> object:

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -69,10 +68,8 @@ def test_the_story_watches_what_the_shipped_configuration_watches() -> None:
 
 
 def test_duration_ends_the_demo_cleanly() -> None:
-    started = time.monotonic()
     result = demo("--time-scale", "10", "--duration", "3")
     assert result.returncode == 0, result.stderr
-    assert time.monotonic() - started < 30
     assert "reports (" in result.stdout
 
 

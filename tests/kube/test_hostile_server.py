@@ -41,6 +41,21 @@ def trickle(handler: http.server.BaseHTTPRequestHandler) -> None:
         time.sleep(0.05)
 
 
+def trickled_headers(handler: http.server.BaseHTTPRequestHandler) -> None:
+    """A status line and then a header a byte every 50 ms, for ever: each read in time."""
+    handler.wfile.write(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+    while True:
+        handler.wfile.write(b"a")
+        handler.wfile.flush()
+        time.sleep(0.05)
+
+
+def no_answer(handler: http.server.BaseHTTPRequestHandler) -> None:
+    """Takes the request and says nothing until the client hangs up."""
+    while handler.rfile.read(1):
+        pass
+
+
 def claims_two_gib(handler: http.server.BaseHTTPRequestHandler) -> None:
     handler.send_response(200)
     handler.send_header("Content-Type", "application/json")
@@ -125,11 +140,12 @@ def serve() -> Iterator[Callable[[Answer], RestKube]]:
     ("answer", "problem"),
     [
         (trickle, "answer took too long|ReadTimeoutError"),  # a stalled loaded machine: either
+        (trickled_headers, "answer took too long"),
         (claims_two_gib, f"answer is over {MAX_ANSWER >> 20} MiB"),
         (endless, f"answer is over {MAX_ANSWER >> 20} MiB"),
         (gzipped, "answered in 'gzip', not asked for"),
     ],
-    ids=["trickle", "claims-2-GiB", "endless-chunked", "gzip-unasked"],
+    ids=["trickle", "trickled-headers", "claims-2-GiB", "endless-chunked", "gzip-unasked"],
 )
 def test_a_call_to_a_hostile_server_ends_with_a_clear_error(
     serve: Callable[[Answer], RestKube], answer: Answer, problem: str
@@ -148,6 +164,18 @@ def test_a_refused_watch_keeps_the_servers_status_message(
     with pytest.raises(ForbiddenError) as caught:
         next(iter(watch))
     assert 'cannot watch resource "configmaps"' in str(caught.value)
+
+
+@pytest.mark.parametrize("answer", [no_answer, trickled_headers], ids=["silent", "trickled"])
+def test_a_watch_whose_response_never_begins_ends_within_the_request_timeout(
+    serve: Callable[[Answer], RestKube], answer: Answer
+) -> None:
+    """The stream may stay quiet up to the server's timeoutSeconds (an hour here), but its
+    headers come within the request timeout (1 s), as any call's."""
+    kube = serve(answer)
+    watch = kube.watch(CONFIG_MAP, "edge", resource_version="1", timeout_seconds=3600)
+    with pytest.raises(KubeError, match="answer took too long"):
+        next(iter(watch))
 
 
 ADDED = b'{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"2"}}}\n'

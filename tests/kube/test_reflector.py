@@ -402,7 +402,5 @@ def test_stop_ends_an_open_watch_at_once(backend: Backend) -> None:
     reflector.start()
     recorder.next()
     watching(backend)
-    started = time.monotonic()
-    reflector.stop(WAIT)
+    reflector.stop(WAIT)  # well before the server would end the watch (300 s)
     assert not reflector.alive
-    assert time.monotonic() - started < 1.0

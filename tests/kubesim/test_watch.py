@@ -104,7 +104,7 @@ def test_a_watch_ends_cleanly_on_timeout_seconds(custom: Custom, namespace: str)
     began = time.monotonic()
     _, events = stream(custom, namespace, timeout_seconds=1)
     assert list(events) == []
-    assert 0.9 < time.monotonic() - began < 3
+    assert time.monotonic() - began >= 0.9  # ended by the server's timeout, not at once
 
 
 def test_resuming_from_the_last_seen_version_gets_only_newer_changes(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -323,9 +322,7 @@ def test_stop_returns_promptly_while_idle(hub: FakeHub, registry: CollectorRegis
         kube=lambda client: client,
     )
     rep.start()
-    began = time.monotonic()
-    assert rep.stop(timeout=5)
-    assert time.monotonic() - began < 2.0
+    assert rep.stop(timeout=5)  # its idle wait is longer: stop woke it
 
 
 def test_a_stop_between_read_and_write_writes_nothing(hub: FakeHub, replicator: Factory) -> None:
