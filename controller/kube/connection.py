@@ -24,8 +24,10 @@ import base64
 import contextlib
 import json
 import os
+import re
 import ssl
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Mapping, Sequence
@@ -332,16 +334,19 @@ def _run_plugin(
     info = {"apiVersion": plugin.api_version, "kind": "ExecCredential", "spec": spec}
     env = {**os.environ, **dict(plugin.env), "KUBERNETES_EXEC_INFO": json.dumps(info)}
     try:
-        done = subprocess.run(  # its stderr is the process's, as client-go passes it on
-            [plugin.command, *plugin.args], env=env, stdout=subprocess.PIPE, timeout=60,
+        done = subprocess.run(
+            [plugin.command, *plugin.args], env=env, capture_output=True, timeout=60,
             check=False, stdin=subprocess.DEVNULL,
         )  # fmt: skip
     except (OSError, subprocess.TimeoutExpired) as error:
         raise ConnectionSetupError(
             f"exec plugin {plugin.command}: {type(error).__name__}"
         ) from None
+    sys.stderr.write(done.stderr.decode("utf-8", "replace"))  # passed on, as client-go does
     if done.returncode != 0:
-        raise ConnectionSetupError(f"exec plugin {plugin.command} exited with {done.returncode}")
+        raise ConnectionSetupError(
+            f"exec plugin {plugin.command} exited with {done.returncode}{_said(done.stderr)}"
+        )
     try:
         credential = json.loads(done.stdout)
         status = credential["status"]
@@ -363,6 +368,23 @@ def _run_plugin(
         f"exec plugin {plugin.command} printed an ExecCredential with neither a token nor a "
         "client certificate and key"
     )
+
+
+# What in a plugin's stderr may be a credential: a long run of a token's characters (a JWT,
+# an access key) or the word after `bearer`/`token`/`password`.
+_CREDENTIAL_LIKE: Final = re.compile(
+    r"[A-Za-z0-9_.~+/=-]{16,}|(?i:(?<=bearer)|(?<=token)|(?<=password))[\s:=\"']+[^\s\"']+"
+)
+
+
+def _said(stderr: bytes) -> str:
+    """The last line a failing plugin wrote to stderr, for the error: what went wrong ("run
+    `cloud login`") without what may be a credential, within 200 characters."""
+    lines = [line for line in stderr.decode("utf-8", "replace").splitlines() if line.strip()]
+    if not lines:
+        return ""
+    text = "".join(c if c.isprintable() else " " for c in lines[-1].strip())
+    return ": " + _CREDENTIAL_LIKE.sub(" [REDACTED]", text)[:200]
 
 
 def _expiry(plugin: ExecPlugin, stamp: object) -> datetime | None:

@@ -17,10 +17,12 @@ def exec_plugin(
     runs: Path | None = None,
     exit_code: int = 0,
     certificate: tuple[bytes, bytes] | None = None,
+    complaint: str = "",
 ) -> ExecPlugin:
     """A credential plugin as `kubectl` runs one: it appends the KUBERNETES_EXEC_INFO it was
     given (with its arguments as `argv` and $REGION as `region`) to `runs` and prints an
-    ExecCredential of that info's apiVersion (or the token to stderr, and fails)."""
+    ExecCredential of that info's apiVersion (or, with `exit_code`, writes `complaint` and
+    the token to stderr and fails)."""
     script = directory / "credential-plugin"
     status: dict[str, str] = {"token": token}
     if certificate:  # what a plugin for a client certificate prints instead of a token
@@ -37,7 +39,7 @@ def exec_plugin(
         "    seen = {**info, 'argv': sys.argv[1:], 'region': os.environ.get('REGION')}\n"
         f"    open({str(runs)!r}, 'a').write(json.dumps(seen) + '\\n')\n"
         f"if {exit_code}:\n"
-        f"    sys.stderr.write({token!r})\n"
+        f"    sys.stderr.write({complaint!r} + ' token: ' + {token!r} + '\\n')\n"
         f"    sys.exit({exit_code})\n"
         f"credential = json.loads({json.dumps(credential)!r})\n"
         "print(json.dumps({**credential, 'apiVersion': info['apiVersion']}))\n"

@@ -101,17 +101,25 @@ class TestCredentials:
             connection.request("GET", "/version")
         assert len(runs.read_text().splitlines()) == 2
 
-    def test_a_failing_exec_plugin_names_the_command_and_not_its_output(
-        self, server: APIServer, tmp_path: Path
+    def test_a_failing_exec_plugin_is_named_with_what_it_said_but_no_credential(
+        self, server: APIServer, tmp_path: Path, capfd: pytest.CaptureFixture[str]
     ) -> None:
-        plugin = exec_plugin(tmp_path, token=TOKEN, exit_code=3)
+        jwt = "eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhZ2VudCJ9.c2lnbmF0dXJl"
+        plugin = exec_plugin(
+            tmp_path, token=TOKEN, exit_code=3,
+            complaint=f"the session expired: run `cloud login` (last {jwt})",
+        )  # fmt: skip
         with (
             Connection(server.url, exec_plugin=plugin) as connection,
             pytest.raises(ConnectionSetupError, match="exited with 3") as caught,
         ):
             connection.request("GET", "/version")
-        assert plugin.command in str(caught.value)
-        assert TOKEN not in str(caught.value)
+        message = str(caught.value)
+        assert plugin.command in message
+        assert "the session expired: run `cloud login`" in message
+        assert TOKEN not in message
+        assert jwt not in message
+        assert jwt in capfd.readouterr().err, "passed on to stderr, as client-go does"
         assert server.audit == [], "no request without a credential"
 
     def test_an_exec_plugin_gets_its_args_env_version_and_the_cluster_it_asked_for(
