@@ -29,8 +29,10 @@ from kubesim.meta import (
     validate_object_meta_update,
 )
 from kubesim.patch import APPLY_PATCH, apply_patch
+from kubesim.rbac import Authorizer
 from kubesim.reads import ReadRegistry, Result, Target, parse_rv
 from kubesim.resources import ResourceType
+from kubesim.reviews import answer_review
 from kubesim.selectors import Selector
 from kubesim.store import ObjectKey, Store
 from kubesim.typed import TypedDecodeError
@@ -78,6 +80,7 @@ class Registry(ReadRegistry):
         super().__init__(store, types)
         self._authenticator = authenticator
         self.admit: Admit | None = None  # the server's admission, once it has one
+        self.authorizer: Authorizer | None = None  # RBAC's, for access reviews; None: allow all
 
     # -- decoding ---------------------------------------------------------------------------
 
@@ -177,29 +180,16 @@ class Registry(ReadRegistry):
         return self.result(201, rt, self.out(rt, version, stored), warnings)
 
     def _review(self, target: Target, body: Any, query: Mapping[str, str]) -> Result:
-        """TokenReview: answered from the server's token table, never stored."""
+        """A review (reviews.py): answered, never stored."""
         rt = target.rt
         obj, warnings = self._decode(rt, target.version, body, query)
-        token = obj["spec"].get("token", "")
-        if not token:
-            raise bad_request("token is required for TokenReview in authentication")
-        user = self._authenticator.lookup(token)
-        status: Obj
-        if user is None:
-            status = {"user": {}, "error": "invalid bearer token"}
-        else:
-            shown: Obj = {"username": user.username}
-            if user.uid:
-                shown["uid"] = user.uid
-            shown["groups"] = user.authenticated_groups()
-            status = {"authenticated": True, "user": shown}
-            if obj["spec"].get("audiences"):
-                status["audiences"] = list(obj["spec"]["audiences"])
+        spec = obj.setdefault("spec", {})
+        status = answer_review(rt.kind, spec, target.user, self._authenticator, self.authorizer)
         answer = {
             "kind": rt.kind,
             "apiVersion": rt.api_version(target.version),
             "metadata": {"creationTimestamp": None},
-            "spec": obj["spec"],
+            "spec": spec,
             "status": status,
         }
         return self.result(201, rt, answer, warnings)

@@ -38,6 +38,7 @@ from kubesim.rbac import RBAC_GROUP, Authorizer, rbac_types
 from kubesim.reads import Result, Target
 from kubesim.registry import Registry
 from kubesim.resources import ResourceType, load_crds
+from kubesim.reviews import review_types
 from kubesim.routing import RequestInfo, request_info
 from kubesim.store import Store
 from kubesim.table import table_version, to_table
@@ -73,6 +74,7 @@ class APIServer:
     ) -> None:
         self._types: list[ResourceType] = [
             *builtin_types(),
+            *review_types(),
             *workload_types(),
             *rbac_types(),
             *admission_types(),
@@ -98,6 +100,7 @@ class APIServer:
             else None
         )
         self._registry.admit = Admission(self._store, self._authorizer)
+        self._registry.authorizer = self._authorizer
         self._lifecycle = threading.Lock()
         self._httpd: HTTPServer | None = None
         self._thread: threading.Thread | None = None
