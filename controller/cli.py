@@ -158,6 +158,12 @@ def _add_fleet(sub: Any) -> None:
     add_fleet_parser(sub)
 
 
+def _add_check(sub: Any) -> None:
+    from controller.check.command import add_check_parser
+
+    add_check_parser(sub)
+
+
 def _add_simulate(sub: Any) -> None:
     simulate = sub.add_parser("simulate", help=COMMANDS["simulate"])
     simulate.add_argument("file", help="scenario YAML (see tests/scenarios/)")
@@ -184,6 +190,7 @@ COMMANDS: dict[str, str] = {
     "simulate": "run a scenario file through the real core on a fake clock",
     "diagrams": "write the mermaid state diagrams from the machines",
     "fleet": "one row per cluster from the hub copies of the addon, and a summary",
+    "check": "check that a spoke or a hub has what the addon needs, and say what to fix",
 }
 _ADDERS: dict[str, Callable[[Any], None]] = {
     "run": _add_run,
@@ -193,6 +200,7 @@ _ADDERS: dict[str, Callable[[Any], None]] = {
     "simulate": _add_simulate,
     "diagrams": _add_diagrams,
     "fleet": _add_fleet,
+    "check": _add_check,
 }
 
 

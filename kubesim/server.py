@@ -72,14 +72,8 @@ class APIServer:
         rbac: bool = False,
         anonymous: bool = False,
     ) -> None:
-        self._types: list[ResourceType] = [
-            *builtin_types(),
-            *review_types(),
-            *workload_types(),
-            *rbac_types(),
-            *admission_types(),
-            *load_crds(crd_paths),
-        ]
+        built_in = [*builtin_types(), *review_types(), *workload_types(), *rbac_types()]
+        self._types: list[ResourceType] = [*built_in, *admission_types(), *load_crds(crd_paths)]
         self._store = Store(watch_history)
         self._auth = Authenticator(tokens, anonymous=anonymous)
         self._registry = Registry(self._store, self._types, self._auth)

@@ -21,7 +21,6 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
-from pathlib import Path
 from shutil import get_terminal_size
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -120,11 +119,11 @@ def add_fleet_parser(sub: Any) -> None:
 def run_fleet(args: argparse.Namespace) -> int:
     from controller.fleet.copies import list_clusters, list_hub_copies, selected_clusters
     from controller.kube.api import KubeError
-    from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource
+    from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource, kubeconfig_path
     from controller.kube.rest import RestKube
 
     try:
-        client = KubeconfigSource(_kubeconfig_path(args.kubeconfig), args.context).current()
+        client = KubeconfigSource(kubeconfig_path(args.kubeconfig), args.context).current()
     except KubeconfigError as error:
         print(f"addon-status fleet: {error}", file=sys.stderr)
         return 2
@@ -199,16 +198,6 @@ def _closed_quietly() -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
     return 0
-
-
-def _kubeconfig_path(flag: str | None) -> Path | tuple[Path, ...]:
-    """`--kubeconfig`, else `KUBECONFIG`'s files (merged, as kubectl merges them), else
-    `~/.kube/config`."""
-    from controller.kube.kubeconfig import kubeconfig_files
-
-    if flag:
-        return Path(flag)
-    return kubeconfig_files(os.environ.get("KUBECONFIG", "")) or Path.home() / ".kube" / "config"
 
 
 def watch_fleet(

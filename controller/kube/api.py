@@ -36,6 +36,7 @@ __all__ = [
     "SECRET",
     "ApiResource",
     "ConflictError",
+    "ConnectionSetupError",
     "ErrorKind",
     "ForbiddenError",
     "GoneError",
@@ -153,6 +154,11 @@ class KubeError(AddonStatusError):
         if known is not None:
             return known
         return ErrorKind.SERVER if self.status >= 500 else ErrorKind.OTHER
+
+
+class ConnectionSetupError(AddonStatusError):
+    """The connection cannot be made as configured (a CA or key that does not load, a plugin
+    that fails); the message names what, never a secret."""
 
 
 class NotFoundError(KubeError):

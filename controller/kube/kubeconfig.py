@@ -46,6 +46,7 @@ __all__ = [
     "client_for",
     "client_for_url",
     "kubeconfig_files",
+    "kubeconfig_path",
 ]
 
 log = logging.getLogger(__name__)
@@ -157,6 +158,14 @@ def kubeconfig_yaml(*, server: str, token: str, name: str = "hub", user: str = "
 
 
 Kubeconfig = str | os.PathLike[str] | Sequence[Path]  # one file, or `KUBECONFIG`'s files
+
+
+def kubeconfig_path(flag: str | None) -> Kubeconfig:
+    """What a command run by a person reads, as kubectl: `--kubeconfig`, else `KUBECONFIG`'s
+    files (merged), else `~/.kube/config`."""
+    if flag:
+        return Path(flag)
+    return kubeconfig_files(os.environ.get("KUBECONFIG", "")) or Path.home() / ".kube" / "config"
 
 
 def kubeconfig_files(value: str) -> tuple[Path, ...]:

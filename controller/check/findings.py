@@ -1,0 +1,100 @@
+"""What a check found, one line each (✔ or ✘ with what to do), and the access reviews the
+checks ask: "may I?" (SelfSubjectAccessReview, as `kubectl auth can-i`) and "may this
+subject?" (SubjectAccessReview, as `kubectl auth can-i --as`, without needing to impersonate)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TextIO
+
+from controller.kube.api import ApiResource, Kube
+
+__all__ = ["Access", "Finding", "bad", "good", "may", "report"]
+
+_SELF_REVIEW: Final = ApiResource(
+    "authorization.k8s.io", "v1", "selfsubjectaccessreviews", "SelfSubjectAccessReview",
+    namespaced=False,
+)  # fmt: skip
+_REVIEW: Final = ApiResource(
+    "authorization.k8s.io", "v1", "subjectaccessreviews", "SubjectAccessReview", namespaced=False
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    ok: bool
+    what: str
+    fix: str = ""  # what to do, when not ok
+
+
+def good(what: str) -> Finding:
+    return Finding(True, what)
+
+
+def bad(what: str, fix: str) -> Finding:
+    return Finding(False, what, fix)
+
+
+@dataclass(frozen=True, slots=True)
+class Access:
+    """One request, as RBAC sees it."""
+
+    verb: str
+    resource: ApiResource
+    namespace: str = ""
+    name: str = ""
+    subresource: str = ""
+
+    def __str__(self) -> str:
+        plural = (
+            f"{self.resource.plural}/{self.subresource}"
+            if self.subresource
+            else (self.resource.plural)
+        )
+        what = f"{plural}.{self.resource.group}" if self.resource.group else plural
+        named = f" {self.name}" if self.name else ""
+        where = f" in {self.namespace}" if self.namespace else ""
+        return f"{self.verb} {what}{named}{where}"
+
+
+def may(kube: Kube, access: Access, subject: Mapping[str, Any] | None = None) -> bool:
+    """Whether RBAC allows `access` to the caller, or to `subject` (`user`, `groups`). Raises
+    KubeError (403 when the caller may not ask about someone else)."""
+    attributes = {
+        "verb": access.verb, "group": access.resource.group,
+        "version": access.resource.version, "resource": access.resource.plural,
+        "subresource": access.subresource, "namespace": access.namespace, "name": access.name,
+    }  # fmt: skip
+    spec: dict[str, Any] = {"resourceAttributes": attributes, **(subject or {})}
+    review = _REVIEW if subject else _SELF_REVIEW
+    body = {"apiVersion": review.api_version, "kind": review.kind, "spec": spec}
+    answer = kube.create(review, "", body)
+    return (answer.get("status") or {}).get("allowed") is True
+
+
+def report(findings: Iterable[Finding | str], out: TextIO = sys.stdout) -> bool:
+    """Print each finding as it comes (a heading for a string); True when none failed."""
+    marks = ("✔", "✘", "►") if _can_print(out, "✔✘►") else ("ok", "FAIL", "==")
+    failed = False
+    for finding in findings:
+        if isinstance(finding, str):
+            print(f"{marks[2]} {finding}", file=out, flush=True)
+            continue
+        failed |= not finding.ok
+        line = (
+            f"{marks[0]} {finding.what}"
+            if finding.ok
+            else (f"{marks[1]} {finding.what}: {finding.fix}")
+        )
+        print(line, file=out, flush=True)
+    return not failed
+
+
+def _can_print(out: TextIO, text: str) -> bool:
+    try:
+        text.encode(getattr(out, "encoding", None) or "ascii")
+    except (UnicodeEncodeError, LookupError):
+        return False
+    return True

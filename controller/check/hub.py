@@ -1,0 +1,235 @@
+"""`addon-status check hub`: the fleet rollout on an Open Cluster Management hub (manifests/ocm),
+checked as its admin: OCM's APIs, the rollout's own objects (the ClusterManagementAddOn, the
+addon manager's `bind` grant asked of RBAC with a SubjectAccessReview, the admission policy that
+keeps each agent to its cluster), the Placement's decisions, and for each cluster chosen its
+ManagedClusterAddOn (registered, manifests applied, the agent available) and its hub copy."""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator, Mapping
+from typing import Any, Final
+
+from controller.check.findings import Access, Finding, bad, good, may
+from controller.hub.ocm import MANAGED_CLUSTER, MANAGED_CLUSTER_ADDON
+from controller.kube.api import ADDON, ApiResource, Kube, KubeError, NotFoundError
+
+__all__ = ["hub_findings"]
+
+Obj = dict[str, Any]
+ADDON_API: Final = "addon.open-cluster-management.io/v1alpha1"
+PLACEMENTS: Final = "cluster.open-cluster-management.io/v1beta1"
+OCM_KINDS: Final = (
+    (MANAGED_CLUSTER.api_version, MANAGED_CLUSTER.kind),
+    (ADDON_API, "ClusterManagementAddOn"),
+    (ADDON_API, "ManagedClusterAddOn"),
+    (ADDON_API, "AddOnTemplate"),
+    (ADDON_API, "AddOnDeploymentConfig"),
+    (PLACEMENTS, "Placement"),
+    (PLACEMENTS, "PlacementDecision"),
+    (ADDON.api_version, ADDON.kind),
+)
+CLUSTER_ROLE: Final = ApiResource(
+    "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False
+)
+HUB_ROLES: Final = ("addon-status-hub", "addon-status-hub-create-missing")  # manifests/hub/roles
+ADDON_MANAGER: Final = {  # OCM's and MCE's addon manager, as RBAC sees it
+    "user": "system:serviceaccount:open-cluster-management-hub:addon-manager-controller-sa",
+    "groups": [
+        "system:serviceaccounts",
+        "system:serviceaccounts:open-cluster-management-hub",
+        "system:authenticated",
+    ],
+}
+POLICY: Final = "addon-status-agent-isolation"  # manifests/ocm/common/agent-isolation.yaml
+PLACEMENT_LABEL: Final = "cluster.open-cluster-management.io/placement"
+APPLY: Final = "kubectl apply -k manifests/ocm (manifests/ocm/acm on ACM)"
+
+
+def hub_findings(kube: Kube, addon: str, copy_name: str) -> Iterator[Finding | str]:
+    yield f"hub: the rollout of addon {addon}"
+    served = yield from _apis(kube)
+    if served is None:
+        return
+    try:
+        cma = kube.get(served["ClusterManagementAddOn"], "", addon)
+    except NotFoundError:
+        yield bad(f"ClusterManagementAddOn {addon} does not exist", APPLY)
+        return
+    except KubeError as error:
+        yield bad(f"ClusterManagementAddOn {addon} cannot be read", str(error))
+        return
+    yield good(f"ClusterManagementAddOn {addon} exists")
+    yield from _bind_grant(kube)
+    yield from _admission_policy(kube)
+    clusters = yield from _decisions(kube, served["PlacementDecision"], cma)
+    for cluster in clusters:
+        yield from _cluster(kube, served, cluster, addon, copy_name)
+
+
+def _apis(kube: Kube) -> Generator[Finding, None, dict[str, ApiResource] | None]:
+    """Each kind the rollout needs, served: their resources by kind, or None when one is not."""
+    served: dict[str, ApiResource] = {}
+    for api_version, kind in OCM_KINDS:
+        try:
+            served[kind] = kube.discover(api_version, kind)
+        except NotFoundError:
+            fix = "install Open Cluster Management v1.3 or later (clusteradm init)"
+            if kind == ADDON.kind:
+                fix = f"the copies' CRD comes with the rollout: {APPLY}"
+            yield bad(f"{kind} {api_version} is not served", fix)
+        except KubeError as error:
+            yield bad("the hub did not answer", str(error))
+            return None
+    if len(served) < len(OCM_KINDS):
+        return None
+    yield good(f"Open Cluster Management's APIs are served ({len(OCM_KINDS)} kinds)")
+    return served
+
+
+def _bind_grant(kube: Kube) -> Iterator[Finding]:
+    """The addon manager creates each agent's RoleBinding as itself: RBAC lets it bind the
+    rollout's hub roles only with the `bind` grant of manifests/ocm/common/addon-manager.yaml."""
+    try:
+        missing = [
+            r
+            for r in HUB_ROLES
+            if not may(kube, Access("bind", CLUSTER_ROLE, name=r), ADDON_MANAGER)
+        ]
+    except KubeError as error:
+        yield bad(
+            "the addon manager's permissions cannot be asked (SubjectAccessReview)",
+            f"run the check as a hub admin; {error}",
+        )
+        return
+    if missing:
+        yield bad(
+            f"the addon manager may not bind ClusterRole {', '.join(missing)}",
+            f"every agent's hub RoleBinding would be refused: {APPLY}",
+        )
+    else:
+        yield good("the addon manager may bind the agents' hub roles")
+
+
+def _admission_policy(kube: Kube) -> Iterator[Finding]:
+    fix = f"without it one cluster's agent may write another's copy: {APPLY}"
+    try:
+        policies = kube.discover("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy")
+        bindings = kube.discover(
+            "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding"
+        )
+        kube.get(policies, "", POLICY)
+        enforcing = [
+            b
+            for b in kube.list(bindings, "")["items"]
+            if (b.get("spec") or {}).get("policyName") == POLICY
+            and "Deny" in ((b.get("spec") or {}).get("validationActions") or [])
+        ]
+    except NotFoundError:
+        yield bad(f"the admission policy {POLICY} does not exist", fix)
+        return
+    except KubeError as error:
+        yield bad(f"the admission policy {POLICY} cannot be read", str(error))
+        return
+    if enforcing:
+        yield good(f"the admission policy {POLICY} is in force (Deny)")
+    else:
+        yield bad(f"the admission policy {POLICY} has no binding that denies", fix)
+
+
+def _decisions(kube: Kube, decisions: ApiResource, cma: Obj) -> Generator[Finding, None, list[str]]:
+    """The clusters the ClusterManagementAddOn's Placements chose (their PlacementDecisions)."""
+    strategy = (cma.get("spec") or {}).get("installStrategy") or {}
+    chosen: list[str] = []
+    for placement in strategy.get("placements") or []:
+        name, namespace = placement.get("name", ""), placement.get("namespace", "")
+        try:
+            listed = kube.list(decisions, namespace, label_selector=f"{PLACEMENT_LABEL}={name}")
+        except KubeError as error:
+            yield bad(f"the decisions of Placement {namespace}/{name} cannot be read", str(error))
+            continue
+        clusters = [
+            d["clusterName"]
+            for item in listed["items"]
+            for d in (item.get("status") or {}).get("decisions") or []
+            if d.get("clusterName")
+        ]
+        if clusters:
+            yield good(f"Placement {namespace}/{name} chose {len(clusters)} clusters")
+        else:
+            yield bad(
+                f"Placement {namespace}/{name} chose no cluster",
+                f"bind a ManagedClusterSet to namespace {namespace} "
+                "(ManagedClusterSetBinding) and check the Placement's predicates",
+            )
+        chosen += clusters
+    if not strategy.get("placements"):
+        yield bad("the ClusterManagementAddOn names no Placement", APPLY)
+    return sorted(set(chosen))
+
+
+def _cluster(
+    kube: Kube, served: Mapping[str, ApiResource], cluster: str, addon: str, copy_name: str
+) -> Iterator[Finding | str]:
+    yield f"cluster {cluster}"
+    try:
+        mca = kube.get(MANAGED_CLUSTER_ADDON, cluster, addon)
+    except NotFoundError:
+        yield bad(
+            f"ManagedClusterAddOn {cluster}/{addon} does not exist",
+            "the addon manager creates it for each cluster the Placement chose: is it "
+            "running (open-cluster-management-hub)?",
+        )
+        return
+    except KubeError as error:
+        yield bad(f"ManagedClusterAddOn {cluster}/{addon} cannot be read", str(error))
+        return
+    conditions = {c.get("type"): c for c in (mca.get("status") or {}).get("conditions") or []}
+    for type_, fix in (
+        (
+            "RegistrationApplied",
+            "the addon manager could not bind the agent's hub role: its "
+            "logs, and the bind grant above",
+        ),
+        (
+            "ManifestApplied",
+            "the work agent could not apply the AddOnTemplate on the spoke: "
+            "the ManifestWork's status in this namespace",
+        ),
+    ):
+        yield _condition(conditions, type_, fix)
+    available = conditions.get("Available") or {}
+    try:
+        copy = kube.get(served[ADDON.kind], cluster, copy_name)
+    except NotFoundError:
+        yield bad(
+            f"the hub copy {cluster}/{copy_name} does not exist",
+            "the agent creates it once it runs (addon-status check spoke, in its pod)",
+        )
+        return
+    except KubeError as error:
+        yield bad(f"the hub copy {cluster}/{copy_name} cannot be read", str(error))
+        return
+    if not (copy.get("status") or {}).get("conditions"):
+        yield bad(
+            f"the hub copy {cluster}/{copy_name} carries no conditions",
+            "the agent has not written it: its logs on the spoke",
+        )
+    elif available.get("status") == "True":
+        yield good(f"the hub copy {cluster}/{copy_name} is kept by a running agent")
+    else:
+        since = available.get("lastTransitionTime") or "unknown"
+        yield bad(
+            f"the hub copy {cluster}/{copy_name} may be stale: the agent is not "
+            f"available (ManagedClusterAddOn Available={available.get('status', 'absent')}"
+            f" since {since})",
+            "the spoke is silent: its klusterlet and the agent's pod",
+        )
+
+
+def _condition(conditions: Mapping[Any, Obj], type_: str, fix: str) -> Finding:
+    found = conditions.get(type_) or {}
+    if found.get("status") == "True":
+        return good(f"{type_} ({found.get('reason') or 'no reason'})")
+    status = found.get("status", "absent")
+    message = found.get("message") or found.get("reason") or ""
+    return bad(f"{type_} is {status}" + (f": {message}" if message else ""), fix)
