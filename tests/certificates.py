@@ -41,13 +41,14 @@ class KeyPair:
 
 class Authority:
     """A CA that signs server and client certificates, valid from five minutes ago for an
-    hour."""
+    hour (or `valid`)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, valid: dt.timedelta = dt.timedelta(hours=1)) -> None:
+        self._valid = valid
         self._key = ec.generate_private_key(ec.SECP256R1())
         self._name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"{name} test CA")])
         certificate = (
-            _builder(self._name, self._name, self._key.public_key())
+            _builder(self._name, self._name, self._key.public_key(), valid)
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
             .sign(self._key, hashes.SHA256())
         )
@@ -77,7 +78,7 @@ class Authority:
 
     def _sign(self, subject: x509.Name, *extensions: x509.ExtensionType) -> KeyPair:
         key = ec.generate_private_key(ec.SECP256R1())
-        builder = _builder(subject, self._name, key.public_key()).add_extension(
+        builder = _builder(subject, self._name, key.public_key(), self._valid).add_extension(
             x509.BasicConstraints(ca=False, path_length=None), critical=True
         )
         for extension in extensions:
@@ -117,7 +118,10 @@ def issue(name: str) -> Issued:
 
 
 def _builder(
-    subject: x509.Name, issuer: x509.Name, public_key: ec.EllipticCurvePublicKey
+    subject: x509.Name,
+    issuer: x509.Name,
+    public_key: ec.EllipticCurvePublicKey,
+    valid: dt.timedelta,
 ) -> x509.CertificateBuilder:
     now = dt.datetime.now(dt.UTC)
     return (
@@ -127,5 +131,5 @@ def _builder(
         .public_key(public_key)
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=5))
-        .not_valid_after(now + dt.timedelta(hours=1))
+        .not_valid_after(now + valid)
     )

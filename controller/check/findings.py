@@ -74,8 +74,9 @@ def may(kube: Kube, access: Access, subject: Mapping[str, Any] | None = None) ->
     return (answer.get("status") or {}).get("allowed") is True
 
 
-def report(findings: Iterable[Finding | str], out: TextIO = sys.stdout) -> bool:
+def report(findings: Iterable[Finding | str], out: TextIO | None = None) -> bool:
     """Print each finding as it comes (a heading for a string); True when none failed."""
+    out = out or sys.stdout
     marks = ("✔", "✘", "►") if _can_print(out, "✔✘►") else ("ok", "FAIL", "==")
     failed = False
     for finding in findings:

@@ -189,12 +189,14 @@ def _report_api(
             "give --tls-cert-file and --tls-key-file, or --issue-serving-cert",
         )
         return
-    certificate = yield from _certificate(pem, now)
+    certificate = yield from certificate_findings(pem, now)
     if certificate is not None:
         yield _answers(local, int(port), certificate)
 
 
-def _certificate(pem: bytes, now: dt.datetime) -> Generator[Finding, None, x509.Certificate | None]:
+def certificate_findings(
+    pem: bytes, now: dt.datetime
+) -> Generator[Finding, None, x509.Certificate | None]:
     """Its findings; returns the certificate when it could be read."""
     try:
         certificate = x509.load_pem_x509_certificate(pem)
@@ -204,10 +206,11 @@ def _certificate(pem: bytes, now: dt.datetime) -> Generator[Finding, None, x509.
     until = certificate.not_valid_after_utc
     try:
         names = certificate.extensions.get_extension_for_class(x509.SubjectAlternativeName)
-        dns = names.value.get_values_for_type(x509.DNSName)
+        named = [*names.value.get_values_for_type(x509.DNSName),
+                 *map(str, names.value.get_values_for_type(x509.IPAddress))]  # fmt: skip
     except x509.ExtensionNotFound:
-        dns = []
-    shown = f"the serving certificate for {', '.join(dns[:2]) or 'no DNS name'}"
+        named = []
+    shown = f"the serving certificate for {', '.join(named[:2]) or 'no name'}"
     if until <= now:
         yield bad(
             f"{shown} expired on {until:%Y-%m-%d}",

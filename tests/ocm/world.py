@@ -5,6 +5,7 @@ the rendered agent, and the hub side; fixtures (re-exported by conftest.py) and 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +40,8 @@ UPSTREAM = ROOT / "tests" / "data" / "upstream"
 OCM_CRDS = [
     *(UPSTREAM / f"{name}.crd.yaml" for name in ("clustermanagementaddons", "addontemplates",
       "addondeploymentconfigs", "placements", "managedclusteraddons")),
-    ROOT / "tests/data/crds/managedclustersetbindings.cluster.open-cluster-management.io.yaml",
+    *(ROOT / "tests/data/crds" / f"{name}.cluster.open-cluster-management.io.yaml"
+      for name in ("managedclustersetbindings", "managedclusters", "placementdecisions")),
 ]  # fmt: skip
 ROLLOUTS = {"seed": MANIFESTS / "ocm", "acm": MANIFESTS / "ocm" / "acm"}
 ADMIN = UserInfo("kubernetes-admin", groups=("system:masters",))
@@ -157,7 +159,7 @@ def spokes(
         "operator": OPERATOR,
         "collector": COLLECTOR,
     }
-    serving = Authority("spoke services")
+    serving = Authority("spoke services", valid=dt.timedelta(days=365))
     try:
         for cluster in CLUSTERS:
             rendered = rendered_for(rollout, cluster)

@@ -1,0 +1,207 @@
+"""`addon-status check` in the rollout's world (world.py), RBAC and admission on as on a real hub:
+on the hub as its admin, and on each spoke as the controller runs there (its rendered flags, its
+service account, its hub identity). Where everything holds, every line is ✔ and the exit code 0;
+each failure made on purpose — the addon manager's `bind` grant removed, the admission policy
+unbound, a Placement that chose nothing, a cluster whose manifests were not applied or whose
+agent went silent, a missing copy, a controller without its Role or its hub permission — is one
+✘ line naming it and what to do, and exit code 1. OCM's controllers are played as they write:
+the placement controller's PlacementDecision, the addon manager's and the health check's
+conditions on each ManagedClusterAddOn."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from controller.check.findings import Finding
+from controller.check.spoke import spoke_findings
+from controller.cli import main
+from controller.hub.mirror import managed_cluster_addon
+from controller.hub.ocm import MANAGED_CLUSTER_ADDON
+from controller.kube.api import ADDON, ApiResource, Kube, NotFoundError
+from controller.kube.connection import Connection
+from controller.kube.kubeconfig import Kubeconfig, client_for, kubeconfig_yaml
+from kubesim import APIServer
+from tests.ocm.world import ADDON_NAMESPACE, CLUSTERS, COPY, Spoke
+from tests.support import apply_objects, connection, kube_of
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+RBAC = "rbac.authorization.k8s.io/v1"
+DECISIONS = ApiResource(
+    "cluster.open-cluster-management.io", "v1beta1", "placementdecisions", "PlacementDecision"
+)
+NOW = "2026-11-27T00:00:00Z"
+WENT_WELL = ("RegistrationApplied", "ManifestApplied", "Available")  # OCM's, on each cluster
+
+
+def _condition(type_: str, status: str = "True", reason: str = "Done", message: str = "") -> Any:
+    return {"type": type_, "status": status, "reason": reason, "message": message,
+            "lastTransitionTime": NOW}  # fmt: skip
+
+
+def _as_ocm(admin: Kube, clusters: tuple[str, ...] = CLUSTERS) -> None:
+    """What OCM's controllers write once the rollout went well: the placement controller's
+    decision, each ManagedClusterAddOn registered, applied and available, and (as the agents
+    would) each hub copy's conditions."""
+    apply_objects(admin, [{
+        "apiVersion": DECISIONS.api_version, "kind": DECISIONS.kind,
+        "metadata": {"name": "addon-status-decision-1", "namespace": "addon-status",
+                     "labels": {"cluster.open-cluster-management.io/placement": "addon-status"}},
+    }])  # fmt: skip
+    decisions = [{"clusterName": c, "reason": ""} for c in clusters]
+    admin.patch_status(DECISIONS, "addon-status", "addon-status-decision-1",
+                       {"status": {"decisions": decisions}})  # fmt: skip
+    copies = admin.discover(ADDON.api_version, ADDON.kind)
+    for cluster in clusters:
+        try:  # acm: the world made observability-controller's; the addon manager makes this one
+            admin.get(MANAGED_CLUSTER_ADDON, cluster, "addon-status")
+        except NotFoundError:
+            admin.create(MANAGED_CLUSTER_ADDON, cluster, managed_cluster_addon(cluster))
+        conditions = [_condition(t) for t in WENT_WELL]
+        admin.patch_status(MANAGED_CLUSTER_ADDON, cluster, "addon-status",
+                           {"status": {"conditions": conditions}})  # fmt: skip
+        try:
+            admin.get(copies, cluster, COPY)
+        except NotFoundError:  # seed: the agent creates it (acm: the operator did)
+            body = {"apiVersion": ADDON.api_version, "kind": ADDON.kind,
+                    "metadata": {"name": COPY, "namespace": cluster}}  # fmt: skip
+            admin.create(copies, cluster, body)
+        admin.patch_status(copies, cluster, COPY,
+                           {"status": {"conditions": [_condition("Available")]}})  # fmt: skip
+
+
+def _check_hub(
+    hub: APIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str]:
+    kubeconfig = tmp_path / "admin-kubeconfig"
+    kubeconfig.write_text(kubeconfig_yaml(server=hub.url, token="admin"), encoding="utf-8")
+    capsys.readouterr()
+    code = main(["check", "hub", "--kubeconfig", str(kubeconfig)])
+    return code, capsys.readouterr().out
+
+
+def _failed(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith("✘")]
+
+
+def test_the_hub_check_passes_where_the_rollout_went_well(
+    hub: APIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _as_ocm(kube_of(hub, "admin"))
+    code, out = _check_hub(hub, tmp_path, capsys)
+    assert (code, _failed(out)) == (0, []), out
+    assert "✔ the addon manager may bind the agents' hub roles" in out
+    assert "✔ the admission policy addon-status-agent-isolation is in force (Deny)" in out
+    assert "✔ Placement addon-status/addon-status chose 2 clusters" in out
+    for cluster in CLUSTERS:
+        assert f"✔ the hub copy {cluster}/{COPY} is kept by a running agent" in out
+
+
+def _delete(resource: str, namespace: str = "", name: str = "") -> Callable[[APIServer], None]:
+    """Deletes the object of `resource` ("group/version/plural"), as an admin would."""
+
+    def breaks(server: APIServer) -> None:
+        group, version, plural = (
+            resource.rsplit("/", 2) if resource.count("/") == 2 else ("", *resource.split("/"))
+        )
+        assert server.delete_object(group, version, plural, namespace, name), resource
+
+    return breaks
+
+
+def _mca_condition(cluster: str, *conditions: Any) -> Callable[[APIServer], None]:
+    def breaks(server: APIServer) -> None:
+        admin = kube_of(server, "admin")
+        kept = [_condition(t) for t in WENT_WELL]
+        changed = {c["type"]: c for c in [*kept, *conditions]}
+        admin.patch_status(MANAGED_CLUSTER_ADDON, cluster, "addon-status",
+                           {"status": {"conditions": list(changed.values())}})  # fmt: skip
+
+    return breaks
+
+
+@pytest.mark.parametrize(
+    ("breaks", "failure"),
+    [
+        (_delete("rbac.authorization.k8s.io/v1/clusterrolebindings",
+                 name="addon-status:addon-manager"),
+         "✘ the addon manager may not bind ClusterRole addon-status-hub, "
+         "addon-status-hub-create-missing: every agent's hub RoleBinding would be refused"),
+        (_delete("admissionregistration.k8s.io/v1/validatingadmissionpolicybindings",
+                 name="addon-status-agent-isolation"),
+         "✘ the admission policy addon-status-agent-isolation has no binding that denies"),
+        (_delete("cluster.open-cluster-management.io/v1beta1/placementdecisions", "addon-status",
+                 "addon-status-decision-1"),
+         "✘ Placement addon-status/addon-status chose no cluster: bind a ManagedClusterSet"),
+        (_mca_condition("cluster2", _condition(
+            "ManifestApplied", "False", "ManifestWorkApplyFailed",
+            "the CRD already exists, owned by someone else")),
+         "✘ ManifestApplied is False: the CRD already exists, owned by someone else"),
+        (_mca_condition("cluster1", _condition("Available", "Unknown", "NoProbeResult")),
+         f"✘ the hub copy cluster1/{COPY} may be stale: the agent is not available "
+         f"(ManagedClusterAddOn Available=Unknown since {NOW})"),
+        (_delete("observability.open-cluster-management.io/v1beta1/observabilityaddons",
+                 "cluster2", COPY),
+         f"✘ the hub copy cluster2/{COPY} does not exist"),
+    ],
+    ids=["bind-grant", "admission-policy", "placement", "manifests", "silent-agent", "copy"],
+)  # fmt: skip
+def test_each_broken_part_of_the_rollout_is_one_line_saying_what_to_do(
+    hub: APIServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    breaks: Callable[[APIServer], None],
+    failure: str,
+) -> None:
+    _as_ocm(kube_of(hub, "admin"))
+    breaks(hub)
+    code, out = _check_hub(hub, tmp_path, capsys)
+    assert code == 1
+    [line] = _failed(out)
+    assert line.startswith(failure), out
+
+
+def _spoke_check(spoke: Spoke, hub: APIServer) -> list[Finding | str]:
+    """`check spoke` as the controller's pod runs it: its options, its service account on the
+    spoke, its mounted hub kubeconfig; the report API where the replica listens."""
+    port = urlsplit(spoke.replica.report_url).port
+    options = spoke.replica.options.model_copy(update={"report_address": f"127.0.0.1:{port}"})
+
+    def connect(kubeconfig: Kubeconfig | None) -> Connection:
+        return client_for(kubeconfig) if kubeconfig else connection(spoke.server, "controller")
+
+    return list(spoke_findings(options, connect, dt.datetime.now(dt.UTC)))
+
+
+def _lines(findings: list[Finding | str]) -> list[str]:
+    return [f"{'✔' if f.ok else '✘'} {f.what}" for f in findings if isinstance(f, Finding)]
+
+
+def test_the_spoke_check_passes_in_each_running_agent_and_names_what_breaks(
+    flavour: str, hub: APIServer, spokes: list[Spoke]
+) -> None:
+    for spoke in spokes:
+        findings = _spoke_check(spoke, hub)
+        assert [f for f in findings if isinstance(f, Finding) and not f.ok] == [], findings
+        lines = _lines(findings)
+        assert any(line.startswith("✔ may do all ") for line in lines), lines
+        assert any("the report API on 127.0.0.1:" in line for line in lines), lines
+        assert "✔ may write the copy's status on the hub" in lines, lines
+    spoke = spokes[0]
+    # the controller's Role unbound on the spoke, its hub permission unbound on the hub
+    rbac = ("rbac.authorization.k8s.io", "v1", "rolebindings")
+    assert spoke.server.delete_object(*rbac, ADDON_NAMESPACE, "addon-status-controller")
+    hub_admin = kube_of(hub, "admin")
+    for binding in hub_admin.list(hub_admin.discover(RBAC, "RoleBinding"), spoke.cluster)["items"]:
+        assert hub.delete_object(*rbac, spoke.cluster, binding["metadata"]["name"])
+    failed = [line for line in _lines(_spoke_check(spoke, hub)) if line.startswith("✘")]
+    assert f"✘ may not update observabilityaddons/status.{ADDON.group} observability-addon in " \
+           f"{ADDON_NAMESPACE}" in failed, failed  # fmt: skip
+    assert f"✘ may not update observabilityaddons/status.{ADDON.group} {COPY} in " \
+           f"{spoke.cluster} on the hub" in failed, failed  # fmt: skip
