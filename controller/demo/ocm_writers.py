@@ -115,12 +115,15 @@ class OcmWriters:
             self._copy_event(WatchEvent("ADDED", item))
 
     def _copy_event(self, event: WatchEvent) -> None:
+        """MCO reconciles on a hub copy whose conditions' statuses changed (its predicate), and
+        copies from the copy it was told of: never from a cache older than what started it."""
         namespace = str(event.object["metadata"]["namespace"])
+        conditions = list((event.object.get("status") or {}).get("conditions") or [])
         with self._lock:
-            self._copies[namespace] = list(
-                (event.object.get("status") or {}).get("conditions") or []
-            )
-        self.queue.add(namespace)
+            before = _statuses(self._copies.get(namespace))
+            self._copies[namespace] = conditions
+        if _statuses(conditions) != before:
+            self.queue.add(f"copy/{namespace}")
 
     # --- writing ----------------------------------------------------------------------------
 
@@ -131,6 +134,8 @@ class OcmWriters:
                     namespace = key.removeprefix("resync/")
                     self.queue.add(namespace)
                     self.queue.add_after(key, self._resync)
+                elif key.startswith("copy/"):
+                    self._sync(key.removeprefix("copy/"), copying=True)
                 else:
                     self._sync(key)
             except KubeError as error:
@@ -139,7 +144,8 @@ class OcmWriters:
             finally:
                 self.queue.done(key)
 
-    def _sync(self, namespace: str) -> None:
+    def _sync(self, namespace: str, *, copying: bool = False) -> None:
+        """OCM's conditions, or (`copying`) MCO's copy of the hub copy's."""
         with self._lock:
             cached = self._addons.get(namespace)
         for attempt in range(5):
@@ -152,7 +158,9 @@ class OcmWriters:
             except KubeError:
                 return  # gone: nothing to write
             conditions = list((obj.get("status") or {}).get("conditions") or [])
-            wanted = self._wanted(namespace, conditions)
+            wanted = (
+                self._copied(namespace, conditions) if copying else self._ocm(namespace, conditions)
+            )
             if wanted == conditions:
                 return
             patch = {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]},
@@ -165,22 +173,35 @@ class OcmWriters:
                 self.writes += 1
             return
 
-    def _wanted(self, namespace: str, conditions: list[Condition]) -> list[Condition]:
-        result = _set(conditions, _PROGRESSING, self._now)
-        result = _set(result, _LEASE if self._acm else _WORKLOAD, self._now)
-        if self._acm:
-            with self._lock:
-                copy = {c.get("type"): c for c in self._copies.get(namespace, [])}
-            for kind in _MIRRORED:
-                source = copy.get(kind)
-                current = next((c for c in result if c.get("type") == kind), None)
-                if source is not None and (
-                    current is None or current["status"] != source["status"]
-                ):
-                    kept = {k: source.get(k) for k in ("type", "status", "reason", "message",
-                                                       "lastTransitionTime")}  # fmt: skip
-                    result = [c for c in result if c.get("type") != kind] + [kept]
+    def _ocm(self, namespace: str, conditions: list[Condition]) -> list[Condition]:
+        """OCM's conditions; with `acm`, not the types MCO copies from the hub copy (its copy
+        wins, as MCO writes it last)."""
+        with self._lock:
+            copied = (
+                {c.get("type") for c in self._copies.get(namespace, [])} if self._acm else set()
+            )
+        result = conditions
+        for wanted in (_PROGRESSING, _LEASE if self._acm else _WORKLOAD):
+            if wanted[0] not in copied:
+                result = _set(result, wanted, self._now)
         return result
+
+    def _copied(self, namespace: str, conditions: list[Condition]) -> list[Condition]:
+        with self._lock:
+            copy = {c.get("type"): c for c in self._copies.get(namespace, [])}
+        result = conditions
+        for kind in _MIRRORED:
+            source = copy.get(kind)
+            current = next((c for c in result if c.get("type") == kind), None)
+            if source is not None and (current is None or current["status"] != source["status"]):
+                kept = {k: source.get(k) for k in ("type", "status", "reason", "message",
+                                                   "lastTransitionTime")}  # fmt: skip
+                result = [c for c in result if c.get("type") != kind] + [kept]
+        return result
+
+
+def _statuses(conditions: list[Condition] | None) -> dict[Any, Any]:
+    return {c.get("type"): c.get("status") for c in conditions or [] if c.get("type") in _MIRRORED}
 
 
 def _set(

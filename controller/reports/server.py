@@ -124,6 +124,11 @@ class ReportServer:
         self._server = self._thread = None
 
     @property
+    def listening(self) -> bool:
+        """Started and not stopped: its socket takes connections."""
+        return self._server is not None
+
+    @property
     def url(self) -> str:
         if self._server is None:
             raise RuntimeError("the report server is not running")

@@ -204,7 +204,8 @@ class Replica:
             registry=self.registry,
             kube=lambda: self.kube,
         )
-        process.add("report-api", self.report_server)
+        # Ready only once it listens: the Service routes reports to a ready pod at once.
+        process.add("report-api", self.report_server, ready=lambda: self.report_server.listening)
         self._replication = self._replication_terms()
         if self._replication is not None:
             self.replicator = self._replication()  # for the status read at start

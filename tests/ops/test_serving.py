@@ -37,8 +37,8 @@ def metrics() -> Iterator[MetricsServer]:
     server.stop()
 
 
-def status(port: int, path: str) -> int:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as answer:
+def status(port: int, path: str, timeout: float = 10) -> int:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=timeout) as answer:
         code: int = answer.status
         return code
 
@@ -56,11 +56,13 @@ def test_fifty_clients_at_once_all_get_an_answer(
 def test_silent_connections_cannot_hold_the_workers(
     request: pytest.FixtureRequest, which: str, path: str
 ) -> None:
-    """More silent connections than workers: the kubelet's probe still gets its answer."""
+    """More silent connections than workers: the kubelet's probe still gets its answer (once
+    the oldest silent one is reclaimed, 5 s on; the client waits far longer, for a loaded
+    machine: what is asserted is the answer, not how soon)."""
     port = request.getfixturevalue(which).port
     silent = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(8)]
     try:
-        assert status(port, path) == 200
+        assert status(port, path, timeout=60) == 200
     finally:
         for sock in silent:
             sock.close()
