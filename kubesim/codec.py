@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
+from contextvars import ContextVar
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, TypeVar, cast
 
 __all__ = [
     "MICRO_LAYOUT",
+    "SERVER_CLOCK",
     "TIME_LAYOUT",
+    "Clock",
     "Float64Integer",
     "clone",
     "decode_json",
@@ -113,8 +117,15 @@ def encode_json(value: Any, *, sort_keys: bool = False) -> bytes:
     return (text + "\n").encode("utf-8")
 
 
+Clock = Callable[[], datetime]
+# The clock of the server answering on this thread (`APIServer(clock=...)`): every time it
+# stamps — creationTimestamp, deletionTimestamp, a Table's ages, the `Date` header — is its.
+SERVER_CLOCK: ContextVar[Clock | None] = ContextVar("kubesim_clock", default=None)
+
+
 def now() -> datetime:
-    return datetime.now(UTC)
+    clock = SERVER_CLOCK.get()
+    return clock() if clock is not None else datetime.now(UTC)
 
 
 def format_time(moment: datetime) -> str:

@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
@@ -24,7 +25,7 @@ from kubesim.access import (
 )
 from kubesim.admission import Admission, admission_types
 from kubesim.builtins import builtin_types
-from kubesim.codec import clone, encode_json, format_time, now
+from kubesim.codec import SERVER_CLOCK, Clock, clone, encode_json, format_time
 from kubesim.discovery import Discovery
 from kubesim.errors import (
     APIError,
@@ -71,10 +72,12 @@ class APIServer:
         tls: ServingTLS | None = None,
         rbac: bool = False,
         anonymous: bool = False,
+        clock: Clock | None = None,
     ) -> None:
         built_in = [*builtin_types(), *review_types(), *workload_types(), *rbac_types()]
         self._types: list[ResourceType] = [*built_in, *admission_types(), *load_crds(crd_paths)]
         self._store = Store(watch_history)
+        self._clock = clock or (lambda: datetime.now(UTC))  # what it stamps, Date included
         self._auth = Authenticator(tokens, anonymous=anonymous)
         self._registry = Registry(self._store, self._types, self._auth)
         self._audit = AuditLog()
@@ -217,7 +220,7 @@ class APIServer:
             old_meta = (self._store.get(rt.id, key) or {}).get("metadata", {})
             meta.setdefault("uid", old_meta.get("uid", str(uuid.uuid4())))
             meta.setdefault(
-                "creationTimestamp", old_meta.get("creationTimestamp", format_time(now()))
+                "creationTimestamp", old_meta.get("creationTimestamp", format_time(self._clock()))
             )
             if rt.strategy.sets_generation:
                 meta.setdefault("generation", old_meta.get("generation", 1))
@@ -244,6 +247,7 @@ class APIServer:
         if handler.server is not self._httpd:  # a connection that outlived stop()
             handler.close_connection = True
             return
+        SERVER_CLOCK.set(self._clock)  # this handler's thread answers on this server's clock
         split = urlsplit(handler.path)
         query = {k: v[0] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
         info = request_info(handler.command, split.path, query)

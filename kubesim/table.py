@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
+from kubesim.codec import now as current
 from kubesim.errors import bad_request
 
 __all__ = ["Column", "table_version", "to_table"]
@@ -54,7 +55,7 @@ def to_table(
     include = query.get("includeObject", "") or "Metadata"
     if include not in ("Object", "Metadata", "None"):
         raise bad_request(f'unrecognized includeObject value: "{include}"')
-    now = now or datetime.now(UTC)
+    now = now or current()
     custom = columns is not None
     definitions = [dict(c) for c in (columns or [_AGE])] if custom else [
         {"name": "Created At", "type": "date", "format": "", "priority": 0,

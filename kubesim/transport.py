@@ -13,13 +13,15 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final
 
 import yaml
 
-from kubesim.codec import decode_json
+from kubesim.codec import decode_json, now
 from kubesim.errors import APIError, bad_request, unsupported_media_type
 from kubesim.fields import go_quote
 
@@ -112,6 +114,12 @@ class HTTPServer(ThreadingHTTPServer):
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: HTTPServer
+
+    def date_time_string(self, timestamp: float | None = None) -> str:
+        """The `Date` header on the server's clock (`APIServer(clock=...)`), as a client that
+        measures ages on the server's time reads it."""
+        moment = now() if timestamp is None else datetime.fromtimestamp(timestamp, UTC)
+        return format_datetime(moment, usegmt=True)
 
     def setup(self) -> None:
         if isinstance(self.request, ssl.SSLSocket):

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from types import FrameType
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from controller.demo.addon_manager import Rendered
 from controller.demo.objects import change_object
-from controller.demo.scenario_file import EPOCH, Scenario, read
+from controller.demo.scenario_file import Scenario, read
 from controller.demo.scenario_run import Player, Result, SteppedClock, System
 from controller.demo.servers import (
     ADDON,
@@ -189,30 +189,41 @@ def running(
         yield fleet.spokes[0]
 
 
+def fleet_clock(clocks: Sequence[SteppedClock]) -> Callable[[], datetime]:
+    """The fleet's story time: the furthest of its spokes' (each moves only forward)."""
+    return lambda: max(clock() for clock in clocks)
+
+
 @contextmanager
 def running_fleet(
-    members: Sequence[tuple[Scenario, SteppedClock]], *, crds: Sequence[Path] = ()
+    members: Sequence[tuple[Scenario, SteppedClock]],
+    *,
+    crds: Sequence[Path] = (),
+    now: Callable[[], datetime] | None = None,
 ) -> Iterator[Fleet]:
     """One hub, and for each (scenario, clock) a spoke API server and its own controller
     replicating into the hub copy in namespace `clusterI`, and the hub side (`addon-status
-    hub`) mirroring every hub copy onto its cluster's `ManagedClusterAddOn`."""
+    hub`) mirroring every hub copy onto its cluster's `ManagedClusterAddOn`. Every server
+    stamps and tells (`Date`) the story's time: a spoke its own clock, the hub the fleet's
+    (`now`; by default the furthest spoke's)."""
     from controller.demo.ocm_writers import ocm_writers
     from controller.hub.app import hub_side
     from controller.spoke.app import demo_controller
 
     shares = rollout(cluster_names(len(members)))
+    now = now or fleet_clock([clock for _, clock in members])
     with ExitStack() as stack:
-        hub = stack.enter_context(hub_server(shares))
+        hub = stack.enter_context(hub_server(shares, clock=now))
         temporary = Path(
             stack.enter_context(tempfile.TemporaryDirectory(prefix="addon-status-demo-"))
         )
         kubeconfig = hub_kubeconfig(hub, temporary)
         stack.enter_context(hub_side(kubeconfig))
         # OCM's own writers of the ManagedClusterAddOns (Available, Progressing), beside it
-        stack.enter_context(ocm_writers(kubeconfig, MANAGED_ADDON, time_scale=60.0))
+        stack.enter_context(ocm_writers(kubeconfig, MANAGED_ADDON, time_scale=60.0, now=now))
         spokes = []
         for (cluster, share), (scenario, clock) in zip(shares.items(), members, strict=True):
-            spoke = stack.enter_context(spoke_server(scenario, crds, share.agent))
+            spoke = stack.enter_context(spoke_server(scenario, crds, share.agent, clock=clock))
             args = _agent_args(share)
             controller = stack.enter_context(
                 demo_controller(
@@ -259,36 +270,46 @@ def _demo(
 ) -> Result:
     from controller.demo.fleet_line import FleetLine  # the client: only once the demo starts
 
-    starts = [EPOCH + i * STAGGER for i in range(len(scenarios))]
+    # The story in the present: its time zero is now (a fleet view beside it reads the same
+    # times, on the hub's clock), each later spoke STAGGER after the one before.
+    zero = datetime.now(UTC).replace(microsecond=0)
+    starts = [zero + i * STAGGER for i in range(len(scenarios))]
     clocks = [SteppedClock(start) for start in starts]
     if duration is not None:
         timer = threading.Timer(duration, stop.set)
         timer.daemon = True
         timer.start()
     fleet_wide = len(scenarios) > 1
-    with running_fleet(list(zip(scenarios, clocks, strict=True)), crds=crds) as fleet:
-        _banner(scenarios[0], fleet, scale=scale)
+    players: list[Player] = []
+
+    def now() -> datetime:
+        """The fleet's story time, on which its lines are stamped so that they never go back:
+        the furthest clock of the spokes whose play began (a later one starts ahead)."""
+        return max((p.clock() for p in players if p.started), default=zero)
+
+    members = list(zip(scenarios, clocks, strict=True))
+    with running_fleet(members, crds=crds, now=now if fleet_wide else None) as fleet:
+        _banner(scenarios, fleet, scale=scale, zero=zero)
         views = [
-            View(clock, EPOCH, sys.stdout, label=demo.cluster if fleet_wide else "")
+            View(now if fleet_wide else clock, zero, sys.stdout,
+                 label=demo.cluster if fleet_wide else "")
             for demo, clock in zip(fleet.spokes, clocks, strict=True)
-        ]
-        players = [
+        ]  # fmt: skip
+        players += [
             Player(scenario, demo.system, clock=clock, view=view, scale=scale, stop=stop,
-                   start=start)
+                   start=start, origin=zero)
             for scenario, demo, clock, view, start in zip(
                 scenarios, fleet.spokes, clocks, views, starts, strict=True)
         ]  # fmt: skip
-        if fleet_wide:
-            fleet_now = lambda: max(clock() for clock in clocks)  # noqa: E731
-            line = FleetLine(fleet.kubeconfig, now=fleet_now, view=View(fleet_now, EPOCH,
-                                                                        sys.stdout))  # fmt: skip
-            with line, ThreadPoolExecutor(len(players), "demo-player") as pool:
+        with ExitStack() as line:
+            if fleet_wide:  # the fleet's summary as `fleet` shows it, through to the end
+                line.enter_context(FleetLine(fleet.kubeconfig, now=now,
+                                             view=View(now, zero, sys.stdout)))  # fmt: skip
+            with ThreadPoolExecutor(len(players), "demo-player") as pool:
                 results = list(pool.map(Player.run, players))
-        else:
-            results = [players[0].run()]
-        if duration is not None:
-            with ThreadPoolExecutor(len(players), "demo-follower") as pool:
-                list(pool.map(Player.follow, players))
+            if duration is not None:
+                with ThreadPoolExecutor(len(players), "demo-follower") as pool:
+                    list(pool.map(Player.follow, players))
         closing = [  # the CRs as they are at exit
             (
                 View.summary("spoke", d.system.spoke_status()),
@@ -340,8 +361,10 @@ def _merged(results: Sequence[Result], clusters: Sequence[str]) -> Result:
     return merged
 
 
-def _banner(scenario: Scenario, fleet: Fleet, *, scale: float | None) -> None:
-    last = max(s.at for s in scenario.steps)
+def _banner(
+    scenarios: Sequence[Scenario], fleet: Fleet, *, scale: float | None, zero: datetime
+) -> None:
+    last = max(s.at for s in scenarios[0].steps)
     if scale is None:
         pace = "none: each step as soon as the last one settled, on the scenario's clock"
     else:
@@ -349,7 +372,13 @@ def _banner(scenario: Scenario, fleet: Fleet, *, scale: float | None) -> None:
             f"{scale:g}x: the story's {format_duration(last)} take "
             f"{last.total_seconds() / scale:.0f} s; Ctrl-C ends it"
         )
-    lines = [f"addon-status demo: {scenario.name}"]
+    plays = ", ".join(
+        f"{s.name or 'a scenario'}" + (f" on {d.cluster}" if len(fleet.spokes) > 1 else "")
+        for s, d in zip(scenarios, fleet.spokes, strict=True)
+    )
+    spokes = f"{len(fleet.spokes)} spoke{'s' if len(fleet.spokes) > 1 else ''}"
+    lines = [f"addon-status demo: {spokes} and a hub, the controller and the hub side; "
+             f"playing {plays}"]  # fmt: skip
     for demo in fleet.spokes:
         who = f"{demo.cluster}: " if len(fleet.spokes) > 1 else ""
         report_url, metrics_url = demo.controller.report_url, demo.controller.metrics_url
@@ -364,6 +393,7 @@ def _banner(scenario: Scenario, fleet: Fleet, *, scale: float | None) -> None:
         f"  hub kubeconfig  {fleet.kubeconfig}",
         f"                    (addon-status fleet --kubeconfig {fleet.kubeconfig} --watch)",
         f"  time scale        {pace}",
+        f"  story time        from now, {zero:%Y-%m-%d %H:%M:%S} UTC (what the servers stamp)",
         "",
     ]
     print("\n".join(lines), flush=True)

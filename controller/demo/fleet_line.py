@@ -47,9 +47,9 @@ class FleetLine:
     ) -> None:
         self._stop.set()
         self._thread.join(5)
-        self.show()  # the fleet as the players left it
+        self.show(always=True)  # the fleet as the play left it, whatever changed
 
-    def show(self) -> None:
+    def show(self, *, always: bool = False) -> None:
         """Print the summary if a cluster's state (or the longest Degraded) changed."""
         try:
             rows = list_hub_copies(self._kube).rows
@@ -61,7 +61,7 @@ class FleetLine:
             longest = summary.longest_degraded
             shown = (tuple(summary.states.items()), longest and longest.cluster)
             text = summary_line(summary)
-        if shown != self._shown:
+        if always or shown != self._shown:
             self._shown = shown
             self._view.line("fleet", text)
 

@@ -233,14 +233,20 @@ def _time(now: Callable[[], datetime]) -> str:
 
 
 @contextmanager
-def ocm_writers(kubeconfig: Path, addon_name: str, *, time_scale: float) -> Iterator[OcmWriters]:
+def ocm_writers(
+    kubeconfig: Path,
+    addon_name: str,
+    *,
+    time_scale: float,
+    now: Callable[[], datetime] = lambda: datetime.now(UTC),
+) -> Iterator[OcmWriters]:
     """OCM's writers on the hub of `kubeconfig` while the block runs (the demo's fleet)."""
     from controller.kube.kubeconfig import client_for
     from controller.kube.rest import RestKube
 
     with client_for(kubeconfig) as api:
         writers = OcmWriters(RestKube(api, request_timeout=5.0), addon_name=addon_name,
-                             time_scale=time_scale)  # fmt: skip
+                             time_scale=time_scale, now=now)  # fmt: skip
         writers.start()
         try:
             yield writers

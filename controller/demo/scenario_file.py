@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from statemachines.conditions import format_precise, parse_time
 from statemachines.config import Config
@@ -72,22 +72,47 @@ class Play:
         return check(self._step, _shifted(status, -offset), config, verdict=answer)
 
 
+# The lists of a status whose entries carry times an `expect` compares, and those times' keys.
+_TIMES: Final = {
+    "conditions": ("lastTransitionTime",),
+    "collectors": ("lastTransitionTime", "pendingSince"),
+    "history": ("lastTransitionTime",),
+    "resources": (),  # their conditions'
+}
+
+
 def _shifted(status: Mapping[str, Any], by: timedelta) -> Mapping[str, Any]:
-    """`status` with the times an `expect` compares (conditions' lastTransitionTime,
-    collectors' pendingSince) moved by `by`."""
+    """`status` with every time an `expect` compares moved by `by`: the conditions', the
+    collectors' (and their pendingSince), the resources' conditions', the history's and
+    lastKnownGood's since."""
     if not by:
         return status
 
-    def moved(obj: Mapping[str, Any], key: str) -> dict[str, Any]:
-        if not isinstance(obj.get(key), str):
-            return dict(obj)
-        return {**obj, key: format_precise(parse_time(obj[key]) + by)}
+    def moved(obj: Any, *keys: str) -> Any:
+        if not isinstance(obj, Mapping):
+            return obj
+        out = dict(obj)
+        for key in keys:
+            if isinstance(out.get(key), str):
+                out[key] = format_precise(parse_time(out[key]) + by)
+        return out
 
-    return {
-        **status,
-        "conditions": [moved(c, "lastTransitionTime") for c in status.get("conditions") or []],
-        "collectors": [moved(c, "pendingSince") for c in status.get("collectors") or []],
-    }
+    def each(item: Any, key: str) -> Any:
+        if key != "resources":
+            return moved(item, *_TIMES[key])
+        conditions = item.get("conditions") if isinstance(item, Mapping) else None
+        if not isinstance(conditions, list):
+            return item
+        return {**item, "conditions": [moved(c, "lastTransitionTime") for c in conditions]}
+
+    shifted = {
+        key: [each(item, key) for item in value] if key in _TIMES and isinstance(value, list)
+        else value
+        for key, value in status.items()
+    }  # fmt: skip
+    if "lastKnownGood" in status:
+        shifted["lastKnownGood"] = moved(status["lastKnownGood"], "since")
+    return shifted
 
 
 def read(path: Path) -> Scenario:

@@ -117,13 +117,15 @@ class Player:
         stop: threading.Event,
         patience: float = 10.0,
         start: datetime = EPOCH,
+        origin: datetime | None = None,
     ) -> None:
         """`scale`: simulated seconds per real second, None for no waiting; `patience`: the
         real seconds the worker may take to settle and the hub copy to follow; `start`: the
-        scenario's time zero on `clock` (later than EPOCH for a spoke of a fleet that starts
-        after the first; with a scale, its play starts that much later in real time too)."""
+        scenario's time zero on `clock`; `origin`: the fleet's, when this spoke starts later
+        (with a scale, its play starts that much later in real time too)."""
         self._scenario = scenario
         self._start = start
+        self._origin = origin or start
         self._system = system
         self._clock = clock
         self._view = view
@@ -131,12 +133,15 @@ class Player:
         self._stop = stop
         self._patience = patience
         self._spoke: Mapping[str, Any] = {}  # the spoke CR's status as last looked at
+        self.clock = clock
+        self.started = False  # its play began (a later spoke of a fleet waits for its start)
 
     def run(self) -> Result:
         steps = plays(self._scenario)
         result = Result(len(steps))
-        if not self._wait_until(self._start, since=EPOCH):
+        if not self._wait_until(self._start, since=self._origin):
             return result
+        self.started = True
         self._settle()
         status = self._look()  # as the controller wrote it on starting
         result.failures += self._hub_follows(status, "at the start")
@@ -167,19 +172,28 @@ class Player:
         printed (see the module docstring)."""
         self._system.heard()  # the play's own reports: printed already
         self._view.line("follow", "the play is over; reports sent now are judged and shown")
-        profile = self._scenario.config.profile
         pace = self._scale or 1.0
         last = time.monotonic()
         while not self._stop.wait(0.05):
             now = time.monotonic()
             self._clock.move_to(self._clock() + timedelta(seconds=(now - last) * pace))
             last = now
-            for report, verdict in self._system.heard():
-                text = _report_text(_as_sent(report, profile.name_of(report.reason)))
-                self._view.line("report", f"{text} => {_answer_text(verdict.to_api(profile))}")
+            self._by_hand()
             self._settle()
             self._look()
             self._view.status("hub", self._system.hub_status())
+
+    def _by_hand(self, own: Mapping[str, Any] | None = None) -> None:
+        """Print the reports the controller judged that this player did not send (someone ran
+        `addon-status report` meanwhile), with their verdicts; `own`: the one it just sent."""
+        profile = self._scenario.config.profile
+        for report, verdict in self._system.heard():
+            sent = _as_sent(report, profile.name_of(report.reason))
+            if own is not None and _same(sent, own):
+                own = None  # the player's own, printed already
+                continue
+            answer = _answer_text(verdict.to_api(profile), self._origin)
+            self._view.line("report", f"{_report_text(sent)} => {answer}   # sent by hand")
 
     def _advance_to(self, play: Play, result: Result) -> bool:
         """Fire the timers due by the step's time, each at its own; False when stopped."""
@@ -190,6 +204,7 @@ class Player:
             moment = target if wakeup is None or wakeup >= target else max(wakeup, self._clock())
             if not self._wait_until(moment):
                 return False
+            self._by_hand()
             self._clock.move_to(moment)
             self._settle()
             before = self._spoke
@@ -265,7 +280,8 @@ class Player:
         result.reports += 1
         result.refused += answer["verdict"] == "refused"
         note = f"   # {play.note}" if play.note else ""
-        self._view.line("report", f"{text} => {_answer_text(answer)}{note}")
+        self._view.line("report", f"{text} => {_answer_text(answer, self._origin)}{note}")
+        self._by_hand(own=play.report)
         return answer
 
     def _hub_follows(self, spoke: Mapping[str, Any], where: str) -> list[str]:
@@ -310,12 +326,17 @@ def _as_sent(report: Report, reason: str) -> dict[str, Any]:
     }
 
 
-def _answer_text(answer: Mapping[str, Any]) -> str:
+def _same(sent: Mapping[str, Any], own: Mapping[str, Any]) -> bool:
+    """The player's own report (its reason may be spelled by an alias: not compared)."""
+    return all(sent.get(k) == own.get(k) for k in ("collector", "message", "observed_generation"))
+
+
+def _answer_text(answer: Mapping[str, Any], start: datetime) -> str:
     verdict = str(answer["verdict"])
     if verdict == "refused":
         return f"REFUSED by {answer.get('rule')}: {answer.get('detail')}"
     if verdict == "pending" and answer.get("deadline"):
-        deadline = stamp(parse_time(answer["deadline"]) - EPOCH).strip()
+        deadline = stamp(parse_time(answer["deadline"]) - start).strip()
         return f"pending: the dampening window ends at {deadline}"
     return verdict
 

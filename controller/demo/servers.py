@@ -6,8 +6,9 @@ the demo reads back from them."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +51,16 @@ def agent_token(cluster: str) -> str:
 
 
 @contextmanager
-def hub_server(rendered: Mapping[str, Rendered]) -> Iterator[APIServer]:
+def hub_server(
+    rendered: Mapping[str, Rendered], clock: Callable[[], datetime] | None = None
+) -> Iterator[APIServer]:
     """The hub API server, authorizing with RBAC, as Open Cluster Management leaves it once the
     addon is rolled out: in each cluster's namespace a `ManagedClusterAddOn` of the observed
     addon (what the hub side mirrors onto) and the RoleBinding of the agent's `hubPermissions`;
     each agent authenticates as its registration identity. A request without credentials reads
     everything (kube-apiserver's --anonymous-auth and a role bound to system:unauthenticated):
-    kubectl sends no bearer token over plain HTTP, and `kubectl get` is part of the demo."""
+    kubectl sends no bearer token over plain HTTP, and `kubectl get` is part of the demo.
+    `clock`: the fleet's story time, which it stamps and tells (`Date`)."""
     from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
     from controller.hub.mirror import cluster_namespace, managed_cluster_addon
 
@@ -64,7 +68,7 @@ def hub_server(rendered: Mapping[str, Rendered]) -> Iterator[APIServer]:
     for cluster, share in rendered.items():
         tokens[agent_token(cluster)] = UserInfo(share.identity.user, groups=share.identity.groups)
     hub = APIServer([_crd(), _crd(MCA_CRD)], namespaces=["default"], tokens=tokens,
-                    anonymous=True, rbac=True)  # fmt: skip
+                    anonymous=True, rbac=True, clock=clock)  # fmt: skip
     roles = yaml.safe_load_all((ROLLOUT / "clusterroles.yaml").read_text("utf-8"))
     with hub:
         for obj in [*_readers(), *roles]:
@@ -93,12 +97,15 @@ def _readers() -> list[dict[str, Any]]:
 
 @contextmanager
 def spoke_server(
-    scenario: Scenario, crds: Sequence[Path] = (), agent: Sequence[Mapping[str, Any]] = ()
+    scenario: Scenario,
+    crds: Sequence[Path] = (),
+    agent: Sequence[Mapping[str, Any]] = (),
+    clock: Callable[[], datetime] | None = None,
 ) -> Iterator[APIServer]:
     """A spoke API server with the addon CR at the scenario's starting generation, and the
     `agent` manifests as the work agent applies them (the CRD is served from its file); it also
     serves `crds` (the kinds of watched objects, e.g. cert-manager's Certificate)."""
-    with APIServer([_crd(), *crds], namespaces=["default", SPOKE_NAMESPACE]) as spoke:
+    with APIServer([_crd(), *crds], namespaces=["default", SPOKE_NAMESPACE], clock=clock) as spoke:
         spoke.put_object(GROUP, VERSION, PLURAL, _addon(SPOKE_NAMESPACE))
         for obj in agent:
             if obj["kind"] != "CustomResourceDefinition":

@@ -5,6 +5,7 @@ time at which it happened."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any, TextIO
@@ -37,6 +38,7 @@ def collectors_summary(status: Mapping[str, Any]) -> str:
     return "; ".join(parts)
 
 
+_PRINTING = threading.Lock()
 _HEALTH = {"True": "Healthy", "False": "Unhealthy", "Unknown": "Unknown"}
 
 
@@ -67,10 +69,12 @@ class View:
         self.latest: dict[str, str] = {}  # "spoke" / "hub" / "health" -> the last line printed
 
     def line(self, kind: str, text: str) -> None:
-        # One write per line: the players of a fleet print from threads of their own.
-        when = stamp(self._now() - self._start)
-        self._out.write(f"[{when}] {self._label}{kind:<7} {text}\n")
-        self._out.flush()
+        # The players of a fleet print from threads of their own, on one clock: read it and
+        # write the line as one step, so that the times printed never go back.
+        with _PRINTING:
+            when = stamp(self._now() - self._start)
+            self._out.write(f"[{when}] {self._label}{kind:<7} {text}\n")
+            self._out.flush()
 
     @staticmethod
     def summary(where: str, status: Mapping[str, Any]) -> str:

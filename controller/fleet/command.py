@@ -117,6 +117,7 @@ def add_fleet_parser(sub: Any) -> None:
 
 
 def run_fleet(args: argparse.Namespace) -> int:
+    from controller.fleet.clock import HubClock
     from controller.fleet.copies import list_clusters, list_hub_copies, selected_clusters
     from controller.kube.api import KubeError
     from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource, kubeconfig_path
@@ -128,11 +129,12 @@ def run_fleet(args: argparse.Namespace) -> int:
         print(f"addon-status fleet: {error}", file=sys.stderr)
         return 2
     kube = RestKube(client, request_timeout=30.0)
+    hub_now = HubClock(client)
     filters = Filters(frozenset(args.state), frozenset(args.excluded), tuple(args.cluster))
     output = Output(args.format, headers=not args.no_headers, sort_by=args.sort_by)
     width = get_terminal_size((160, 24)).columns
     if args.cluster_name:
-        return _one_cluster(kube, args.cluster_name, args.copy_name, args.format)
+        return _one_cluster(kube, args.cluster_name, args.copy_name, args.format, hub_now)
     try:  # the ManagedClusters a selector picks: one list, kept for a --watch
         chosen = selected_clusters(kube, args.selector) if args.selector else None
     except KubeError as error:
@@ -146,7 +148,8 @@ def run_fleet(args: argparse.Namespace) -> int:
             return render(copies, now, filters=filters, output=output, width=width)
 
         with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):  # how a watch ends
-            watch_fleet(kube, show, out=sys.stdout, interval=args.interval, name=args.copy_name)
+            watch_fleet(kube, show, out=sys.stdout, interval=args.interval, name=args.copy_name,
+                        now=hub_now)  # fmt: skip
         return _closed_quietly()
     try:
         listing = list_hub_copies(kube, args.copy_name)
@@ -157,14 +160,15 @@ def run_fleet(args: argparse.Namespace) -> int:
     rows = [
         r for r in listing.rows if r.cluster in clusters and (chosen is None or r.cluster in chosen)
     ]
-    now = datetime.now(UTC)
     with contextlib.suppress(BrokenPipeError):  # `fleet | head`: the reader has seen enough
-        view = render_rows(rows, now, filters=filters, output=output, width=width)
+        view = render_rows(rows, hub_now(), filters=filters, output=output, width=width)
         print(view)
     return _closed_quietly()
 
 
-def _one_cluster(kube: Kube, cluster: str, name: str, output: str) -> int:
+def _one_cluster(
+    kube: Kube, cluster: str, name: str, output: str, now: Callable[[], datetime]
+) -> int:
     """`fleet CLUSTER`: 0 with the cluster described, 1 when its copy cannot be read."""
     from controller.fleet.cluster import cluster_document, describe
     from controller.kube.api import ADDON, KubeError
@@ -185,7 +189,7 @@ def _one_cluster(kube: Kube, cluster: str, name: str, output: str) -> int:
     elif output == "name":
         print(cluster)
     else:
-        print(describe(copy, datetime.now(UTC)))
+        print(describe(copy, now()))
     return _closed_quietly()
 
 
