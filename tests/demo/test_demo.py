@@ -146,3 +146,46 @@ def test_demo_duration_prints_hand_sent_reports_and_closes_with_the_crs_at_exit(
     summary = out.split("\n\n")[-1].splitlines()
     assert summary[-2].startswith("spoke: Degraded (ForwardFailure)"), out
     assert summary[-1].startswith("hub:   Degraded (ForwardFailure)"), out
+
+
+WAITS = """
+name: waits
+collectors: [metrics-collector]
+steps:
+  - at: 0s
+    report: {reason: UpdateSuccessful}
+  - at: 10m
+    report: {collector: metrics-collector, reason: ForwardSuccessful}
+    expect: {addon: Available}
+"""
+
+
+def test_a_report_sent_by_hand_while_the_story_plays_is_printed_with_its_verdict(
+    tmp_path: Path,
+) -> None:
+    """Issue item: a report sent by hand during the play was judged but never printed. The
+    story waits 10 minutes (10 s at 60x) between its steps: one sent then shows at once."""
+    scenario = tmp_path / "waits.yaml"
+    scenario.write_text(WAITS)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "controller.cli", "demo", "--scenario", str(scenario),
+         "--time-scale", "60"],
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert process.stdout is not None
+    seen: list[str] = []
+    url = ""
+    for line in process.stdout:
+        seen.append(line)
+        if "report API" in line:
+            url = line.split()[2].removesuffix("/v1/reports")
+        if "UpdateSuccessful" in line and "=> accepted" in line:
+            break  # the first step was played; the next is 10 minutes of story away
+    assert url, "".join(seen)
+    with ReportClient(url) as reporter:
+        reporter.report(MC, reason="ForwardFailure", message="sent by a person")
+    out = "".join(seen) + process.stdout.read()
+    assert process.wait(60) == 0, process.stderr.read() if process.stderr else ""
+    [by_hand] = [line for line in out.splitlines() if "sent by a person" in line]
+    assert by_hand.endswith("=> accepted   # sent by hand"), by_hand
+    assert out.index("sent by a person") < out.index("metrics-collector: ForwardSuccessful")

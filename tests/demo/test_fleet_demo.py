@@ -1,12 +1,15 @@
 """`addon-status demo --clusters N`: N spokes, each with its own controller, replicate into one
 hub whose kubeconfig the demo prints; `addon-status fleet` pointed at it lists every cluster
 while the demo runs; the second spoke plays an outage of its own; every spoke's expectations
-are checked on its own timeline (started 10 s of scenario time after the one before)."""
+are checked on its own timeline (started 10 s of scenario time after the one before); the
+story runs in the present, so `fleet` beside it reads the times the demo prints; the lines of
+the fleet never go back in time, and its summary closes the play."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -84,6 +87,10 @@ def test_fleet_of_three_reaches_one_hub_that_fleet_lists_live(
     assert [c["cluster"] for c in document["clusters"]] == ["cluster1", "cluster2", "cluster3"]
     assert "Unknown" not in document["summary"]["states"]
     assert "fleet   3 clusters: " in out
+    # beside the demo, `fleet` agrees with it: the story runs in the present, on the hub's
+    # clock, so every cluster changed state within the last hour (its own line says so)
+    assert document["summary"]["changedLastHour"] == 3, document
+    assert "3 changed state in the last hour" in out
 
 
 def test_fleet_plays_every_story_to_the_end_and_checks_it() -> None:
@@ -101,6 +108,11 @@ def test_fleet_plays_every_story_to_the_end_and_checks_it() -> None:
     # The first and third play the story; the third's window ends 20 s after the first's.
     assert "pending: the dampening window ends at 15m20s" in out
     assert out.rstrip().endswith("cluster3 hub:   Available (ForwardSuccessful)")
+    stamps = re.findall(r"^\[\s*(\d+)m(\d+)s\]", out, flags=re.MULTILINE)
+    seconds = [int(minutes) * 60 + int(rest) for minutes, rest in stamps]
+    assert seconds == sorted(seconds), "a line's time went back"
+    played = out.split("\n\n")[-2].splitlines()  # the play, before its counts
+    assert "fleet   3 clusters: 3 Available;" in played[-1], played[-1]
 
 
 def test_second_cluster_s_story_holds_as_a_scenario(capsys: pytest.CaptureFixture[str]) -> None:

@@ -113,7 +113,9 @@ def test_fleet_lists_every_cluster_in_one_call_and_no_namespace_that_is_no_clust
         ("edge-1", "Available"), ("edge-2", "Degraded"), ("prod-1", "Available")]  # fmt: skip
     assert hub.count_requests(verbs=["list"], resource=PLURAL) == 1
     assert hub.count_requests(verbs=["list"], resource="namespaces") == 1
-    assert hub.count_requests(verbs=["get", "list", "watch"]) == 2
+    # and one GET /version, for its Date: the ages are on the hub's clock (clock.py)
+    assert [r.path for r in hub.audit if r.verb == "get"] == ["/version"]
+    assert hub.count_requests(verbs=["get", "list", "watch"]) == 3
 
 
 def test_fleet_reads_the_hub_a_page_at_a_time(hub: APIServer) -> None:
