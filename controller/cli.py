@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -69,7 +70,8 @@ def _simulate(args: argparse.Namespace) -> int:
     except ScenarioError as error:
         print(f"{path}: invalid scenario: {error}", file=sys.stderr)
         return 2
-    print(as_json(result) if args.format == "json" else as_table(result))
+    width = None if args.wide else shutil.get_terminal_size((100, 24)).columns
+    print(as_json(result) if args.format == "json" else as_table(result, width))
     for failure in result.failures:
         print(f"{path}: {failure}", file=sys.stderr)
     return 0 if result.ok else 1
@@ -168,6 +170,10 @@ def _add_simulate(sub: Any) -> None:
     simulate = sub.add_parser("simulate", help=COMMANDS["simulate"])
     simulate.add_argument("file", help="scenario YAML (see tests/scenarios/)")
     simulate.add_argument("--format", choices=["table", "json"], default="table")
+    simulate.add_argument(
+        "--wide", action="store_true",
+        help="the table as wide as its cells (default: the terminal's width, cells wrapped)",
+    )  # fmt: skip
     simulate.set_defaults(handler=_simulate)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from datetime import timedelta
 from typing import Any
 
@@ -26,7 +27,10 @@ def _verdict_text(verdict: Verdict | None) -> str:
     return verdict.kind.value
 
 
-def as_table(run: Run) -> str:
+def as_table(run: Run, width: int | None = None) -> str:
+    """The run for people: a table as wide as its cells, when `width` is None or it fits;
+    else, within `width`, each step on a line of its own (wrapped) and under it only what
+    changed (a collector's state, the addon's)."""
     names = [c.name for c in run.scenario.config.collectors]
     header = ["at", "event", "verdict", *names, "addon", "write"]
     body = [
@@ -42,27 +46,63 @@ def as_table(run: Run) -> str:
     ]
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
     lines = [f"scenario: {run.scenario.name}"]
-    if run.scenario.description:
-        lines.append(run.scenario.description.strip())
-    lines += ["", _line(header, widths), _line(["-" * w for w in widths], widths)]
-    for row, cells in zip(run.timeline, body, strict=True):
-        lines.append(_line(cells, widths))
-        lines += [f"    FAILED {failure}" for failure in row.failures]
-        if row.verdict and row.verdict.kind is VerdictKind.REFUSED:
-            lines.append(f"    why: {row.verdict.detail}")
+    description = (run.scenario.description or "").strip()
+    if description and width is not None and max(map(len, description.splitlines())) > width:
+        for paragraph in description.split("\n\n"):  # reflowed within the terminal
+            lines += textwrap.wrap(" ".join(paragraph.split()), width)
+    elif description:
+        lines.append(description)
+    if width is None or sum(widths) + 2 * (len(widths) - 1) <= width:
+        lines += ["", _line(header, widths), _line(["-" * w for w in widths], widths)]
+        for row, cells in zip(run.timeline, body, strict=True):
+            lines.append(_line(cells, widths))
+            lines += _notes(row)
+    else:
+        lines += ["", *_steps(run, body, names, width)]
     lines += ["", "final status (what the CR says, and why):"]
     true = standard_true_in(run.status["conditions"])
     for condition in run.status["conditions"]:
         mark = "=>" if condition in true else "  "
-        lines.append(
-            f" {mark} {condition['type']:<26} {condition['status']:<8} {condition['reason']:<18}"
-            f" {condition['message'][:100]}"
-        )
+        kind = f" {mark} {condition['type']:<26} {condition['status']:<8} {condition['reason']:<18}"
+        message = condition["message"][:100]
+        if width is not None and len(kind) + 1 + len(message) > width:  # on lines of its own
+            lines.append(kind.rstrip())
+            indent = " " * 6
+            lines += textwrap.wrap(message, width, initial_indent=indent, subsequent_indent=indent)
+        else:
+            lines.append(f"{kind} {message}")
     failures = run.failures
     expectations = sum(1 for step in run.scenario.steps if step.expect is not None)
     verdict = "every expectation held" if not failures else f"{len(failures)} expectation(s) FAILED"
     lines += ["", f"{expectations} checked steps: {verdict}; {run.writes} status writes"]
     return "\n".join(lines)
+
+
+def _steps(run: Run, body: list[list[str]], names: list[str], width: int) -> list[str]:
+    """Each step as `at  event => verdict`, wrapped within `width`, and under it what changed."""
+    lines: list[str] = []
+    before: list[str] = [""] * (len(names) + 1)
+    label = max(len(n) for n in [*names, "addon"])
+    for row, (at, event, verdict, *states, written) in zip(run.timeline, body, strict=True):
+        head = f"{at:<4} {event}" + (f" => {verdict}" if verdict else "")
+        head += "  (status written)" if written else ""
+        lines += textwrap.wrap(head, width, subsequent_indent=" " * 7, break_on_hyphens=False)
+        for name, state, was in zip([*names, "addon"], states, before, strict=True):
+            if state != was:
+                indent = " " * (9 + label)
+                lines += textwrap.wrap(f"       {name:<{label}}  {state}", width,
+                                       subsequent_indent=indent)  # fmt: skip
+        before = states
+        lines += [part for note in _notes(row)
+                  for part in textwrap.wrap(note, width, subsequent_indent=" " * 8)]  # fmt: skip
+    return lines
+
+
+def _notes(row: TimelineRow) -> list[str]:
+    notes = [f"    FAILED {failure}" for failure in row.failures]
+    if row.verdict and row.verdict.kind is VerdictKind.REFUSED:
+        notes.append(f"    why: {row.verdict.detail}")
+    return notes
 
 
 def _line(cells: list[str], widths: list[int]) -> str:

@@ -298,3 +298,23 @@ def test_an_expectation_may_spell_a_reason_the_seeds_way(run_cli: Simulate) -> N
         "   expect: {collectors: {metrics-collector: {reason: UpdateSuccesful}}}\n"
     )
     assert (code, err) == (0, "")
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
+def test_the_table_fits_the_terminal_and_wide_keeps_its_columns(
+    path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue item: `simulate`'s table was up to 262 columns wide. Within the terminal's width
+    (COLUMNS, as the shell sets it) each step is a line and under it what changed; `--wide`
+    is the table, one column per collector."""
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["simulate", str(path)]) == 0
+    narrow = capsys.readouterr().out
+    assert max(len(line) for line in narrow.splitlines()) <= 80, narrow
+    assert main(["simulate", str(path), "--wide"]) == 0
+    wide = capsys.readouterr().out
+    header = next(line for line in wide.splitlines() if line.startswith("at "))
+    assert header.split()[:3] == ["at", "event", "verdict"]
+    assert header.split()[-2:] == ["addon", "write"]
+    for text in (narrow, wide):
+        assert "every expectation held" in text
