@@ -151,3 +151,5 @@ def test_prometheus_alerts_while_degraded_and_resolves_after_recovery(prometheus
             # a healthy fleet: the fleet dashboard's Degraded share is 0, not "No data"
             [share] = [q for q in queries(FLEET_DASHBOARD) if "or vector(0)) / count" in q]
             eventually(lambda: _value(url, share) == 0.0, "a Degraded share of 0", timeout=60)
+            for path in FILES:  # and every query runs on the healthy fleet too
+                eventually(lambda p=path: _answered(url, queries(p)), path.name, timeout=60)
