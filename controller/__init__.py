@@ -9,14 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from controller.reports.client import ReportClient, ReportRejected, ReportUnavailable
+    from controller.reporter.client import ReportClient, ReportRejected, ReportUnavailable
 
 __all__ = ["ReportClient", "ReportRejected", "ReportUnavailable"]
 
 
 def __getattr__(name: str) -> object:
     if name in __all__:
-        from controller.reports import client
+        from controller.reporter import client
 
         return getattr(client, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

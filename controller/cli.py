@@ -143,7 +143,7 @@ def _add_hub(sub: Any) -> None:
 
 
 def _add_report(sub: Any) -> None:
-    from controller.reports.cli import add_report_parser
+    from controller.reporter.cli import add_report_parser
 
     add_report_parser(sub)
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from controller.cli import parser
-from controller.reports.auth import Authorizer
+from controller.report_api.auth import Authorizer
 from statemachines.config_file import load_configuration
 from statemachines.scenario import load
 

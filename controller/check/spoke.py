@@ -29,7 +29,7 @@ from controller.kube.api import (
 from controller.kube.connection import Connection
 from controller.kube.kubeconfig import Kubeconfig
 from controller.kube.rest import RestKube
-from controller.reports.issuer import decoded_secret
+from controller.report_api.issuer import decoded_secret
 from controller.spoke.bookkeeping import config_map_name
 from controller.spoke.options import RunOptions
 from statemachines.errors import AddonStatusError

@@ -46,7 +46,7 @@ from controller.demo.servers import (
     with_bookkeeping,
 )
 from controller.demo.view import View
-from controller.reports.client import ReportClient
+from controller.reporter.client import ReportClient
 from controller.spoke.addon import PLURAL
 from kubesim import APIServer
 from statemachines.errors import AddonStatusError, ScenarioError

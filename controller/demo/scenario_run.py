@@ -38,7 +38,7 @@ from typing import Any
 
 from controller.demo.scenario_file import EPOCH, ObjectChange, Play, Scenario, plays
 from controller.demo.view import View, addon_summary, stamp
-from controller.reports.client import ReportRejected, ReportUnavailable
+from controller.reporter.client import ReportRejected, ReportUnavailable
 from controller.spoke.replication import CopyMode, projection
 from controller.spoke.worker import Worker
 from statemachines import next_wakeup

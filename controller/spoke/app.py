@@ -42,8 +42,8 @@ from controller.kube.reflector import Reflector
 from controller.kube.rest import RestKube
 from controller.ops.clocks import LeaseClock, MachineClock, SystemClock, utc_now
 from controller.process import Process, lease_seam, run_process
-from controller.reports.flags import build_report_server
-from controller.reports.server import ReportServer
+from controller.report_api.flags import build_report_server
+from controller.report_api.server import ReportServer
 from controller.spoke.addon import GROUP, PLURAL, AddonStore
 from controller.spoke.errors import WorkerError
 from controller.spoke.evaluation import Evaluations

@@ -1,6 +1,6 @@
 """The settings of `addon-status run`: its flags (declared once, with `controller.flags`),
 `ADDON_STATUS_*` variables and defaults, validated in `RunOptions` before the controller
-touches the network. The report API's flags are `controller.reports.flags`'s own
+touches the network. The report API's flags are `controller.report_api.flags`'s own
 (`REPORT_API_FLAGS`)."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from controller.flags import (
     add_flags,
     first_problem,
 )
-from controller.reports.flags import REPORT_API_FLAGS, combination_problem
+from controller.report_api.flags import REPORT_API_FLAGS, combination_problem
 from controller.spoke.addon import AddonRef
 from statemachines.config import Config
 from statemachines.config_file import load_configuration
@@ -92,7 +92,7 @@ class RunOptions(ProcessOptions):
     report_interval: Duration | None = None
     stale_after: Duration | None = None
     history_limit: int | None = None
-    # the report API (controller.reports.flags.REPORT_API_FLAGS)
+    # the report API (controller.report_api.flags.REPORT_API_FLAGS)
     report_address: str = ":8090"
     authorization: Path | None = None
     operator_identity: tuple[str, ...] = ()

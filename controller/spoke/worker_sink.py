@@ -1,12 +1,12 @@
 """The report API's sink on the worker: how a report reaches the machines from the report API
-(`controller.reports.sink` is the port, this the adapter), its errors in the report API's
+(`controller.report_api.sink` is the port, this the adapter), its errors in the report API's
 words."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from controller.reports.sink import SinkNotLeaderError, SinkRejectedError, SinkUnavailableError
+from controller.report_api.sink import SinkNotLeaderError, SinkRejectedError, SinkUnavailableError
 from controller.spoke.errors import NotLeaderError, StatusRejectedError, WorkerError
 from controller.spoke.worker import Worker
 from statemachines import Report, Verdict
@@ -15,7 +15,7 @@ __all__ = ["WorkerSink"]
 
 
 class WorkerSink:
-    """The report API's sink (`controller.reports.sink.ReportSink`) on the worker: its errors
+    """The report API's sink (`controller.report_api.sink.ReportSink`) on the worker: its errors
     in the words of the report API. `on_verdict` hears every report answered with a verdict
     (the demo prints the ones sent by hand)."""
 

@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from controller.kube.kubeconfig import kubeconfig_yaml  # noqa: E402
-from controller.reports.client import ReportClient, ReportUnavailable  # noqa: E402
+from controller.reporter.client import ReportClient, ReportUnavailable  # noqa: E402
 from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION  # noqa: E402
 from controller.spoke.options import DEFAULT_NAME, DEFAULT_NAMESPACE  # noqa: E402
 from kubesim import APIServer  # noqa: E402

@@ -59,7 +59,7 @@ from controller.kube.api import WatchEvent  # noqa: E402
 from controller.kube.connection import Connection  # noqa: E402
 from controller.kube.kubeconfig import kubeconfig_yaml  # noqa: E402
 from controller.kube.rest import RestKube  # noqa: E402
-from controller.reports.client import ReportClient  # noqa: E402
+from controller.reporter.client import ReportClient  # noqa: E402
 from controller.spoke.addon import GROUP, PLURAL, VERSION, AddonRef  # noqa: E402
 from controller.spoke.app import Replica  # noqa: E402
 from controller.spoke.options import Address, RunOptions  # noqa: E402

@@ -1,11 +1,11 @@
 """The report API's front door: the shipped server against the alternatives, by measurement.
 
 Three servers answer the same report (token check, JSON, the core's parse, grant, the real
-core's judgement behind a lock, as `tests/reports/conftest.CoreSink` does it), each in a
+core's judgement behind a lock, as `tests/report_api/conftest.CoreSink` does it), each in a
 process of its own so that its memory is its own:
 
 - `stdlib`: the shipped `ReportServer` (http.server, the framing checks of
-  `controller.reports.framing`, backlog 1,024, a pool of 32 workers);
+  `controller.report_api.framing`, backlog 1,024, a pool of 32 workers);
 - `stdlib-before`: today's handler (framing checks included) served as before, on
   `ThreadingHTTPServer` (backlog 5, a thread per connection), to show what the pool changes;
 - `uvicorn`: uvicorn 0.54 (h11) and Starlette, the same work in an `async` route, the core's
@@ -38,7 +38,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-TOKEN = "op-tok-7f3a9c1e5b"  # tests.reports.conftest.TOKENS["operator"]
+TOKEN = "op-tok-7f3a9c1e5b"  # tests.report_api.conftest.TOKENS["operator"]
 BODY = b'{"reason": "UpdateSuccessful", "message": "deployed", "observedGeneration": 3}'
 REQUEST = (
     b"POST /v1/reports HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n"
@@ -65,9 +65,9 @@ FAILED = (TimeoutError, OSError, ValueError, IndexError, asyncio.IncompleteReadE
 def _parts() -> tuple[Any, Any, Any, Any]:
     import yaml
 
-    from controller.reports.auth import Authorizer, StaticTokenAuthenticator
+    from controller.report_api.auth import Authorizer, StaticTokenAuthenticator
     from statemachines.config import Config
-    from tests.reports.conftest import GRANTS, OPERATOR_SA, CoreSink, FakeClock
+    from tests.report_api.conftest import GRANTS, OPERATOR_SA, CoreSink, FakeClock
 
     config = Config.create()
     return (
@@ -81,7 +81,7 @@ def _parts() -> tuple[Any, Any, Any, Any]:
 def serve_stdlib(port: int, *, before: bool) -> None:
     from prometheus_client import CollectorRegistry
 
-    from controller.reports import server as reports
+    from controller.report_api import server as reports
 
     sink, authenticator, authorizer, config = _parts()
     options: dict[str, Any] = {"authenticator": authenticator, "authorizer": authorizer}
@@ -103,7 +103,7 @@ def _serve_as_before(shipped: Any) -> None:
     import threading
     from http.server import ThreadingHTTPServer
 
-    from controller.reports.handler import ReportHandler
+    from controller.report_api.handler import ReportHandler
 
     class Before(ThreadingHTTPServer):
         daemon_threads = True
@@ -130,7 +130,7 @@ def serve_uvicorn(port: int) -> None:
     from starlette.responses import Response
     from starlette.routing import Route
 
-    from controller.reports.auth import AuthenticationError
+    from controller.report_api.auth import AuthenticationError
     from statemachines.errors import ReportError
     from statemachines.reports import parse_report
 

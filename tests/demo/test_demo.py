@@ -14,7 +14,7 @@ import yaml
 
 from controller.cli import main
 from controller.demo.command import DEFAULT_SCENARIO
-from controller.reports.client import ReportClient
+from controller.reporter.client import ReportClient
 from tests.manifests.kustomize import MANIFESTS, build, find
 from tests.support import MC
 

@@ -21,7 +21,7 @@ from controller.kube.kubeconfig import kubeconfig_yaml
 from controller.spoke.addon import GROUP, PLURAL, VERSION
 from kubesim import APIServer
 from tests.fleet.test_fleet_integration import write_status
-from tests.reports.conftest import free_port
+from tests.report_api.conftest import free_port
 from tests.spoke.replication.conftest import ADMIN, CRD, TOKENS, addon, api_client
 
 pytestmark = pytest.mark.integration

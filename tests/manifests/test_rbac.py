@@ -20,8 +20,8 @@ import yaml
 from kubernetes import client
 
 from controller.kube.kubeconfig import kubeconfig_yaml
-from controller.reports.auth import Authorizer
-from controller.reports.client import ReportClient
+from controller.report_api.auth import Authorizer
+from controller.reporter.client import ReportClient
 from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION, AddonRef
 from controller.spoke.app import Replica
 from controller.spoke.options import Address, RunOptions
@@ -275,7 +275,7 @@ def run_replica(tmp_path: Path, *, create_missing: bool = False, overlay: str = 
             "hub_kubeconfig": tmp_path / "hub.kubeconfig",
             "hub_create_missing": create_missing,
             # Plain HTTP here: the stand-in files hold no certificate, and the RBAC is the same
-            # either way (tests/reports/test_tls.py serves the report API over TLS).
+            # either way (tests/report_api/test_tls.py serves the report API over TLS).
             "tls_cert_file": None,
             "tls_key_file": None,
         }

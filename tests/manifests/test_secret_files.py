@@ -123,7 +123,7 @@ def test_metrics_are_admitted_from_the_overlays_scraper_namespace() -> None:
 
 def test_the_kubernetes_overlay_issues_its_serving_certificate_instead_of_mounting_it() -> None:
     """No issuer on plain Kubernetes writes addon-status-serving-cert: a pod mounting it would
-    never start. The controller issues it (controller/reports/issuer.py), with the Role it
+    never start. The controller issues it (controller/report_api/issuer.py), with the Role it
     needs to."""
     objects = build(MANIFESTS / "kubernetes").objects
     pod = pod_of("kubernetes")

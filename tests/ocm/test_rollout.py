@@ -28,7 +28,7 @@ from controller.hub.app import HubReplica
 from controller.hub.mirror import OWNED_TYPES, cluster_namespace
 from controller.kube.api import ForbiddenError
 from controller.kube.kubeconfig import kubeconfig_yaml
-from controller.reports.client import ReportClient
+from controller.reporter.client import ReportClient
 from kubesim import APIServer
 from tests.ocm.world import (
     ADDON_MANAGER,

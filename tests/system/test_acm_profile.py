@@ -18,7 +18,7 @@ import pytest
 from kubernetes import client
 
 from controller import ReportClient
-from controller.reports.client import ReportRejected
+from controller.reporter.client import ReportRejected
 from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION
 from controller.spoke.bookkeeping import KEY
 from kubesim import APIServer, RequestInfo

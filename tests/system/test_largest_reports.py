@@ -18,7 +18,7 @@ from controller.spoke.bookkeeping import KEY
 from kubesim import APIServer
 from statemachines.size import BUDGET, encoded_size
 from tests.kubesim.test_upstream_crd import UPSTREAM_CRD
-from tests.reports.conftest import call
+from tests.report_api.conftest import call
 from tests.system.conftest import (
     CRD,
     MC,

@@ -16,14 +16,14 @@ import pytest
 
 from controller.kube.api import InvalidError
 from controller.kube.rest import RestKube
-from controller.reports.server import ReportServer
+from controller.report_api.server import ReportServer
 from controller.spoke.addon import AddonRef, AddonStore
 from controller.spoke.app import Replica
 from kubesim import APIServer, RequestInfo
 from statemachines import Report, VerdictKind
 from statemachines.errors import ReportError
 from statemachines.vocabulary import Reason
-from tests.reports.conftest import Answer, call
+from tests.report_api.conftest import Answer, call
 from tests.spoke.fakes import NAME, NAMESPACE
 from tests.spoke.integration.conftest import Addon, SpokeFactory
 from tests.spoke.support import MC, UWL, WAIT, boot, collector, report, settle

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from controller.reports.client import ReportClient
-from controller.reports.issuer import (
+from controller.report_api.issuer import (
     LIFETIME,
     RENEW_BEFORE,
     SelfIssued,
@@ -21,9 +20,10 @@ from controller.reports.issuer import (
     renewal_reason,
     service_names,
 )
-from controller.reports.server import ReportServer, ServingCertificate
+from controller.report_api.server import ReportServer, ServingCertificate
+from controller.reporter.client import ReportClient
 from kubesim import APIServer
-from tests.reports.conftest import TOKENS, ServerFactory
+from tests.report_api.conftest import TOKENS, ServerFactory
 from tests.support import kube_of
 
 pytestmark = pytest.mark.integration
@@ -101,9 +101,9 @@ def test_a_reporter_trusting_the_published_ca_reports_over_https(
 def test_issuing_is_logged_with_the_secret_named_and_nothing_of_it(
     spoke: APIServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    with caplog.at_level("INFO", logger="controller.reports.issuer"):
+    with caplog.at_level("INFO", logger="controller.report_api.issuer"):
         data = issuer(spoke).ensure()
-    [record] = [r for r in caplog.records if r.name == "controller.reports.issuer"]
+    [record] = [r for r in caplog.records if r.name == "controller.report_api.issuer"]
     assert record.getMessage() == "issued the report API's serving certificate"
     assert record.__dict__["object"] == f"{NAMESPACE}/addon-status-serving-cert"
     assert data["tls.key"].decode() not in caplog.text

@@ -9,13 +9,13 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.reports.client import ReportClient
-from controller.reports.server import ReportServer
+from controller.report_api.server import ReportServer
+from controller.reporter.client import ReportClient
 from controller.spoke.metrics import ControllerMetrics
 from controller.spoke.worker import Worker
 from controller.spoke.worker_sink import WorkerSink
 from statemachines.config import Config
-from tests.reports.conftest import TOKENS, ServerFactory, call
+from tests.report_api.conftest import TOKENS, ServerFactory, call
 from tests.spoke.fakes import FakeAddonStore, FakeClock
 from tests.support import MC
 

@@ -9,7 +9,7 @@ reporter mounts it; a Secret's private keys stay in the Secret). Both replicas s
 the first to find no Secret creates it, the other reads it after its 409. A pair with less than
 30 days left, or for other names, is issued again from the same CA (reporters keep trusting
 it), by whichever replica sees it first; every replica looks again every hour and rewrites its
-files, which the server reloads (`controller.reports.tls`).
+files, which the server reloads (`controller.report_api.tls`).
 """
 
 from __future__ import annotations

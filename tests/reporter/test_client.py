@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from controller.reports.client import ANSWER_LIMIT, ReportClient, ReportRejected, ReportUnavailable
-from controller.reports.server import ReportServer
-from controller.reports.sink import SinkNotLeaderError
+from controller.report_api.server import ReportServer
+from controller.report_api.sink import SinkNotLeaderError
+from controller.reporter.client import ANSWER_LIMIT, ReportClient, ReportRejected, ReportUnavailable
 from statemachines.reports import Report, Verdict
-from tests.reports.conftest import TOKENS, CoreSink, ServerFactory, free_port
+from tests.report_api.conftest import TOKENS, CoreSink, ServerFactory, free_port
 from tests.support import MC
 
 

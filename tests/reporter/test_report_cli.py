@@ -15,13 +15,13 @@ from prometheus_client import CollectorRegistry
 
 from controller.cli import main
 from controller.kube.kubeconfig import kubeconfig_yaml
-from controller.reports.cli import add_report_parser
-from controller.reports.flags import build_report_server
-from controller.reports.server import ReportServer
+from controller.report_api.flags import build_report_server
+from controller.report_api.server import ReportServer
+from controller.reporter.cli import add_report_parser
 from controller.spoke.options import RunOptions
 from statemachines.config import Config
 from statemachines.errors import AddonStatusError, ConfigError
-from tests.reports.conftest import GRANTS, MC_SA, TOKENS, CoreSink, call, free_port
+from tests.report_api.conftest import GRANTS, MC_SA, TOKENS, CoreSink, call, free_port
 from tests.support import MC, run_options
 
 

@@ -13,10 +13,10 @@ import pytest
 
 from controller.kube.connection import Connection
 from controller.kube.rest import RestKube
-from controller.reports.auth import AuthenticationError, Identity, TokenReviewAuthenticator
-from controller.reports.server import ReportServer
+from controller.report_api.auth import AuthenticationError, Identity, TokenReviewAuthenticator
+from controller.report_api.server import ReportServer
 from kubesim import APIServer, UserInfo
-from tests.reports.conftest import MC_SA, OPERATOR_SA, TOKENS, UWL_SA, ServerFactory, call
+from tests.report_api.conftest import MC_SA, OPERATOR_SA, TOKENS, UWL_SA, ServerFactory, call
 from tests.support import MC, connection
 
 pytestmark = pytest.mark.integration
@@ -142,7 +142,7 @@ def test_an_api_server_that_cannot_review_makes_it_503(
     reviewed: ReportServer, apiserver: APIServer, code: int, caplog: pytest.LogCaptureFixture
 ) -> None:
     apiserver.faults.fail_next(1, code, match=lambda info: info.resource == "tokenreviews")
-    with caplog.at_level(logging.ERROR, logger="controller.reports.auth"):
+    with caplog.at_level(logging.ERROR, logger="controller.report_api.auth"):
         answer = call(reviewed.url, body={"reason": "UpdateSuccessful"}, token=TOKENS["operator"])
     assert (answer.status, answer.body["error"]["reason"]) == (503, "ServiceUnavailable")
     assert answer.headers["Retry-After"] == "1"

@@ -10,11 +10,11 @@ from socketserver import TCPServer
 from typing import Any
 
 from controller.ops.serving import BoundedPool
-from controller.reports.tls import ServingCertificate
+from controller.report_api.tls import ServingCertificate
 
 __all__ = ["ReportHTTPServer"]
 
-log = logging.getLogger("controller.reports.server")  # one logger for the report API
+log = logging.getLogger("controller.report_api.server")  # one logger for the report API
 
 
 class ReportHTTPServer(BoundedPool, HTTPServer):

@@ -10,19 +10,19 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.reports.auth import (
+from controller.report_api.auth import (
     AuthenticationError,
     Authorizer,
     Identity,
     InsecureAuthenticator,
     StaticTokenAuthenticator,
 )
-from controller.reports.server import ReportMetrics, ReportServer
+from controller.report_api.server import ReportMetrics, ReportServer
 from statemachines.config import Config
 from statemachines.errors import ConfigError
 from statemachines.reports import Report
 from statemachines.vocabulary import Reason
-from tests.reports.conftest import (
+from tests.report_api.conftest import (
     GRANTS,
     MC_SA,
     OPERATOR_SA,

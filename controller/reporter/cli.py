@@ -1,6 +1,6 @@
 """`addon-status report`: a reason sent to the controller's report API, its verdict printed.
 It loads the client only (no core, no pydantic), so that a collector's script pays little for
-each report; the flags of `run` that set up the server are `controller.reports.flags`.
+each report; the flags of `run` that set up the server are `controller.report_api.flags`.
 
 `report` exit codes are for scripts: 0 for any verdict (a refused report is an answer, not a
 failure), 1 when the server rejected the request (4xx; the error on stderr), 2 for usage errors
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # imported where used, so that `addon-status --help` does not load it
-    from controller.reports.client import ReportClient
+    from controller.reporter.client import ReportClient
 
 __all__ = ["add_report_parser", "run_report"]
 
@@ -74,7 +74,7 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from controller.reports.client import ReportRejected, ReportUnavailable
+    from controller.reporter.client import ReportRejected, ReportUnavailable
 
     client = _client(args)
     if client is None:
@@ -104,7 +104,7 @@ def run_report(args: argparse.Namespace) -> int:
 
 def _client(args: argparse.Namespace) -> ReportClient | None:
     """The client the flags describe; None, with the flag's problem on stderr, when they do not."""
-    from controller.reports.client import ReportClient
+    from controller.reporter.client import ReportClient
 
     token = None
     if args.token_file is not None:

@@ -14,8 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from controller.reports.server import ReportServer
-from tests.reports.conftest import TOKENS, CoreSink, ServerFactory, call
+from controller.report_api.server import ReportServer
+from tests.report_api.conftest import TOKENS, CoreSink, ServerFactory, call
 
 pytestmark = pytest.mark.slow
 

@@ -1,5 +1,5 @@
 """The flags of `run` that set up the report API's server (address, authentication, grants),
-and the server they describe. Apart from `controller.reports.cli`, so that `addon-status
+and the server they describe. Apart from `controller.reporter.cli`, so that `addon-status
 report` does not load them."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ if TYPE_CHECKING:  # imported where used: `run --help` lists the flags without t
     from prometheus_client import CollectorRegistry
 
     from controller.kube.api import Kube
-    from controller.reports.auth import Authorizer
-    from controller.reports.server import ReportServer, ReportSink, ServingCertificate
+    from controller.report_api.auth import Authorizer
+    from controller.report_api.server import ReportServer, ReportSink, ServingCertificate
     from statemachines.config import Config
 
 __all__ = ["REPORT_API_FLAGS", "ReportApiSettings", "build_report_server", "combination_problem"]
@@ -97,13 +97,13 @@ def build_report_server(
 
     `kube` is called only for TokenReview, so that demos need no cluster.
     """
-    from controller.reports.auth import (
+    from controller.report_api.auth import (
         Authenticator,
         InsecureAuthenticator,
         StaticTokenAuthenticator,
         TokenReviewAuthenticator,
     )
-    from controller.reports.server import ReportMetrics, ReportServer
+    from controller.report_api.server import ReportMetrics, ReportServer
     from statemachines.errors import ConfigError
 
     problem = combination_problem(args)
@@ -136,7 +136,7 @@ def _serving_certificate(
 ) -> ServingCertificate | None:
     """HTTPS with both TLS flags or with a certificate issued here, plain HTTP with neither;
     loaded now, so a bad file stops `run`."""
-    from controller.reports.server import ServingCertificate, ServingCertificateError
+    from controller.report_api.server import ServingCertificate, ServingCertificateError
     from statemachines.errors import ConfigError
 
     cert_file, key_file = args.tls_cert_file, args.tls_key_file
@@ -153,8 +153,8 @@ def _serving_certificate(
 
 def _self_issued(args: ReportApiSettings, kube: Kube) -> ServingCertificate:
     from controller.kube.api import KubeError
-    from controller.reports.issuer import SelfIssued
-    from controller.reports.server import ServingCertificate
+    from controller.report_api.issuer import SelfIssued
+    from controller.report_api.server import ServingCertificate
     from statemachines.errors import ConfigError
 
     assert args.issue_serving_cert is not None
@@ -167,7 +167,7 @@ def _self_issued(args: ReportApiSettings, kube: Kube) -> ServingCertificate:
 
 
 def _authorizer(args: ReportApiSettings, config: Config) -> Authorizer:
-    from controller.reports.auth import Authorizer
+    from controller.report_api.auth import Authorizer
     from statemachines.errors import ConfigError
 
     if args.authorization is not None:

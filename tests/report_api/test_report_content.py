@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from controller.reports.payload import load_json
-from controller.reports.server import ReportServer
-from tests.reports.conftest import TOKENS, CoreSink, call
+from controller.report_api.payload import load_json
+from controller.report_api.server import ReportServer
+from tests.report_api.conftest import TOKENS, CoreSink, call
 
 
 def _send(server: ReportServer, body: bytes) -> tuple[int, dict[str, object]]:

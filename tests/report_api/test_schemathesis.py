@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from controller.reports.server import ReportServer
-from tests.reports.conftest import TOKENS
+from controller.report_api.server import ReportServer
+from tests.report_api.conftest import TOKENS
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

@@ -21,9 +21,9 @@ import pytest
 import yaml
 from prometheus_client import CollectorRegistry
 
-from controller.reports.auth import Authenticator, Authorizer, StaticTokenAuthenticator
-from controller.reports.server import ReportMetrics, ReportServer
-from controller.reports.sink import SinkNotLeaderError, SinkUnavailableError
+from controller.report_api.auth import Authenticator, Authorizer, StaticTokenAuthenticator
+from controller.report_api.server import ReportMetrics, ReportServer
+from controller.report_api.sink import SinkNotLeaderError, SinkUnavailableError
 from statemachines.config import Config
 from statemachines.core import apply, start
 from statemachines.reports import Report, Verdict

@@ -18,18 +18,18 @@ import logging
 import socket
 import threading
 
-from controller.reports.auth import (
+from controller.report_api.auth import (
     Authenticator,
     Authorizer,
 )
-from controller.reports.connections import ReportHTTPServer
-from controller.reports.handler import ReportHandler, Service, encode
-from controller.reports.metrics import ReportMetrics
-from controller.reports.openapi import openapi_document
-from controller.reports.sink import (
+from controller.report_api.connections import ReportHTTPServer
+from controller.report_api.handler import ReportHandler, Service, encode
+from controller.report_api.metrics import ReportMetrics
+from controller.report_api.openapi import openapi_document
+from controller.report_api.sink import (
     ReportSink,
 )
-from controller.reports.tls import ServingCertificate, ServingCertificateError
+from controller.report_api.tls import ServingCertificate, ServingCertificateError
 from statemachines.config import Config
 from statemachines.errors import ConfigError
 

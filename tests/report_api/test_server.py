@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.reports.server import ReportServer
+from controller.report_api.server import ReportServer
 from statemachines.config import Config
 from statemachines.vocabulary import ACM
-from tests.reports.conftest import TOKENS, CoreSink, ServerFactory, call
+from tests.report_api.conftest import TOKENS, CoreSink, ServerFactory, call
 from tests.support import MC, UWL
 
 OP = TOKENS["operator"]
@@ -291,7 +291,7 @@ def test_a_failing_sink_is_500_and_logged(
             raise RuntimeError("the store is gone")
 
     server = make_server(sink=Broken())
-    with caplog.at_level(logging.ERROR, logger="controller.reports.server"):
+    with caplog.at_level(logging.ERROR, logger="controller.report_api.server"):
         answer = call(server.url, body={"reason": "UpdateSuccessful"}, token=OP)
     assert_error(answer, 500, field=None, reason="InternalError")
     assert "the store is gone" in caplog.text

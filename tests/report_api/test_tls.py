@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.reports.cli import add_report_parser
-from controller.reports.client import ReportClient, ReportUnavailable
-from controller.reports.flags import build_report_server
-from controller.reports.server import ReportServer, ServingCertificate
+from controller.report_api.flags import build_report_server
+from controller.report_api.server import ReportServer, ServingCertificate
+from controller.reporter.cli import add_report_parser
+from controller.reporter.client import ReportClient, ReportUnavailable
 from controller.spoke.options import RunOptions, add_run_flags
 from statemachines.config import Config
 from statemachines.errors import AddonStatusError
 from tests.certificates import Issued, issue
-from tests.reports.conftest import (
+from tests.report_api.conftest import (
     GRANTS,
     OPERATOR_SA,
     TOKENS,

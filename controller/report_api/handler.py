@@ -1,6 +1,6 @@
 """The report API's one request, in a fixed order: path, method, token, media type, size,
 JSON, report, grant; then the sink's verdict, or the error that names what is wrong
-(`ReportServer` in `controller.reports.server` serves it)."""
+(`ReportServer` in `controller.report_api.server` serves it)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler
 from typing import Any, BinaryIO, ClassVar, cast
 from urllib.parse import urlsplit
 
-from controller.reports.auth import (
+from controller.report_api.auth import (
     AuthenticationError,
     Authenticator,
     AuthorizationError,
@@ -22,12 +22,12 @@ from controller.reports.auth import (
     AuthUnavailableError,
     Identity,
 )
-from controller.reports.connections import ReportHTTPServer
-from controller.reports.framing import HeaderLines, framing_problem
-from controller.reports.metrics import ReportMetrics
-from controller.reports.openapi import ERROR_REASONS, REPORTS_PATH, SPEC_PATH
-from controller.reports.payload import load_json
-from controller.reports.sink import (
+from controller.report_api.connections import ReportHTTPServer
+from controller.report_api.framing import HeaderLines, framing_problem
+from controller.report_api.metrics import ReportMetrics
+from controller.report_api.openapi import ERROR_REASONS, REPORTS_PATH, SPEC_PATH
+from controller.report_api.payload import load_json
+from controller.report_api.sink import (
     ReportSink,
     SinkNotLeaderError,
     SinkRejectedError,
@@ -39,7 +39,7 @@ from statemachines.reports import Report, Verdict, parse_report
 
 __all__ = ["ReportHandler", "Service", "encode"]
 
-log = logging.getLogger("controller.reports.server")  # one logger for the report API
+log = logging.getLogger("controller.report_api.server")  # one logger for the report API
 
 
 _OUTCOME_OF_STATUS = {401: "unauthorized", 403: "forbidden", 500: "error", 503: "unavailable"}

@@ -10,11 +10,11 @@ import pytest
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import OpenAPIV31SpecValidator
 
-from controller.reports.auth import InsecureAuthenticator
-from controller.reports.openapi import openapi_document
-from controller.reports.server import ReportServer
+from controller.report_api.auth import InsecureAuthenticator
+from controller.report_api.openapi import openapi_document
+from controller.report_api.server import ReportServer
 from statemachines.config import Config
-from tests.reports.conftest import TOKENS, CoreSink, ServerFactory, call
+from tests.report_api.conftest import TOKENS, CoreSink, ServerFactory, call
 from tests.support import MC, UWL
 
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")
