@@ -48,11 +48,7 @@ class Access:
     subresource: str = ""
 
     def __str__(self) -> str:
-        plural = (
-            f"{self.resource.plural}/{self.subresource}"
-            if self.subresource
-            else (self.resource.plural)
-        )
+        plural = self.resource.plural + (f"/{self.subresource}" if self.subresource else "")
         what = f"{plural}.{self.resource.group}" if self.resource.group else plural
         named = f" {self.name}" if self.name else ""
         where = f" in {self.namespace}" if self.namespace else ""
@@ -84,12 +80,10 @@ def report(findings: Iterable[Finding | str], out: TextIO | None = None) -> bool
             print(f"{marks[2]} {finding}", file=out, flush=True)
             continue
         failed |= not finding.ok
-        line = (
-            f"{marks[0]} {finding.what}"
-            if finding.ok
-            else (f"{marks[1]} {finding.what}: {finding.fix}")
-        )
-        print(line, file=out, flush=True)
+        if finding.ok:
+            print(f"{marks[0]} {finding.what}", file=out, flush=True)
+        else:
+            print(f"{marks[1]} {finding.what}: {finding.fix}", file=out, flush=True)
     return not failed
 
 
