@@ -107,6 +107,34 @@ def test_the_rules_are_cited_by_a_link_to_their_section(page: Path) -> None:
     assert re.findall(r"§[0-9]+|\b[Ss]ection [0-9]+\b", text) == []
 
 
+# What a reference page may name only with a link to the section that states the rule: the
+# rules live in the specification, a reference page points at them rather than restating them.
+RULE_WORDS = {
+    "2-the-collector-machines": r"\bstate machines?\b",
+    "3-flap-dampening": r"\bdampen(?:ing|ed|s)?\b",
+    "4-staleness": r"\bstale(?:ness)?\b",
+    "5-aggregation": r"\bprecedence\b",
+    "7-the-hub-copy": r"\bhub cop(?:y|ies)\b",
+    "8-health-rules-on-watched-objects": r"\bhealth rules?\b",
+    "9-history-versions-related-objects": r"\bstatus\.history\b|\brelatedObjects\b",
+    "10-ready-and-the-last-known-good-generation": r"\blastKnownGood\b|\blast known good\b",
+    "11-profiles": r"\bprofiles?\b",
+    "12-the-hub-side": r"\bthe hub side\b",
+}
+REFERENCE = sorted((ROOT / "docs" / "reference").glob("*.md"))
+
+
+@pytest.mark.parametrize("page", REFERENCE, ids=_id)
+def test_a_reference_page_links_the_section_of_each_rule_it_names(page: Path) -> None:
+    raw = page.read_text()
+    prose = re.sub(r"\[[^\]]*\]\([^)]*\)", "", re.sub(r"`[^`\n]*`", "", BLOCK.sub("", raw)))
+    unlinked = [
+        section for section, words in RULE_WORDS.items()
+        if re.search(words, prose, re.IGNORECASE) and f"spec.md#{section}" not in raw
+    ]  # fmt: skip
+    assert unlinked == [], f"{page.name} names these rules without linking them: {unlinked}"
+
+
 @pytest.mark.parametrize(("page", "body"), _blocks("yaml"), ids=lambda x: "")
 def test_every_yaml_block_loads_as_what_it_shows(page: Path, body: str) -> None:
     document = yaml.safe_load(body)
