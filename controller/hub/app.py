@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -91,20 +90,8 @@ class HubReplica:
         self.process.on_leading(self.side.resync)
 
     @property
-    def elector(self) -> Any:
-        return self.process.elector
-
-    @property
     def leading(self) -> bool:
         return self.role.may_write()
-
-    @property
-    def metrics_server(self) -> Any:
-        return self.process.metrics_server
-
-    @property
-    def probes(self) -> Any:
-        return self.process.probes
 
     def start(self) -> None:
         try:

@@ -245,24 +245,8 @@ class Replica:
     # ---- what tests, the demo and the probes look at ---------------------------------------
 
     @property
-    def elector(self) -> Any:
-        return self.process.elector
-
-    @property
-    def role(self) -> Any:
-        return self.process.role
-
-    @property
     def leading(self) -> bool:
         return self.worker.leading
-
-    @property
-    def metrics_server(self) -> Any:
-        return self.process.metrics_server
-
-    @property
-    def probes(self) -> Any:
-        return self.process.probes
 
     @property
     def report_url(self) -> str:
