@@ -19,8 +19,6 @@ from controller.kube.kubeconfig import kubeconfig_yaml
 from kubesim import APIServer
 from tests.certificates import Authority
 
-NOW = dt.datetime.now(dt.UTC)
-
 
 def test_the_flags_of_the_running_controller_are_read_from_its_command_line(
     tmp_path: Path,
@@ -80,7 +78,8 @@ def _pem(valid: dt.timedelta) -> bytes:
 def test_the_serving_certificate_is_judged_by_what_is_left_of_it(
     valid: dt.timedelta, ok: bool, says: str
 ) -> None:
-    findings = certificate_findings(_pem(valid), NOW)
+    pem = _pem(valid)
+    findings = certificate_findings(pem, dt.datetime.now(dt.UTC))  # after it was made
     finding = next(findings)
     assert (finding.ok, says in finding.what) == (ok, True), finding
     with pytest.raises(StopIteration) as ended:
@@ -89,7 +88,7 @@ def test_the_serving_certificate_is_judged_by_what_is_left_of_it(
 
 
 def test_what_is_not_a_certificate_is_said_so() -> None:
-    [finding] = list(certificate_findings(b"not a certificate", NOW))
+    [finding] = list(certificate_findings(b"not a certificate", dt.datetime.now(dt.UTC)))
     assert (finding.ok, finding.what) == (False, "the serving certificate is not a PEM certificate")
 
 
