@@ -9,19 +9,7 @@ from typing import Any
 import pytest
 
 from controller.hub.mirror import OWNED_TYPES, Repairs, cluster_state, mirror, standard_conditions
-
-T0, T1 = "2026-11-24T01:00:00Z", "2026-11-24T02:00:00Z"
-
-
-def cond(kind: str, status: str, reason: str, message: str = "", at: str = T0) -> dict[str, Any]:
-    return {
-        "type": kind,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": at,
-    }
-
+from tests.hub.hubside import T0, T1, cond
 
 # The two shapes a hub copy has: the seed profile's five standard types, and the acm profile's
 # three, where disabled is Degraded=True with reason Disabled.
