@@ -17,9 +17,9 @@ hooks like a written one, so that hub replication starts from the CR and not fro
 
 A status the API server refuses (400, 413, 422, "request is too large") cannot be written by
 trying again: the machines are rolled back to what the CR holds (a fresh read; in the acm
-profile the bookkeeping ConfigMap is put back first, see `_roll_back`), a Warning Event and a
-metric say so, and
-`take_rejection()` tells the worker, which answers the report that led there. A report that
+profile the bookkeeping ConfigMap is put back first: `controller.spoke.transaction`), a Warning
+Event and a metric say so, and `on_rejected` hands the reason to the worker at once, which
+answers the report that led there. A report that
 claims a generation newer than the one the watch delivered makes the reconciler read the CR
 first (the watch may be behind); the core then refuses it if it is still ahead.
 """
@@ -31,7 +31,7 @@ from collections.abc import Callable
 from enum import Enum
 from typing import Any
 
-from controller.kube.api import InvalidError, KubeError, NotFoundError, WatchEvent
+from controller.kube.api import KubeError, NotFoundError, WatchEvent
 from controller.kube.backoff import Retry
 from controller.ops.clocks import MachineClock
 from controller.ops.role import Role
@@ -40,6 +40,7 @@ from controller.spoke.events import records_for
 from controller.spoke.kept import KeptStatus
 from controller.spoke.metrics import ControllerMetrics
 from controller.spoke.status_writer import SpokeStatus, owned_types
+from controller.spoke.transaction import StatusTransaction, Written
 from statemachines import (
     AddonState,
     Config,
@@ -83,8 +84,11 @@ class Reconciler:
         clock: MachineClock,
         record_events: Callable[[list[EventRecord]], None],
         role: Role,
+        on_rejected: Callable[[str], None] = lambda why: None,
         write_attempts: int = 5,
     ) -> None:
+        """`on_rejected(why)`: a status write was refused as invalid and the machines are back
+        at the CR's state (on the caller's thread, within the call that wrote)."""
         self.config = config
         self.status = SpokeStatus(
             store, owned=owned_types(config.profile), metrics=metrics, attempts=write_attempts
@@ -107,7 +111,8 @@ class Reconciler:
         # replayed onto machines rebuilt from the CR, which may lag behind them.
         self._results: dict[str, Result] = {}
         self.objects_seen: dict[str, str] = {}
-        self._rejection: str | None = None  # a status write refused as invalid, not yet told
+        self._write = StatusTransaction(self.status, self._kept)
+        self._on_rejected = on_rejected
         self._rejections = 0  # how many were refused so far
 
     @property
@@ -212,12 +217,6 @@ class Reconciler:
             self._sync_retry.succeeded()
             self._sync()
 
-    def take_rejection(self) -> str | None:
-        """Why the API server rejected the last status write as invalid, once; None if none
-        was rejected since the last call. The machines are back at the CR's state by then."""
-        rejection, self._rejection = self._rejection, None
-        return rejection
-
     def catch_up(self) -> None:
         """Rebuild after becoming leader, fire the timers due, retry a pending write."""
         if self.phase is Phase.CATCHING_UP and self._sync_retry.due:
@@ -285,28 +284,11 @@ class Reconciler:
     def _flush(self) -> None:
         if not self._writing:
             return
-        kept = bookkeeping(self.state, self.config.profile)
-        try:  # before the CR: a restart resumes from it, so it must never lag behind the CR
-            self._kept.write(kept)
-        except InvalidError as error:  # as for the CR below: never retried as it is
-            self._roll_back(str(error))
-            return
-        except KubeError as error:
-            delay = self.status.retry.failed()
-            log.warning(
-                "cannot write the bookkeeping ConfigMap; retrying",
-                extra={"error": str(error), "retryIn": round(delay, 3)},
-            )
-            return
-        try:
-            self.status.write(self._on_cr)
-        except NotFoundError:
+        written, why = self._write.write(self._on_cr, bookkeeping(self.state, self.config.profile))
+        if written is Written.MISSING:
             self._present = False
-        except InvalidError as error:  # sending it again cannot help: see SpokeStatus.write
-            self._roll_back(str(error))
-        else:
-            if not self.status.owed:
-                self._kept.committed(kept)
+        elif written is Written.REJECTED:
+            self._roll_back(why)
 
     def _roll_back(self, why: str) -> None:
         """Back to the CR as stored: writing the rejected status again cannot succeed, and
@@ -318,15 +300,13 @@ class Reconciler:
         from that copy in memory and the status stays owed: the next write, after backoff,
         puts the same bookkeeping back."""
         log.error("the API server rejected the status as invalid; rolled back", extra={"why": why})
-        self._rejection = why
         self._rejections += 1
         self._metrics.status_rejections.inc()
         # kube-apiserver keeps at most 1024 characters of a recorded Event's message.
         message = f"status rolled back to the stored one: {why}"[:1024]
         at = self._clock()
         self._record_events([EventRecord("StatusRejected", message, "Warning", at, self._uid)])
-        self.status.forgive()
-        if not self._kept.restore():
+        if not self._write.undo():
             self._metrics.status_failures.inc()
         try:
             obj = self._store.get()
@@ -334,12 +314,13 @@ class Reconciler:
         except KubeError:
             self._term = None  # not leading until _sync() rebuilds from a fresh read
             self._sync_retry.failed()
-            return
-        self._rebuild(obj, stored)
-        if self.status.owed:  # the stored status itself needs a write: not in a tight loop
-            self.status.retry.failed()
         else:
-            self.status.retry.succeeded()
+            self._rebuild(obj, stored)
+            if self.status.owed:  # the stored status itself needs a write: not in a tight loop
+                self.status.retry.failed()
+            else:
+                self.status.retry.succeeded()
+        self._on_rejected(why)  # the worker answers the reports that led here
 
     def _stored(self, obj: dict[str, Any]) -> dict[str, Any] | None:
         """The status to resume from (`KeptStatus.stored`); bookkeeping that is not JSON is

@@ -103,6 +103,7 @@ class Worker:
             clock=clock,
             record_events=record_events or (lambda records: None),
             role=self.role,
+            on_rejected=self._rejected,
             write_attempts=write_attempts,
         )
         # Callables receiving the full status after every successful write of the spoke CR.
@@ -114,6 +115,7 @@ class Worker:
         self._runner = Runnable("reconcile-worker", self._run, self._send_stop)
         self._stop_timeout = 5.0
         self._waiting: list[Waiting] = []  # the worker's thread only
+        self._judging: Judge | None = None  # the report whose change is being written
         self._running = False
         self._unready_after = unready_after
         self._unwritten_since: float | None = None  # monotonic; set by the worker's thread
@@ -320,33 +322,38 @@ class Worker:
         except KubeError as error:
             item.answer.set_exception(WorkerError(f"cannot read the addon CR: {error}; retry"))
             return
+        self._judging = item
         try:
             self._reconciler.settle(outcome, cause="report")
         except Exception as error:
             if not item.answer.done():
                 item.answer.set_exception(error)
             raise
+        finally:
+            self._judging = None
         assert outcome.verdict is not None
-        rejected = self._reconciler.take_rejection()
-        if rejected is not None:
-            # The write carried this report's change, and those still waiting (earlier writes
-            # failed): when alone, it is the culprit; else each is judged again on its own.
-            culprit = not self._waiting
-            self._fail_waiting(WorkerError, f"its status write was rejected ({rejected})")
-            failure = StatusRejectedError if culprit else WorkerError
-            item.answer.set_exception(failure(f"the API server rejected the status: {rejected}"))
+        if item.answer.done():  # its status write was rejected: answered by `_rejected`
             return
         if outcome.verdict.kind is VerdictKind.REFUSED:
             item.answer.set_result(outcome.verdict)  # a refusal changed nothing
             return
         self._waiting.append(Waiting(item.answer, outcome.verdict, item.deadline))
 
+    def _rejected(self, why: str) -> None:
+        """A status write was refused as invalid and rolled back (handed over by the
+        reconciler, on this thread). The report being judged carried the change, with those
+        still waiting (earlier writes failed): when alone, it is the culprit; else each is
+        judged again on its own. A write after a timer or a watch event has no culprit."""
+        judged = self._judging
+        culprit = judged is not None and not self._waiting
+        self._fail_waiting(WorkerError, f"its status write was rejected ({why})")
+        if judged is not None and not judged.answer.done():
+            failure = StatusRejectedError if culprit else WorkerError
+            judged.answer.set_exception(failure(f"the API server rejected the status: {why}"))
+
     def _answer_waiting(self) -> None:
         """Answer the verdicts whose effect the CR now holds; tell those whose replica lost
         the leadership to send again; forget those whose callers stopped waiting."""
-        rejected = self._reconciler.take_rejection()
-        if rejected is not None:  # a write retried after a timer, a watch event: no culprit
-            self._fail_waiting(WorkerError, f"its status write was rejected ({rejected})")
         if not self._waiting:
             return
         if not self._reconciler.leading:
