@@ -29,7 +29,6 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -51,6 +50,7 @@ from controller.spoke.events import EventRecorder
 from controller.spoke.metrics import AddonConditions, ControllerMetrics, ReplicationMetrics
 from controller.spoke.options import RunOptions
 from controller.spoke.replication import ClientSource, HubReplicator
+from controller.spoke.terms import Replication
 from controller.spoke.watches import ADDON_WATCH, addon_watch, object_watches
 from controller.spoke.worker import Worker
 from controller.spoke.worker_sink import WorkerSink
@@ -129,7 +129,7 @@ class Replica:
             io_clock=self._io_clock,
         )
         self.registry = self.process.registry
-        self.replicator: HubReplicator | None = None  # the current (or last) term's
+        self.replication: Replication | None = None  # the hub copy, when there is a hub
         try:
             self._assemble(clock, watch_seconds, watch_backoff, max_wait, unready_after)
         except BaseException:
@@ -206,11 +206,10 @@ class Replica:
         )
         # Ready only once it listens: the Service routes reports to a ready pod at once.
         process.add("report-api", self.report_server, ready=lambda: self.report_server.listening)
-        self._replication = self._replication_terms()
-        if self._replication is not None:
-            self.replicator = self._replication()  # for the status read at start
-            worker.on_status_written.append(self._publish)
-        self._terms = 0
+        make = self._replicator_maker()
+        if make is not None:
+            self.replication = Replication(make)
+            worker.on_status_written.append(self.replication.publish)
         process.on_leading(self._lead)
         process.on_stepping_down(self._step_down)
 
@@ -262,19 +261,9 @@ class Replica:
 
     # ---- leadership --------------------------------------------------------------------------
 
-    def _publish(self, status: dict[str, Any]) -> None:
-        """The worker's hook after every status write (and the status read on leading)."""
-        replicator = self.replicator
-        if replicator is not None:
-            replicator.publish(status)
-
     def _lead(self) -> None:
-        if self._replication is not None:
-            if self._terms:  # this term must not resume an earlier term's publications
-                self.replicator = self._replication()
-            self._terms += 1
-            assert self.replicator is not None
-            self.replicator.start()
+        if self.replication is not None:
+            self.replication.begin_term()
         if self.process.elector is not None:
             self.worker.set_leader(True)
 
@@ -286,16 +275,11 @@ class Replica:
             self.worker.tick().result(timeout=drain)
         except (FutureTimeout, WorkerError) as error:
             log.warning("the worker did not drain before the step-down: %s", error or "timeout")
-        replicator = self.replicator
-        if replicator is None:
-            return
-        handing_over = self.process.stopping and self.process.releasing
-        if handing_over and not replicator.wait_synced(_HANDOVER):
-            log.warning("stopping before the hub copy caught up; the next leader will")
-        if not replicator.stop(timeout=drain):
-            log.warning("hub replication is still inside a hub call; it ends with it")
+        if self.replication is not None:
+            handing_over = self.process.stopping and self.process.releasing
+            self.replication.end_term(hand_over=_HANDOVER if handing_over else None, drain=drain)
 
-    def _replication_terms(self) -> Callable[[], HubReplicator] | None:
+    def _replicator_maker(self) -> Callable[[], HubReplicator] | None:
         """Builds one term's replicator; None when there is no hub to replicate to."""
         source = self._hub_source
         if source is None and self.options.hub_kubeconfig is None:

@@ -312,7 +312,7 @@ class Run:
 def one_run(reports: list[Report], spec_changes: int) -> Run:
     clock = FakeClock()
     with running_stack(clock) as stack:
-        worker, replicator = stack.replica.worker, stack.replica.replicator
+        worker, replicator = stack.replica.worker, stack.replica.replication.replicator
         assert replicator is not None
         worker.tick().result(10)  # the initial write, and its hub copy, are not part of the run
         if not replicator.wait_synced(30):

@@ -93,7 +93,7 @@ def test_without_a_hub_kubeconfig_nothing_is_copied(
     hub_server: APIServer, replicas: ReplicaFactory, reporters: Reporters
 ) -> None:
     replica = replicas(hub_kubeconfig=None, cluster_name=None)
-    assert replica.replicator is None
+    assert replica.replication is None
     boot(reporters(replica.report_url))
     assert status_of(hub_server, CLUSTER) == {}
     assert status_writes(hub_server) == 0
