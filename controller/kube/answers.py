@@ -17,7 +17,15 @@ from urllib3.exceptions import MaxRetryError
 from controller.kube.api import KubeError, error_for
 from controller.kube.connection import Connection
 
-__all__ = ["MAX_ANSWER", "READ", "parse_retry_after", "read_answer", "refused", "unanswered"]
+__all__ = [
+    "MAX_ANSWER",
+    "READ",
+    "parse_retry_after",
+    "read_answer",
+    "refused",
+    "too_late",
+    "unanswered",
+]
 
 _DETAIL_LIMIT: Final = 200
 # The largest answer read: a page of 500 objects is a few MiB; a pod's memory is 256 MiB.
@@ -65,13 +73,18 @@ def read_answer(response: BaseHTTPResponse, what: str, *, deadline: float) -> by
             if time.monotonic() > deadline:
                 break
         if time.monotonic() > deadline:  # also an answer the deadline cut short
-            raise error_for(f"{what}: the API server's answer took too long", status=None)
+            raise too_late(what)
         whole = True
         return bytes(answer)
     finally:
         if not whole:
             response.close()  # unread: the connection cannot go back to the pool
         response.release_conn()
+
+
+def too_late(what: str) -> KubeError:
+    """The call's deadline passed before its answer was read whole."""
+    return error_for(f"{what}: the API server's answer took too long", status=None)
 
 
 def unanswered(error: Exception, what: str) -> KubeError:

@@ -18,7 +18,7 @@ from typing import Any
 from urllib3 import BaseHTTPResponse
 from urllib3.exceptions import HTTPError, ProtocolError
 
-from controller.kube.answers import MAX_ANSWER, READ, read_answer, refused, unanswered
+from controller.kube.answers import MAX_ANSWER, READ, read_answer, refused, too_late, unanswered
 from controller.kube.api import (
     ApiResource,
     KindNotServedError,
@@ -196,7 +196,7 @@ class RestKube:
                 )  # fmt: skip
                 answer = read_answer(response, what, deadline=deadline.at)
             except (HTTPError, OSError, ConnectionSetupError) as error:
-                raise _late(what) if deadline.fired else unanswered(error, what) from error
+                raise too_late(what) if deadline.fired else unanswered(error, what) from error
         if not 200 <= response.status <= 299:
             raise refused(response, answer, what, quote_server=quote_server, connection=self._api)
         try:
@@ -222,18 +222,14 @@ class RestKube:
                 response = self._api.request("GET", path, query=query, timeout=timeout, stream=True)
                 if deadline.fired:  # headers the deadline cut short, taken as ended
                     response.close()
-                    raise _late(what)
+                    raise too_late(what)
                 if 200 <= response.status <= 299:
                     return response
                 # the server's Status says why (an RBAC 403 names the verb and resource)
                 answer = read_answer(response, what, deadline=deadline.at)
             except (HTTPError, OSError, ConnectionSetupError) as error:
-                raise _late(what) if deadline.fired else unanswered(error, what) from error
+                raise too_late(what) if deadline.fired else unanswered(error, what) from error
         raise refused(response, answer, what, connection=self._api)
-
-
-def _late(what: str) -> KubeError:
-    return error_for(f"{what}: the API server's answer took too long", status=None)
 
 
 class _Watch:
