@@ -50,6 +50,9 @@ from statemachines.settings import format_duration
 __all__ = ["PlayError", "Player", "Result", "SteppedClock", "System"]
 
 
+_HEARD_EVERY = 0.1  # real seconds between looks for reports sent by hand, while a step waits
+
+
 class SteppedClock:
     """The controller's clock during a scenario: the worker reads it, only the player moves it."""
 
@@ -204,7 +207,6 @@ class Player:
             moment = target if wakeup is None or wakeup >= target else max(wakeup, self._clock())
             if not self._wait_until(moment):
                 return False
-            self._by_hand()
             self._clock.move_to(moment)
             self._settle()
             before = self._spoke
@@ -253,12 +255,17 @@ class Player:
         return self._start - EPOCH
 
     def _wait_until(self, moment: datetime, *, since: datetime | None = None) -> bool:
-        """Wait the scaled distance from `since` (the clock by default) to `moment`; False
-        when stopped."""
+        """Wait the scaled distance from `since` (the clock by default) to `moment`, printing
+        the reports sent by hand meanwhile as they come; False when stopped."""
         if self._scale is None:
             return not self._stop.is_set()
         seconds = (moment - (since or self._clock())).total_seconds() / self._scale
-        return not self._stop.wait(max(0.0, seconds))
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            if self._stop.wait(min(left, _HEARD_EVERY)):
+                return False
+            self._by_hand()
+        return not self._stop.is_set()
 
     def _settle(self) -> None:
         """Wait until the worker has handled everything queued, due timers included."""
