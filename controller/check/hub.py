@@ -91,7 +91,7 @@ def _apis(kube: Kube) -> Generator[Finding, None, dict[str, ApiResource] | None]
             return None
     if len(served) < len(OCM_KINDS):
         return None
-    yield good(f"Open Cluster Management's APIs are served ({len(OCM_KINDS)} kinds)")
+    yield good(f"Open Cluster Management's kinds and the hub copies' are served ({len(OCM_KINDS)})")
     return served
 
 
