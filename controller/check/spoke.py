@@ -29,6 +29,7 @@ from controller.kube.api import (
 from controller.kube.connection import Connection
 from controller.kube.kubeconfig import Kubeconfig
 from controller.kube.rest import RestKube
+from controller.report_api.flags import listen_address
 from controller.report_api.issuer import decoded_secret
 from controller.spoke.bookkeeping import config_map_name
 from controller.spoke.options import RunOptions
@@ -150,15 +151,14 @@ def _permissions(kube: Kube, options: RunOptions) -> Iterator[Finding]:
 def _report_api(
     kube: Kube, options: RunOptions, now: dt.datetime
 ) -> Generator[Finding, None, None]:
-    host, _, port = options.report_address.rpartition(":")
-    host = host.strip("[]")
-    local = "127.0.0.1" if host in ("", "0.0.0.0") else ("::1" if host == "::" else host)
+    host, port = listen_address(options)
+    local = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(host, host)  # where this pod reaches it
     if options.insecure:
         yield good(
             "the report API serves plain HTTP on loopback (--insecure): only this "
             "pod's containers can report"
         )
-        yield _answers(local, int(port), None)
+        yield _answers(local, port, None)
         return
     if options.tls_cert_file and options.tls_key_file:
         try:
@@ -191,7 +191,7 @@ def _report_api(
         return
     certificate = yield from certificate_findings(pem, now)
     if certificate is not None:
-        yield _answers(local, int(port), certificate)
+        yield _answers(local, port, certificate)
 
 
 def certificate_findings(

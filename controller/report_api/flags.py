@@ -18,7 +18,13 @@ if TYPE_CHECKING:  # imported where used: `run --help` lists the flags without t
     from controller.report_api.server import ReportServer, ReportSink, ServingCertificate
     from statemachines.config import Config
 
-__all__ = ["REPORT_API_FLAGS", "ReportApiSettings", "build_report_server", "combination_problem"]
+__all__ = [
+    "REPORT_API_FLAGS",
+    "ReportApiSettings",
+    "build_report_server",
+    "combination_problem",
+    "listen_address",
+]
 
 _API = "report API"
 REPORT_API_FLAGS = (
@@ -85,6 +91,13 @@ def combination_problem(args: ReportApiSettings) -> str | None:
     return next((problem for broken, problem in rules if broken), None)
 
 
+def listen_address(args: ReportApiSettings) -> tuple[str, int]:
+    """Where the report API listens, from `--report-address` (checked by `combination_problem`):
+    an empty host is every interface, or loopback with `--insecure`."""
+    host, _, port = str(args.report_address).rpartition(":")
+    return host.strip("[]") or ("127.0.0.1" if args.insecure else "0.0.0.0"), int(port)
+
+
 def build_report_server(
     args: ReportApiSettings,
     *,
@@ -109,7 +122,7 @@ def build_report_server(
     problem = combination_problem(args)
     if problem is not None:
         raise ConfigError(problem)
-    host, _, port = str(args.report_address).rpartition(":")
+    host, port = listen_address(args)
     authenticator: Authenticator
     if args.insecure:
         authenticator = InsecureAuthenticator()
@@ -124,8 +137,8 @@ def build_report_server(
         authenticator=authenticator,
         authorizer=authorizer,
         config=config,
-        host=host.strip("[]") or ("127.0.0.1" if args.insecure else "0.0.0.0"),
-        port=int(port),
+        host=host,
+        port=port,
         metrics=ReportMetrics(registry),
         tls=tls,
     )
