@@ -27,6 +27,7 @@ from controller.kube.api import ADDON, ApiResource, Kube, NotFoundError
 from controller.kube.connection import Connection
 from controller.kube.kubeconfig import Kubeconfig, client_for, kubeconfig_yaml
 from kubesim import APIServer
+from tests.hub.hubside import cond
 from tests.ocm.world import ADDON_NAMESPACE, CLUSTERS, COPY, Spoke
 from tests.support import apply_objects, connection, kube_of
 
@@ -41,8 +42,8 @@ WENT_WELL = ("RegistrationApplied", "ManifestApplied", "Available")  # OCM's, on
 
 
 def _condition(type_: str, status: str = "True", reason: str = "Done", message: str = "") -> Any:
-    return {"type": type_, "status": status, "reason": reason, "message": message,
-            "lastTransitionTime": NOW}  # fmt: skip
+    """A condition as OCM's controllers write it, at NOW (hubside's `cond`)."""
+    return cond(type_, status, reason, message, at=NOW)
 
 
 def _as_ocm(admin: Kube, clusters: tuple[str, ...] = CLUSTERS) -> None:
