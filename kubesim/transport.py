@@ -24,6 +24,7 @@ import yaml
 from kubesim.codec import decode_json, now
 from kubesim.errors import APIError, bad_request, unsupported_media_type
 from kubesim.fields import go_quote
+from kubesim.protobuf import PROTOBUF, decode_protobuf
 
 __all__ = ["MAX_BODY", "HTTPServer", "Handler", "ServingTLS", "accepts_json"]
 
@@ -177,7 +178,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def object_body(self, body: bytes) -> Any:
         """The request's object, from JSON or YAML (the media types kube-apiserver decodes
-        besides protobuf)."""
+        besides protobuf), or protobuf for the kinds `kubesim.protobuf` knows."""
         media = self.headers.get("Content-Type", "application/json").split(";")[0]
         media = media.strip().lower()
         try:
@@ -185,11 +186,11 @@ class Handler(BaseHTTPRequestHandler):
                 return decode_json(body or b"null")
             if media == "application/yaml":
                 return yaml.load(body, Loader=_YAMLBody)
+            if media == PROTOBUF and (decoded := decode_protobuf(body)) is not None:
+                return decoded
         except (ValueError, yaml.YAMLError) as exc:
             raise bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
-        raise unsupported_media_type(
-            ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]
-        )
+        raise unsupported_media_type(["application/json", "application/yaml", PROTOBUF])
 
     def _common_headers(self, code: int) -> None:
         self.send_response(code)

@@ -1,24 +1,29 @@
 """Access reviews in kubesim as kube-apiserver answers them (pkg/registry/authorization): a
 SelfSubjectAccessReview asks about the caller and any authenticated user may send one (what
-`kubectl auth can-i` sends, though kubectl sends it as protobuf, which kubesim does not read: the
-official client's JSON is the reference here); a SubjectAccessReview asks about a user in
-exactly the groups it names and needs RBAC's grant to create; a spec without attributes, with
-both kinds, or a SubjectAccessReview with neither user nor group is the 422 kube-apiserver
-sends. Neither is stored."""
+`kubectl auth can-i` sends, as protobuf: run here for real); a SubjectAccessReview asks about
+a user in exactly the groups it names and needs RBAC's grant to create; a spec without
+attributes, with both kinds, or a SubjectAccessReview with neither user nor group is the 422
+kube-apiserver sends. Neither is stored. A protobuf body of a kind kubesim has no schema for is
+the 415 of a server that cannot decode it."""
 
 from __future__ import annotations
 
+import subprocess
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from kubesim import APIServer, UserInfo
+from controller.kube.connection import Connection
+from controller.kube.rest import RestKube
+from kubesim import APIServer, ServingTLS, UserInfo
+from tests.certificates import Authority, write_whole
 from tests.kubesim.conftest import status_of
-from tests.support import api_client, apply_objects, kube_of
+from tests.support import KUBECTL, api_client, apply_objects, kube_of
 
 pytestmark = pytest.mark.integration
 TOKENS = {
@@ -45,6 +50,43 @@ def server() -> Iterator[APIServer]:
     with APIServer([], tokens=TOKENS, rbac=True) as srv:
         apply_objects(kube_of(srv, "admin"), OBJECTS)
         yield srv
+
+
+def test_kubectl_auth_can_i_answers_from_rbac(tmp_path: Path) -> None:
+    """kubectl exits 0 with "yes" when allowed, 1 with "no" otherwise; it sends the review as
+    protobuf, and no token over plain http (so: TLS)."""
+    assert KUBECTL is not None, "kubectl: pip install -e '.[test]' installs it"
+    authority = Authority("cluster")
+    ca = write_whole(tmp_path / "ca.crt", authority.ca)
+    cert, key = authority.server().write(tmp_path, "apiserver")
+    with APIServer([], tokens=TOKENS, rbac=True, tls=ServingTLS(cert, key)) as srv:
+        apply_objects(RestKube(Connection(srv.url, token="admin", ca_file=ca)), OBJECTS)
+
+        def can_i(token: str, *args: str) -> tuple[int, str]:
+            done = subprocess.run(
+                [KUBECTL, "--server", srv.url, "--certificate-authority", str(ca),
+                 "--token", token, "auth", "can-i", *args],
+                capture_output=True, text=True, timeout=60, check=False,
+            )  # fmt: skip
+            return done.returncode, done.stdout.strip() or done.stderr
+
+        assert can_i("alice", "get", "configmaps", "-n", "ns1") == (0, "yes")
+        assert can_i("alice", "get", "configmaps", "-n", "default") == (1, "no")
+        assert can_i("alice", "delete", "configmaps", "-n", "ns1") == (1, "no")
+        assert can_i("admin", "delete", "configmaps", "-A") == (0, "yes")
+
+
+def test_a_protobuf_body_of_a_kind_without_a_schema_here_is_415(server: APIServer) -> None:
+    type_meta = b"\x0a\x02v1\x12\x09ConfigMap"  # TypeMeta{apiVersion: v1, kind: ConfigMap}
+    body = b"k8s\x00\x0a" + bytes([len(type_meta)]) + type_meta
+    posted = urllib.request.Request(
+        f"{server.url}/api/v1/namespaces/ns1/configmaps", data=body, method="POST",
+        headers={"Authorization": "Bearer admin",
+                 "Content-Type": "application/vnd.kubernetes.protobuf"},
+    )  # fmt: skip
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(posted, timeout=30)
+    assert refused.value.code == 415
 
 
 def _self_review(server: APIServer, token: str, spec: dict[str, Any]) -> Any:
