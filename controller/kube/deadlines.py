@@ -31,15 +31,17 @@ class Deadline:
     def __init__(self, at: float) -> None:
         self.at = at
         self._lock = threading.Lock()
-        self._connections: list[HTTPConnection] = []
+        self._connections: list[_Watched] = []
         self.fired = self.stopped = False
         _ALARM.add(self)
 
-    def watch(self, connection: HTTPConnection) -> None:
-        """Raises TimeoutError when the deadline passed (urllib3 retrying the call)."""
+    def watch(self, connection: _Watched) -> None:
+        """`connection` carries this call now. Raises TimeoutError when the deadline passed
+        (urllib3 retrying the call)."""
         with self._lock:
             if self.fired:
                 raise TimeoutError("the call's deadline passed")
+            connection.deadline = self
             self._connections.append(connection)
 
     def stop(self) -> None:
@@ -53,13 +55,10 @@ class Deadline:
                 return
             self.fired = True
             for connection in self._connections:
-                _shut(connection)
-
-
-def _shut(connection: HTTPConnection) -> None:
-    if connection.sock is not None:
-        with contextlib.suppress(OSError):  # closed already
-            connection.sock.shutdown(socket.SHUT_RDWR)
+                # back in the pool and taken by a later call, it is that call's now
+                if connection.deadline is self and connection.sock is not None:
+                    with contextlib.suppress(OSError):  # closed already
+                        connection.sock.shutdown(socket.SHUT_RDWR)
 
 
 @contextlib.contextmanager
@@ -126,7 +125,10 @@ _CALL: Final[ContextVar[Deadline | None]] = ContextVar("http_call_deadline", def
 class WatchedConnection(HTTPConnection):
     """An HTTP connection that registers with the running call's deadline, if any."""
 
+    deadline: Deadline | None = None  # the call it last carried
+
     def request(self, *args: Any, **kwargs: Any) -> None:
+        self.deadline = None
         if (deadline := _CALL.get()) is not None:
             deadline.watch(self)
         super().request(*args, **kwargs)
@@ -135,10 +137,16 @@ class WatchedConnection(HTTPConnection):
 class WatchedTLSConnection(HTTPSConnection):
     """WatchedConnection over TLS."""
 
+    deadline: Deadline | None = None
+
     def request(self, *args: Any, **kwargs: Any) -> None:
+        self.deadline = None
         if (deadline := _CALL.get()) is not None:
             deadline.watch(self)
         super().request(*args, **kwargs)
+
+
+_Watched = WatchedConnection | WatchedTLSConnection
 
 
 class _WatchedPool(HTTPConnectionPool):
