@@ -32,7 +32,8 @@ def add_check_parser(sub: Any) -> None:
     )  # fmt: skip
     spoke.add_argument(
         "--pid", type=int, metavar="PID",
-        help="check with the flags of the `addon-status run` running as PID (1 in its pod)",
+        help="check with the flags of the `addon-status run` running as PID (1 in its pod); "
+        "a flag given here wins",
     )  # fmt: skip
     add_run_flags(spoke)
     spoke.set_defaults(handler=_spoke)
@@ -65,7 +66,7 @@ def _spoke(args: argparse.Namespace) -> int:
     from controller.check.findings import report
     from controller.check.spoke import spoke_findings
     from controller.kube.kubeconfig import client_for
-    from controller.spoke.options import OptionsError, RunOptions, add_run_flags
+    from controller.spoke.options import RUN_FLAGS, OptionsError, RunOptions, add_run_flags
 
     if args.pid is not None:
         try:
@@ -75,7 +76,11 @@ def _spoke(args: argparse.Namespace) -> int:
             return 2
         parser = argparse.ArgumentParser(prog="addon-status run")
         add_run_flags(parser)
-        args = parser.parse_args(words)
+        running = parser.parse_args(words)
+        for flag in RUN_FLAGS:  # a flag given here wins over the process's
+            if getattr(args, flag.field) not in (None, []):
+                setattr(running, flag.field, getattr(args, flag.field))
+        args = running
     try:
         options = RunOptions.from_args(args, os.environ)
     except OptionsError as error:

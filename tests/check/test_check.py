@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime as dt
 import io
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -97,3 +99,21 @@ def test_marks_fall_back_to_words_where_the_terminal_cannot_print_them() -> None
     assert not report(["spoke", good("fine"), bad("broken", "fix it")], out)
     out.seek(0)
     assert out.read().splitlines() == ["== spoke", "ok fine", "FAIL broken: fix it"]
+
+
+def test_pid_takes_the_running_controllers_flags_and_a_flag_given_here_wins(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A process whose command line reads `... run --kubeconfig A`: its flags are checked
+    (A is named missing), unless `--kubeconfig B` is given beside `--pid` (B is named)."""
+    stand_in = [sys.executable, "-c", "import time; time.sleep(60)", "run",
+                "--kubeconfig", str(tmp_path / "from-the-process")]  # fmt: skip
+    with subprocess.Popen(stand_in) as process:
+        try:
+            assert main(["check", "spoke", "--pid", str(process.pid)]) == 2
+            assert "from-the-process: no such file" in capsys.readouterr().err
+            given = ["--kubeconfig", str(tmp_path / "given-here")]
+            assert main(["check", "spoke", "--pid", str(process.pid), *given]) == 2
+            assert "given-here: no such file" in capsys.readouterr().err
+        finally:
+            process.kill()
