@@ -20,6 +20,7 @@ from controller.cli import main
 from controller.kube.kubeconfig import kubeconfig_yaml
 from kubesim import APIServer
 from tests.certificates import Authority
+from tests.support import eventually
 
 
 def test_the_flags_of_the_running_controller_are_read_from_its_command_line(
@@ -109,7 +110,9 @@ def test_pid_takes_the_running_controllers_flags_and_a_flag_given_here_wins(
     stand_in = [sys.executable, "-c", "import time; time.sleep(60)", "run",
                 "--kubeconfig", str(tmp_path / "from-the-process")]  # fmt: skip
     with subprocess.Popen(stand_in) as process:
-        try:
+        try:  # a child forked a moment ago may not have exec'd its command line yet
+            eventually(lambda: b"run" in Path(f"/proc/{process.pid}/cmdline").read_bytes(),
+                       what="the stand-in's command line")  # fmt: skip
             assert main(["check", "spoke", "--pid", str(process.pid)]) == 2
             assert "from-the-process: no such file" in capsys.readouterr().err
             given = ["--kubeconfig", str(tmp_path / "given-here")]
