@@ -47,8 +47,8 @@ class Backoff:
     initial: float = 0.2
     maximum: float = 30.0
 
-    def delay(self, failures: int) -> float:
-        return backoff_delay(failures, base=self.initial, cap=self.maximum)
+    def delay(self, failures: int, *, retry_after: float | None = None) -> float:
+        return backoff_delay(failures, base=self.initial, cap=self.maximum, retry_after=retry_after)
 
 
 class Retry:

@@ -4,22 +4,26 @@ Every move of a collector's machine (a report, a dampening window running out, s
 becomes a `CollectorStateChanged` Event, and a change of the addon's standard condition that is
 True (or of its reason) an `AddonStatusChanged` one; the words come from the core's
 `Outcome.changes`. Events are best effort, as in client-go: they are sent from a thread of their
-own through a bounded queue, so a slow or failing Events API never delays a status write, and
-when the queue is full the newest Events are dropped (and counted). Repeats are correlated as
+own through the work queue (`controller.kube.workqueue`, a key per record, at most `capacity`
+waiting), so a slow or failing Events API never delays a status write, and when it is full the
+newest Events are dropped (and counted), as client-go's broadcaster drops them when its channel
+is full. Repeats are correlated as
 client-go's recorder does (`controller.spoke.event_series`): a move seen before raises the count
 of its Event instead of creating another.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
-import queue
+import threading
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Literal
 
 from controller.kube.api import KubeError
 from controller.kube.runnable import Runnable
+from controller.kube.workqueue import WorkQueue
 from controller.spoke.addon import AddonStore, EventRecord
 from controller.spoke.event_series import EventCorrelator
 from statemachines import AddonState, Cause, Change, Outcome
@@ -68,7 +72,6 @@ def _collector_record(change: Change, uid: str | None, profile: Profile) -> Even
     )
 
 
-_STOP = object()
 _NOT_FOUND = 404
 
 
@@ -85,42 +88,50 @@ class EventRecorder:
         on_result: Callable[[str], None] | None = None,
     ) -> None:
         self._store = store
-        self._queue: queue.Queue[object] = queue.Queue(maxsize=capacity)
+        self._capacity = capacity
+        self._lock = threading.Lock()
+        self._waiting: dict[int, EventRecord] = {}  # guarded by `_lock`
+        self._numbers = itertools.count()
+        self._queue: WorkQueue[int] = WorkQueue()
         self._on_result = on_result or (lambda outcome: None)
         self._correlator = EventCorrelator()
-        self._runner = Runnable("event-recorder", self._run, self._send_stop)
-        self._stop_timeout = 5.0
+        self._runner = Runnable("event-recorder", self._run, self._drain)
 
     def start(self) -> None:
+        if self._queue.shutting_down:  # started again after a stop: what waits is still due
+            self._queue = WorkQueue()
+            with self._lock:
+                for number in self._waiting:
+                    self._queue.add(number)
         self._runner.start()
 
     def record(self, records: Iterable[EventRecord]) -> None:
         for record in records:
-            try:
-                self._queue.put_nowait(record)
-            except queue.Full:
+            with self._lock:
+                full = len(self._waiting) >= self._capacity
+                if not full:
+                    number = next(self._numbers)
+                    self._waiting[number] = record
+            if full:
                 self._on_result("dropped")
                 log.warning("event queue full; Event dropped", extra={"reason": record.reason})
+            else:
+                self._queue.add(number)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Send what is queued (each call has its request timeout), then end the thread."""
-        if not self._runner.alive:
-            return
-        self._stop_timeout = timeout
-        self._runner.stop(timeout)
+        if self._runner.alive:
+            self._runner.stop(timeout)
 
-    def _send_stop(self) -> None:
-        try:
-            self._queue.put(_STOP, timeout=self._stop_timeout)
-        except queue.Full:
-            log.warning("event queue still full at shutdown; pending Events are lost")
+    def _drain(self) -> None:
+        self._queue.shut_down(drain=True)
 
     def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            if item is _STOP:
-                return
-            assert isinstance(item, EventRecord)
+        queue = self._queue
+        while (number := queue.get()) is not None:
+            with self._lock:
+                item = self._waiting.pop(number)
+            queue.done(number)
             try:
                 outcome = self._send(item)
             except KubeError as error:

@@ -1,11 +1,12 @@
 """Replication of the spoke's addon status to the addon CR's copy on the hub.
 
-The spoke must never wait for the hub (docs/spec.md §7): `publish` only stores
-the newest status and wakes one replication thread, which always copies the newest status it
-finds (latest state wins, so a burst becomes one write and an older status never lands over a
-newer one), writes only when the hub copy differs, retries with full-jitter backoff (at least
-as long as a `Retry-After` asks), reloads the hub credentials on 401/403, and re-reads the hub
-copy every `resync_interval` to repair a copy someone else changed.
+The spoke must never wait for the hub (docs/spec.md §7): `publish` only stores the newest
+status and queues the hub copy's key on the work queue (`controller.kube.workqueue`) of one
+replication thread, which always copies the newest status it finds (latest state wins, so a
+burst becomes one write and an older status never lands over a newer one), writes only when the
+hub copy differs, retries with full-jitter backoff (at least as long as a `Retry-After` asks;
+a publish does not cut it short), reloads the hub credentials on 401/403, and re-reads the hub
+copy `resync_interval` after its last sync to repair a copy someone else changed.
 
 The decisions (what to copy, when the copy is current, how long to back off) are the pure
 functions at the top; the hub is reached through the `Kube` seam (`controller.kube.api`), and a
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import math
-import random
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -31,10 +31,11 @@ from controller.kube.api import (
     NotFoundError,
     json_copy,
 )
-from controller.kube.backoff import RETRY_AFTER_CEILING, backoff_delay
+from controller.kube.backoff import RETRY_AFTER_CEILING, Backoff, backoff_delay
 from controller.kube.rest import RestKube
 from controller.kube.runnable import Runnable
 from controller.kube.update import update_status
+from controller.kube.workqueue import WorkQueue
 from controller.ops.clocks import MonotonicClock
 from controller.spoke.metrics import ReplicationMetrics
 from statemachines.hub_copy import CopyMode, for_hub
@@ -54,7 +55,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-_MAX_WAIT: Final = 1.0
 _REAUTH_KINDS: Final = frozenset({ErrorKind.UNAUTHORIZED, ErrorKind.FORBIDDEN})
 
 
@@ -146,7 +146,6 @@ class HubReplicator:
         resync_interval: float = 300.0,
         backoff_base: float = 0.5,
         backoff_max: float = 60.0,
-        rng: random.Random | None = None,
         kube: Callable[[Any], Kube] = lambda client: RestKube(client, request_timeout=(5.0, 15.0)),
         create_missing: bool = False,
         conflict_retries: int = 5,
@@ -156,12 +155,13 @@ class HubReplicator:
         self.namespace, self.name, self.copy = namespace, name, copy
         self._source, self._clock, self._metrics = client_source, clock, metrics
         self._kube = kube
-        self._resync, self._base, self._cap = resync_interval, backoff_base, backoff_max
-        self._rng = rng or random.Random()
+        self._resync = resync_interval
+        self._backoff = Backoff(initial=backoff_base, maximum=backoff_max)
         self._create_missing, self._conflict_retries = create_missing, max(conflict_retries, 1)
-        self._wake = threading.Condition()
+        self._key = f"{namespace}/{name}"
+        self._queue: WorkQueue[str] = WorkQueue(clock=clock.monotonic)
         self._runner = Runnable("hub-replicator", self._run, self._interrupt)
-        self._stopping = False
+        self._wake = threading.Condition()
         # Everything below is guarded by `_wake`.
         self._latest: Publication | None = None
         self._synced = 0
@@ -187,7 +187,7 @@ class HubReplicator:
                 self._first_unsynced_at = now
             if self._taken is not None and self._successor_at is None:
                 self._successor_at = now
-            self._wake.notify_all()
+        self._queue.add(self._key)  # due now, unless a backoff runs (`_due_at`)
 
     @property
     def last_synced_sequence(self) -> int:
@@ -207,8 +207,9 @@ class HubReplicator:
     def start(self) -> None:
         if self._runner.alive:
             raise RuntimeError("hub replication is already running")
-        with self._wake:
-            self._stopping = False
+        if self._queue.shutting_down:  # started again after a stop (a new leadership term)
+            self._queue = WorkQueue(clock=self._clock.monotonic)
+        self._queue.add(self._key)
         self._runner.start()
 
     def stop(self, timeout: float = 5.0) -> bool:
@@ -217,25 +218,30 @@ class HubReplicator:
         return self._runner.stop(timeout)
 
     def _interrupt(self) -> None:
-        with self._wake:
-            self._stopping = True
-            self._wake.notify_all()
+        self._queue.shut_down()
 
     # --- the replication thread
 
     def _run(self) -> None:
-        while (publication := self._next_due()) is not None:
+        queue = self._queue
+        while (key := queue.get()) is not None:
             try:
-                wrote = self._sync(publication)
-            except _Stopping:
-                return
-            except KubeError as error:
-                self._failed(error)
-            except Exception as error:  # a bug must not kill replication silently
-                log.exception("hub replication failed unexpectedly")
-                self._failed(KubeError(f"unexpected {type(error).__name__}", status=0))
-            else:
-                self._succeeded(publication, wrote=wrote)
+                publication = self._take(queue)
+                if publication is None:
+                    continue
+                try:
+                    wrote = self._sync(publication, queue)
+                except _Stopping:
+                    return
+                except KubeError as error:
+                    self._failed(error, queue)
+                except Exception as error:  # a bug must not kill replication silently
+                    log.exception("hub replication failed unexpectedly")
+                    self._failed(KubeError(f"unexpected {type(error).__name__}", status=0), queue)
+                else:
+                    self._succeeded(publication, queue, wrote=wrote)
+            finally:
+                queue.done(key)
 
     def _due_at(self) -> float | None:
         if self._latest is None:
@@ -246,18 +252,20 @@ class HubReplicator:
             return -math.inf
         return self._next_resync
 
-    def _next_due(self) -> Publication | None:
+    def _take(self, queue: WorkQueue[str]) -> Publication | None:
+        """The newest publication when a sync is due now; else the key is queued again for
+        when it is (a publish during a backoff, or a resync counted from an earlier sync)."""
         with self._wake:
-            while not self._stopping:
-                now, due = self._clock.monotonic(), self._due_at()
-                if due is not None and due <= now and self._latest is not None:
-                    self._taken, self._successor_at = self._latest.sequence, None
-                    return self._latest
-                wait = _MAX_WAIT if due is None else min(due - now, _MAX_WAIT)
-                self._wake.wait(wait)
-            return None
+            now, due = self._clock.monotonic(), self._due_at()
+            if due is None or self._latest is None:
+                return None
+            if due > now:
+                queue.add_after(self._key, due - now)
+                return None
+            self._taken, self._successor_at = self._latest.sequence, None
+            return self._latest
 
-    def _sync(self, publication: Publication) -> bool:
+    def _sync(self, publication: Publication, queue: WorkQueue[str]) -> bool:
         """Fresh read, compare, write with the read resourceVersion; a 409 means someone wrote
         in between, so read again (bounded) rather than back off. True when it wrote."""
         kube = self._kube(self._source.current())
@@ -270,7 +278,7 @@ class HubReplicator:
             return hub_status_for(status, current, self.copy)
 
         def write(body: dict[str, Any]) -> dict[str, Any]:
-            if self._stopping:  # e.g. leadership lost meanwhile: the new leader writes now
+            if queue.shutting_down:  # e.g. leadership lost meanwhile: the new leader writes now
                 raise _Stopping
             stored = kube.replace_status(ADDON, self.namespace, self.name, body)
             self._echo = Echo(
@@ -308,7 +316,7 @@ class HubReplicator:
         }
         return kube.create(ADDON, self.namespace, body)
 
-    def _succeeded(self, publication: Publication, *, wrote: bool) -> None:
+    def _succeeded(self, publication: Publication, queue: WorkQueue[str], *, wrote: bool) -> None:
         with self._wake:
             now = self._clock.monotonic()
             lag: float | None = None
@@ -321,24 +329,20 @@ class HubReplicator:
             self._failures, self._retry_at, self._taken = 0, None, None
             self._next_resync = now + self._resync
             self._wake.notify_all()
+        queue.add_after(self._key, self._resync)
         self._metrics.synced(lag=lag)
         if recovered is not None:
             log.info("hub copy %s/%s in sync again", self.namespace, self.name)
         log.debug("hub sync of #%d: %s", publication.sequence, "written" if wrote else "equal")
 
-    def _failed(self, error: KubeError) -> None:
+    def _failed(self, error: KubeError, queue: WorkQueue[str]) -> None:
         with self._wake:
             self._failures += 1
-            delay = backoff_delay(
-                self._failures,
-                base=self._base,
-                cap=self._cap,
-                rng=self._rng,
-                retry_after=error.retry_after,
-            )
+            delay = self._backoff.delay(self._failures, retry_after=error.retry_after)
             self._retry_at = self._clock.monotonic() + delay
             self._taken = None
             repeated, self._last_error = self._last_error is error.kind, error.kind
+        queue.add_after(self._key, delay)
         self._metrics.failed(error.kind)
         log.log(
             logging.DEBUG if repeated else logging.WARNING,

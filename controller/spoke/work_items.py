@@ -11,8 +11,7 @@ from controller.kube.api import WatchEvent
 from statemachines import Report, Verdict
 from statemachines.health import Result
 
-__all__ = ["STOP", "TRIGGERS", "Item", "Judge", "Lead", "ObjectChanged", "Observe", "Tick",
-           "Waiting"]  # fmt: skip
+__all__ = ["TRIGGERS", "Item", "Judge", "Lead", "ObjectChanged", "Observe", "Tick", "Waiting"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +54,6 @@ class Lead:
     leader: bool
 
 
-STOP = object()
 Item = Judge | Observe | ObjectChanged | Tick | Lead
 TRIGGERS: dict[type, str] = {
     Judge: "report",

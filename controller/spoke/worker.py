@@ -1,7 +1,9 @@
 """The single reconcile worker: the one thread that owns the collectors' state machines.
 
-Report handlers, watch events and timers only put items on its queue; the worker takes them one
-at a time and hands them to its `Reconciler` (what each item means). Because nothing else
+Report handlers, watch events and timers only put items on its queue (the work queue of
+`controller.kube.workqueue`, each item under a number of its own so that none merges with
+another and they come out in the order they went in; at most `capacity` wait); the worker takes
+them one at a time and hands them to its `Reconciler` (what each item means). Because nothing else
 touches the machines, no lock guards them, and a report's answer is exactly the verdict the
 worker gave it.
 
@@ -30,8 +32,9 @@ that cannot write says so: `writing` turns False once a change has waited longer
 
 from __future__ import annotations
 
+import itertools
 import logging
-import queue
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -40,6 +43,7 @@ from typing import Any
 
 from controller.kube.api import KubeError, WatchEvent
 from controller.kube.runnable import Runnable
+from controller.kube.workqueue import WorkQueue
 from controller.ops.clocks import MachineClock, utc_now
 from controller.ops.role import Role
 from controller.spoke.addon import AddonStore, EventRecord
@@ -55,7 +59,6 @@ from controller.spoke.metrics import ControllerMetrics
 from controller.spoke.reconcile import Reconciler
 from controller.spoke.status_writer import StatusHook
 from controller.spoke.work_items import (
-    STOP,
     TRIGGERS,
     Item,
     Judge,
@@ -110,16 +113,19 @@ class Worker:
         self.on_status_written: list[StatusHook] = self._reconciler.status.hooks
         self._store = store
         self._metrics = metrics
-        self._queue: queue.Queue[object] = queue.Queue(maxsize=capacity)
+        self._queue: WorkQueue[int] = WorkQueue()
+        self._items: dict[int, Item] = {}  # by number; guarded by `_lock`
+        self._lock = threading.Lock()
+        self._numbers = itertools.count()
+        self._room = threading.Semaphore(capacity)  # one per item waiting
         self._max_wait = max_wait
-        self._runner = Runnable("reconcile-worker", self._run, self._send_stop)
-        self._stop_timeout = 5.0
+        self._runner = Runnable("reconcile-worker", self._run, self._finish)
         self._waiting: list[Waiting] = []  # the worker's thread only
         self._judging: Judge | None = None  # the report whose change is being written
         self._running = False
         self._unready_after = unready_after
         self._unwritten_since: float | None = None  # monotonic; set by the worker's thread
-        metrics.queue_depth.set_function(self._queue.qsize)
+        metrics.queue_depth.set_function(lambda: len(self._items))
 
     # ---- the caller's side (any thread) -------------------------------------------------
 
@@ -130,23 +136,22 @@ class Worker:
         when its status cannot be read back: the caller reports those and exits.
         """
         self._reconciler.begin(cr if cr is not None else self._store.get())
+        if self._queue.shutting_down:  # started again after a stop
+            self._queue = WorkQueue()
         self._running = True
         self._runner.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Finish the item at hand, answer every queued report with WorkerStoppedError."""
+        """Handle what is queued, then stop; answer what came later (or what is still queued
+        when `timeout` runs out) with WorkerStoppedError."""
         if not self._running and not self._runner.alive:
             return
         self._running = False
-        self._stop_timeout = timeout
         self._runner.stop(timeout)
         self._drain()
 
-    def _send_stop(self) -> None:
-        try:
-            self._queue.put(STOP, timeout=self._stop_timeout)
-        except queue.Full:
-            log.error("the worker's queue stayed full; stopping without draining it")
+    def _finish(self) -> None:
+        self._queue.shut_down(drain=True)
 
     def submit(self, report: Report, *, timeout: float) -> Verdict:
         """The verdict the worker gives `report`, once the CR holds its effect; blocks the
@@ -161,10 +166,9 @@ class Worker:
             raise NotLeaderError("this replica is not the leader; send the report to the leader")
         deadline = time.monotonic() + timeout
         answer: Future[Verdict] = Future()
-        try:
-            self._queue.put(Judge(report, answer, deadline), timeout=timeout)
-        except queue.Full as error:
-            raise QueueFullError(f"the worker's queue stayed full for {timeout:g}s") from error
+        if not self._room.acquire(timeout=timeout):
+            raise QueueFullError(f"the worker's queue stayed full for {timeout:g}s")
+        self._enqueue(Judge(report, answer, deadline))
         try:
             return answer.result(timeout=max(0.0, deadline - time.monotonic()))
         except FutureTimeout as error:
@@ -236,41 +240,59 @@ class Worker:
         """The machines as of the last item handled (an immutable value; safe to read)."""
         return self._reconciler.state
 
-    def _put(self, item: object) -> None:
-        while True:
-            try:
-                self._queue.put(item, timeout=0.5)
+    def _put(self, item: Item) -> None:
+        while not self._room.acquire(timeout=0.5):
+            if not self._running:
                 return
-            except queue.Full:
-                if not self._running:
-                    return
+        self._enqueue(item)
+
+    def _enqueue(self, item: Item) -> None:
+        """Queue `item` (its room taken); once the worker stops, it is answered at once."""
+        with self._lock:
+            number = next(self._numbers)
+            self._items[number] = item
+        self._queue.add(number)
+        if self._queue.shutting_down:
+            self._refuse(number)
+
+    def _take(self, number: int) -> Item | None:
+        with self._lock:
+            item = self._items.pop(number, None)
+        if item is not None:
+            self._room.release()
+        return item
 
     def _drain(self) -> None:
-        while True:
-            try:
-                item = self._queue.get_nowait()
-            except queue.Empty:
-                return
-            if isinstance(item, Judge) and item.answer.set_running_or_notify_cancel():
-                item.answer.set_exception(WorkerStoppedError("the worker stopped"))
-            elif isinstance(item, Tick):
-                item.done.set_exception(WorkerStoppedError("the worker stopped"))
+        with self._lock:
+            numbers = list(self._items)
+        for number in numbers:
+            self._refuse(number)
+
+    def _refuse(self, number: int) -> None:
+        item = self._take(number)
+        if isinstance(item, Judge) and item.answer.set_running_or_notify_cancel():
+            item.answer.set_exception(WorkerStoppedError("the worker stopped"))
+        elif isinstance(item, Tick):
+            item.done.set_exception(WorkerStoppedError("the worker stopped"))
 
     # ---- the worker's side (its thread only) ---------------------------------------------
 
     def _run(self) -> None:
+        queue = self._queue
         while True:
             try:
                 self._reconciler.catch_up()
                 self._answer_waiting()
-                item = self._queue.get(timeout=self._reconciler.wait_seconds(self._max_wait))
-                if item is STOP:
+                number = queue.get(timeout=self._reconciler.wait_seconds(self._max_wait))
+                if number is None and queue.shutting_down:
                     self._fail_waiting(WorkerStoppedError, "the worker stopped before the write")
                     return
-                assert isinstance(item, Judge | Observe | ObjectChanged | Tick | Lead)
-                self._handle(item)
-            except queue.Empty:
-                continue
+                if number is None:
+                    continue  # a timer may be due
+                queue.done(number)
+                item = self._take(number)
+                if item is not None:
+                    self._handle(item)
             except Exception:
                 # A bug in one item must not kill the only worker.
                 log.exception("reconcile failed; the worker goes on")

@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from controller.kube.api import KubeError
 from controller.spoke.errors import (
@@ -15,6 +16,7 @@ from controller.spoke.errors import (
     SubmitTimeoutError,
     WorkerStoppedError,
 )
+from controller.spoke.metrics import ControllerMetrics
 from statemachines import Config, VerdictKind
 from statemachines.vocabulary import Reason
 from tests.spoke.conftest import WorkerFactory
@@ -202,6 +204,38 @@ def test_a_full_queue_turns_reports_away(make_worker: WorkerFactory, store: Fake
         release.set()
     filler.result(WAIT)
     first.join(WAIT)
+
+
+def test_stop_handles_what_was_queued_before_it(
+    make_worker: WorkerFactory, store: FakeAddonStore
+) -> None:
+    """The work queue shuts down draining: a report queued before `stop` is judged and written
+    (its caller gets its verdict), one sent after it is turned away."""
+    registry = CollectorRegistry()
+    worker = make_worker(metrics=ControllerMetrics(registry))
+    boot(worker)
+    entered, release = hold_writes(store)
+    first, first_answers = submit_in_background(worker, report(R.UPDATE_FAILURE, None))
+    assert entered.wait(WAIT)
+    second, second_answers = submit_in_background(worker, report(R.UPDATE_SUCCESSFUL, None))
+    queued = lambda: registry.get_sample_value("addon_status_queue_depth") == 1  # noqa: E731
+    eventually(queued, what="the second report queued")
+    stopper = threading.Thread(target=worker.stop, args=(WAIT,), daemon=True)
+    stopper.start()
+
+    def stopping() -> bool:
+        tick = worker.tick()
+        return tick.done() and isinstance(tick.exception(), WorkerStoppedError)
+
+    eventually(stopping, what="stop to begin")
+    with pytest.raises(WorkerStoppedError):
+        worker.submit(report(R.UPDATE_FAILURE, None), timeout=WAIT)
+    release.set()
+    for thread in (first, second, stopper):
+        thread.join(WAIT)
+    assert first_answers == second_answers == [VerdictKind.ACCEPTED]
+    assert true_type(store.status) == "Progressing"  # the second report's effect is written
+    assert not worker.alive
 
 
 def test_a_stopped_worker_takes_no_reports(make_worker: WorkerFactory) -> None:

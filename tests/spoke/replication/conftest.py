@@ -5,7 +5,6 @@ ports; every thread a test starts is stopped in teardown."""
 
 from __future__ import annotations
 
-import random
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -97,7 +96,6 @@ def replicator(
             "metrics": ReplicationMetrics(registry),
             "backoff_base": 0.02,
             "backoff_max": 0.1,
-            "rng": random.Random(3),
             **options,
         }
         made = HubReplicator(KubeconfigSource(hub_mount.path), **settings)

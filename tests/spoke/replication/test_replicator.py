@@ -8,8 +8,8 @@ repairs a copy someone else changed; the metrics count what happened.
 
 from __future__ import annotations
 
-import random
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -72,7 +72,6 @@ def replicator(hub: FakeHub, registry: CollectorRegistry) -> Iterator[Factory]:
             "metrics": ReplicationMetrics(registry),
             "backoff_base": 0.01,
             "backoff_max": 0.05,
-            "rng": random.Random(4),
             "kube": lambda client: client,
             **options,
         }
@@ -269,6 +268,32 @@ def test_the_resync_repairs_a_hub_copy_someone_else_changed(
     hub.tamper(status(666))
     eventually(lambda: hub.status() == status(1), what="the resync to repair the copy")
     assert len(hub.written) == 2
+
+
+class ManualClock:
+    def __init__(self) -> None:
+        self.at = 1000.0
+
+    def monotonic(self) -> float:
+        return self.at
+
+
+def test_the_resync_counts_from_the_last_sync(hub: FakeHub, replicator: Factory) -> None:
+    """A sync at 60 s moves the resync to 160 s: the one due at 100 s by the first sync is
+    not made (the work queue keeps the earlier of two times; the replicator waits again)."""
+    clock = ManualClock()
+    rep = replicator(clock=clock, resync_interval=100.0)
+    rep.publish(status(1))
+    assert rep.wait_synced(5)
+    clock.at += 60
+    rep.publish(status(2))
+    assert rep.wait_synced(5)
+    reads = len(hub.ops("get"))
+    clock.at += 41  # 101 s after the first sync, 41 s after the last
+    time.sleep(1.5)  # the queue looks at the clock at least once a second
+    assert len(hub.ops("get")) == reads
+    clock.at += 60
+    eventually(lambda: len(hub.ops("get")) == reads + 1, what="the resync 100 s after the last")
 
 
 def test_a_hub_that_prunes_fields_is_not_rewritten_on_every_resync(
