@@ -69,7 +69,23 @@ def api_client(server: APIServer, token: str | None = None) -> client.ApiClient:
     return client.ApiClient(configuration)
 
 
-def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:
+def condition(
+    type_: str,
+    status: str = "True",
+    *,
+    reason: str | None = None,
+    message: str | None = None,
+    at: str | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """A condition object with the fields given and no other (`at`: its lastTransitionTime)."""
+    given = {"reason": reason, "message": message, "lastTransitionTime": at}
+    return {"type": type_, "status": status, **{k: v for k, v in given.items() if v is not None},
+            **fields}  # fmt: skip
+
+
+def condition_of(status: dict[str, Any], type_: str) -> dict[str, Any]:
+    """`status`'s condition of `type_`."""
     return next(c for c in status.get("conditions", []) if c["type"] == type_)
 
 

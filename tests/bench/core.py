@@ -31,14 +31,11 @@ from pathlib import Path
 
 import statemachines
 from statemachines import Config, Report, apply, start
-from statemachines.vocabulary import Reason
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baseline import ROOT, worktree
 
-from tests.names import MC, UWL
-
-R = Reason
+from tests.names import MC, UWL, R
 
 
 def workload(count: int, seed: int = 7) -> list[tuple[float, Report]]:

@@ -67,11 +67,10 @@ from controller.spoke.watches import addon_watch  # noqa: E402
 from controller.spoke.worker import Worker  # noqa: E402
 from kubesim import DEFAULT_NAMESPACES, APIServer  # noqa: E402
 from statemachines import Report, VerdictKind, apply, start, to_status  # noqa: E402
-from statemachines.vocabulary import Reason  # noqa: E402
-from tests.names import MC, UWL  # noqa: E402
-from tests.spoke.fakes import NAME, NAMESPACE, FakeClock  # noqa: E402
+from tests.clock import FakeClock  # noqa: E402
+from tests.names import MC, UWL, R  # noqa: E402
+from tests.spoke.fakes import NAME, NAMESPACE  # noqa: E402
 
-R = Reason
 CRD = ROOT / "manifests" / "base" / "crd.yaml"
 STEP = timedelta(milliseconds=10)
 CLUSTER = "cluster1"  # the managed cluster's namespace on the hub

@@ -28,7 +28,8 @@ from controller.spoke.events import EventRecorder, records_for  # noqa: E402
 from kubesim import APIServer  # noqa: E402
 from statemachines import Config, apply, start  # noqa: E402
 from tests.bench.e2e import workload  # noqa: E402
-from tests.spoke.fakes import NAME, NAMESPACE, T0  # noqa: E402
+from tests.clock import T0  # noqa: E402
+from tests.spoke.fakes import NAME, NAMESPACE  # noqa: E402
 
 CRD = ROOT / "manifests" / "base" / "crd.yaml"
 

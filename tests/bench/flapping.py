@@ -19,7 +19,7 @@ from typing import Any
 from controller.spoke.replication import CopyMode, hub_status_for, in_sync
 from statemachines import AddonState, Config, Report, advance, apply, start, to_status
 from statemachines.vocabulary import Reason
-from tests.spoke.fakes import T0
+from tests.clock import T0
 
 __all__ = [
     "COLLECTORS",

@@ -67,7 +67,8 @@ def _parts() -> tuple[Any, Any, Any, Any]:
 
     from controller.report_api.auth import Authorizer, StaticTokenAuthenticator
     from statemachines.config import Config
-    from tests.report_api.conftest import GRANTS, OPERATOR_SA, CoreSink, FakeClock
+    from tests.clock import FakeClock
+    from tests.report_api.conftest import GRANTS, OPERATOR_SA, CoreSink
 
     config = Config.create()
     return (

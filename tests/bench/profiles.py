@@ -28,8 +28,8 @@ from controller import ReportClient  # noqa: E402
 from controller.spoke.app import Replica  # noqa: E402
 from controller.spoke.options import Address, RunOptions  # noqa: E402
 from kubesim import APIServer  # noqa: E402
+from tests.clock import FakeClock  # noqa: E402
 from tests.names import MC  # noqa: E402
-from tests.spoke.fakes import FakeClock  # noqa: E402
 from tests.support import connection  # noqa: E402
 from tests.system.conftest import SPOKE_NAMESPACE, SPOKE_TOKENS, create_addon  # noqa: E402
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from statemachines.health.resources import Resource, load_resources
 from tests.names import MC, UWL
+from tests.support import condition
 
 __all__ = [
     "CERTIFICATE_RULE",
@@ -19,7 +20,6 @@ __all__ = [
     "T0",
     "UWL",
     "certificate",
-    "condition",
     "kapp_app",
     "resource",
 ]
@@ -75,10 +75,6 @@ def resource(
     if collector is not None:
         raw["collector"] = collector
     return load_resources([raw], namespace="observability", collectors=COLLECTORS)[0]
-
-
-def condition(type_: str, status: str, message: str = "", **extra: Any) -> dict[str, Any]:
-    return {"type": type_, "status": status, "message": message, **extra}
 
 
 def certificate(

@@ -13,19 +13,9 @@ from typing import Any
 
 import pytest
 
-from statemachines.vocabulary import ConditionType, Reason, State
+from statemachines.vocabulary import ConditionType, Reason
 from tests.core.conftest import MC, MIN, STANDARD, UWL, Run, Target, expect, reach
-
-R, S, T = Reason, State, ConditionType
-FF, FS, UF, US, DM, NS, RS = (
-    R.FORWARD_FAILURE,
-    R.FORWARD_SUCCESSFUL,
-    R.UPDATE_FAILURE,
-    R.UPDATE_SUCCESSFUL,
-    R.DISABLED_METRICS,
-    R.NOT_SUPPORTED,
-    R.REPORTS_STALE,
-)
+from tests.names import DM, FF, FS, NS, RS, UF, US, S, T
 
 
 @pytest.mark.parametrize(

@@ -18,18 +18,10 @@ from statemachines.conditions import Condition, find_condition
 from statemachines.core import start
 from statemachines.reports import VerdictKind
 from statemachines.stored import to_status
-from statemachines.vocabulary import ConditionType, Reason, State
+from statemachines.vocabulary import ConditionType, Reason
 from tests.core.conftest import MC, MIN, SEC, STANDARD, T0, UWL, Run, Target, expect, reach
+from tests.names import DM, FF, FS, NS, UF, US, S, T, V
 
-R, S, V, T = Reason, State, VerdictKind, ConditionType
-FF, FS, UF, US, DM, NS = (
-    R.FORWARD_FAILURE,
-    R.FORWARD_SUCCESSFUL,
-    R.UPDATE_FAILURE,
-    R.UPDATE_SUCCESSFUL,
-    R.DISABLED_METRICS,
-    R.NOT_SUPPORTED,
-)
 ORDER = [*STANDARD, "Ready", "MetricsCollectorStatus", "UwlMetricsCollectorStatus"]
 REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 RFC3339_WHOLE_SECONDS_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")

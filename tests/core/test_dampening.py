@@ -15,21 +15,12 @@ from typing import Any
 import pytest
 
 from statemachines.conditions import parse_time
-from statemachines.reports import VerdictKind
 from statemachines.stored import to_status
-from statemachines.vocabulary import SEED, ConditionType, Reason, State
+from statemachines.vocabulary import SEED
 from tests.core.conftest import MC, T0, Run, expect
+from tests.names import DM, FF, FS, NS, UF, US, S, T, V
 
-R, S, V, T = Reason, State, VerdictKind, ConditionType
 RESTART = "restart"
-FF, FS, UF, US, DM, NS = (
-    R.FORWARD_FAILURE,
-    R.FORWARD_SUCCESSFUL,
-    R.UPDATE_FAILURE,
-    R.UPDATE_SUCCESSFUL,
-    R.DISABLED_METRICS,
-    R.NOT_SUPPORTED,
-)
 
 
 def at(minutes: float) -> datetime:

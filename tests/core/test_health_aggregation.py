@@ -27,8 +27,9 @@ from statemachines.conditions import find_condition
 from statemachines.health import RESOURCES_HEALTHY
 from statemachines.reports import Report
 from statemachines.state import AddonState
-from tests.core.health import MC, MIN, T0, UWL, condition, resource
+from tests.core.health import MC, MIN, T0, UWL, resource
 from tests.properties import examples
+from tests.support import condition
 
 DEPLOYMENT_RULE = {"singleConditionType": "Available"}
 

@@ -29,7 +29,9 @@ from statemachines.health.status import resources_from_api, resources_healthy, r
 from statemachines.health.vocabulary import Health
 from statemachines.readback import Reader
 from statemachines.vocabulary import SEED, Reason
-from tests.core.health import MC, MIN, T0, UWL, condition, resource
+from tests.core.health import MC, MIN, T0, UWL, resource
+from tests.names import R
+from tests.support import condition
 
 OK, BAD, UNKNOWN = Health.HEALTHY, Health.UNHEALTHY, Health.UNKNOWN
 SEC = timedelta(seconds=1)
@@ -45,7 +47,7 @@ def counted_healthy(message: str = "ready") -> CountedHealth:
 
 
 def deployment(available: str, message: str = "") -> dict[str, object]:
-    return {"status": {"conditions": [condition("Available", available, message)]}}
+    return {"status": {"conditions": [condition("Available", available, message=message)]}}
 
 
 # --- for: the counted health ----------------------------------------------------------------
@@ -306,7 +308,6 @@ def test_no_resources_configured_no_resources_healthy() -> None:
 
 # --- the overlay ----------------------------------------------------------------------------
 
-R = Reason
 MC_RES, UWL_RES, SHARED = (
     resource(AVAILABLE, name="mc", collector=MC),
     resource(AVAILABLE, name="uwl", collector=UWL),

@@ -20,10 +20,10 @@ from tests.core.health import (
     CERTIFICATE_RULE,
     KAPP_RULE,
     certificate,
-    condition,
     kapp_app,
     resource,
 )
+from tests.support import condition
 
 H, R = Health, HealthReason
 OK, BAD, UNKNOWN = H.HEALTHY, H.UNHEALTHY, H.UNKNOWN
@@ -98,19 +98,19 @@ RULES = [
     # singleConditionType
     pytest.param(
         {"singleConditionType": "Ready"},
-        obj(condition("Ready", "True", "Fetched revision: main/1")),
+        obj(condition("Ready", "True", message="Fetched revision: main/1")),
         Result(OK, "ReadyCondition", "Fetched revision: main/1"),
         id="single-condition-true-is-healthy",
     ),
     pytest.param(
         {"singleConditionType": "Available"},
-        obj(condition("Available", "False", "no replica")),
+        obj(condition("Available", "False", message="no replica")),
         Result(BAD, "AvailableCondition", "no replica"),
         id="single-condition-false-is-unhealthy",
     ),
     pytest.param(
         {"singleConditionType": "Ready"},
-        obj(condition("Ready", "Unknown", "checking")),
+        obj(condition("Ready", "Unknown", message="checking")),
         Result(UNKNOWN, "ReadyCondition", "checking"),
         id="single-condition-unknown-is-unknown",
     ),
@@ -138,7 +138,7 @@ RULES = [
     ),
     pytest.param(
         KAPP_RULE,
-        kapp_app(condition("ReconcileSucceeded", "True", "applied")),
+        kapp_app(condition("ReconcileSucceeded", "True", message="applied")),
         Result(OK, R.MATCHED_CONDITION, "ReconcileSucceeded: True: applied"),
         id="matched-condition-gives-type-status-and-message",
     ),
@@ -160,7 +160,7 @@ RULES = [
     ),
     pytest.param(
         BOTH_MATCH,
-        obj(condition("Ready", "True"), condition("Stalled", "True", "stuck")),
+        obj(condition("Ready", "True"), condition("Stalled", "True", message="stuck")),
         Result(BAD, R.MATCHED_CONDITION, "Stalled: True: stuck"),
         id="unhealthy-matchers-are-checked-first",
     ),
@@ -172,7 +172,7 @@ RULES = [
     ),
     pytest.param(
         TWO_HEALTHY,
-        obj(condition("Ready", "True", "up"), phase="Running"),
+        obj(condition("Ready", "True", message="up"), phase="Running"),
         Result(OK, R.MATCHED_CONDITION, "Ready: True: up"),
         id="healthy-matchers-are-anded",
     ),

@@ -15,11 +15,9 @@ from hypothesis import given
 from statemachines.core import resume
 from statemachines.reports import VerdictKind
 from statemachines.stored import to_status
-from statemachines.vocabulary import ConditionType, Reason
 from tests.core.conftest import MC, MIN, T0, UWL, Run
 from tests.core.test_properties import ORDERS, PROPERTY, SETTINGS, STEPS, _reached
-
-R, T = Reason, ConditionType
+from tests.names import R, T
 
 
 def _types_and_reasons(run: Run) -> list[tuple[str, str]]:

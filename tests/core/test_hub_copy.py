@@ -15,11 +15,11 @@ from statemachines.related import RelatedObject
 from statemachines.reports import Report, VerdictKind
 from statemachines.settings import Settings
 from statemachines.stored import to_status
-from statemachines.vocabulary import READY, Reason
+from statemachines.vocabulary import READY
 from tests.core.conftest import MC, MIN, T0
-from tests.core.health import condition, resource
-
-R = Reason
+from tests.core.health import resource
+from tests.names import R
+from tests.support import condition
 
 
 def _status_with_everything() -> dict[str, object]:

@@ -17,8 +17,7 @@ import pytest
 from statemachines.reports import VerdictKind
 from statemachines.vocabulary import SEED, ConditionType, Reason, Rule, State
 from tests.core.conftest import MC, MIN, T0, UWL, Run, expect
-
-R, S, V = Reason, State, VerdictKind
+from tests.names import R, S, V
 
 # How a single collector reaches each source state: reports at T0 (none for the fresh one).
 SOURCES: dict[str, tuple[State, Reason | None, list[Reason]]] = {

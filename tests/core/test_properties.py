@@ -30,17 +30,9 @@ from statemachines.stored import from_status, to_status
 from statemachines.vocabulary import READY, SEED, Actor, ConditionType, ReadyReason, Reason, State
 from statemachines.writing import write_conditions
 from tests.core.conftest import MC, STANDARD, T0, UWL, Run, Target, reach, standard_true
+from tests.names import DM, FF, FS, NS, UF, US, S, T, V
 from tests.properties import examples
 
-R, S, V, T = Reason, State, VerdictKind, ConditionType
-FF, FS, UF, US, DM, NS = (
-    R.FORWARD_FAILURE,
-    R.FORWARD_SUCCESSFUL,
-    R.UPDATE_FAILURE,
-    R.UPDATE_SUCCESSFUL,
-    R.DISABLED_METRICS,
-    R.NOT_SUPPORTED,
-)
 REPORTABLE = [FF, FS, UF, US, DM, NS]
 REASON = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 WHOLE_SECONDS_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")

@@ -12,11 +12,10 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from statemachines.vocabulary import READY, ReadyReason, Reason
+from statemachines.vocabulary import READY, ReadyReason
 from tests.core.conftest import MC, MIN, T0, UWL, Run
 from tests.core.test_properties import CR_GENERATION, ORDERS, PROPERTY, SETTINGS, STEP, _say
-
-R = Reason
+from tests.names import R
 
 
 def _available_at(generation: int, *, collectors: list[str] | None = None) -> Run:

@@ -16,18 +16,9 @@ import pytest
 
 from statemachines.reports import VerdictKind
 from statemachines.stored import to_status
-from statemachines.vocabulary import ConditionType, Reason, State
+from statemachines.vocabulary import Reason, State
 from tests.core.conftest import MC, MIN, SEC, T0, UWL, Run, Target, expect, reach
-
-R, S, V, T = Reason, State, VerdictKind, ConditionType
-FF, FS, UF, US, DM, NS = (
-    R.FORWARD_FAILURE,
-    R.FORWARD_SUCCESSFUL,
-    R.UPDATE_FAILURE,
-    R.UPDATE_SUCCESSFUL,
-    R.DISABLED_METRICS,
-    R.NOT_SUPPORTED,
-)
+from tests.names import DM, FF, FS, NS, UF, US, R, S, T, V
 
 
 def at(minutes: float) -> datetime:

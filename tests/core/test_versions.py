@@ -15,10 +15,9 @@ from statemachines.errors import ReportError
 from statemachines.related import RelatedObject
 from statemachines.reports import parse_report
 from statemachines.stored import to_status
-from statemachines.vocabulary import ConditionType, Reason
 from tests.core.conftest import MC, MIN, T0, UWL, Run
+from tests.names import R, T
 
-R, T = Reason, ConditionType
 CONFIG = Config.create()
 
 

@@ -19,8 +19,7 @@ from statemachines.reports import Report, VerdictKind, parse_report
 from statemachines.stored import to_status
 from statemachines.vocabulary import READY, SEED, Actor, ConditionType, ReadyReason, Reason, State
 from tests.core.conftest import MC, MIN, T0, UWL, Run, Target, expect, reach
-
-R, S, V = Reason, State, VerdictKind
+from tests.names import R, S, V
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from controller.hub.options import HubOptions
 from controller.kube.backoff import Backoff
 from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION
 from kubesim import APIServer, UserInfo
-from tests.support import api_client, connection
+from tests.support import api_client, condition, connection
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 COPY_CRD: Final = ROOT / "manifests" / "base" / "crd.yaml"
@@ -38,13 +38,8 @@ Obj = dict[str, Any]
 
 
 def cond(kind: str, status: str, reason: str, message: str = "", at: str = T0) -> Obj:
-    return {
-        "type": kind,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": at,
-    }
+    """A condition as OCM writes one: every field, the reason always given."""
+    return condition(kind, status, reason=reason, message=message, at=at)
 
 
 def seed(

@@ -7,28 +7,21 @@ import threading
 
 from controller.kube.backoff import Backoff
 from controller.kube.workqueue import WorkQueue
+from tests.clock import FakeClock
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def queue(clock: Clock, backoff: Backoff | None = None) -> WorkQueue[str]:
-    return WorkQueue(clock=clock, backoff=backoff)
+def queue(clock: FakeClock, backoff: Backoff | None = None) -> WorkQueue[str]:
+    return WorkQueue(clock=clock.monotonic, backoff=backoff)
 
 
 def test_a_key_added_twice_is_handed_out_once() -> None:
-    q = queue(Clock())
+    q = queue(FakeClock())
     q.add("a"), q.add("b"), q.add("a")
     assert [q.get(0), q.get(0), q.get(0)] == ["a", "b", None]
 
 
 def test_a_key_added_while_processed_comes_back_after_done_and_never_twice_at_once() -> None:
-    q = queue(Clock())
+    q = queue(FakeClock())
     q.add("a")
     assert q.get(0) == "a"
     q.add("a")
@@ -40,22 +33,22 @@ def test_a_key_added_while_processed_comes_back_after_done_and_never_twice_at_on
 
 
 def test_add_after_waits_for_the_clock_and_the_earlier_time_wins() -> None:
-    clock = Clock()
+    clock = FakeClock()
     q = queue(clock)
     q.add_after("a", 10)
     q.add_after("a", 30)
     q.add_after("b", 20)
     assert q.get(0) is None
-    clock.now += 10
+    clock.move(seconds=10)
     assert q.get(0) == "a"
-    clock.now += 10
+    clock.move(seconds=10)
     assert q.get(0) == "b"
-    clock.now += 50
+    clock.move(seconds=50)
     assert q.get(0) is None  # a's later time was superseded, not kept
 
 
 def test_a_key_ready_now_is_not_held_back_by_a_later_time() -> None:
-    clock = Clock()
+    clock = FakeClock()
     q = queue(clock)
     q.add_after("a", 10)
     q.add("a")
@@ -63,7 +56,7 @@ def test_a_key_ready_now_is_not_held_back_by_a_later_time() -> None:
 
 
 def test_rate_limited_retries_grow_per_key_until_forgotten() -> None:
-    clock = Clock()
+    clock = FakeClock()
     q = queue(clock, Backoff(initial=1.0, maximum=1e9))
     ceilings = []
     for _ in range(5):
@@ -78,20 +71,20 @@ def test_rate_limited_retries_grow_per_key_until_forgotten() -> None:
 
 
 def test_a_waiting_woken_get_sees_the_moved_clock() -> None:
-    clock = Clock()
+    clock = FakeClock()
     q = queue(clock)
     q.add_after("a", 60)
     got: list[str | None] = []
     taker = threading.Thread(target=lambda: got.append(q.get(30)))
     taker.start()
-    clock.now += 60
+    clock.move(seconds=60)
     q.wake()
     taker.join(30)
     assert got == ["a"]
 
 
 def test_shut_down_with_drain_hands_out_what_is_queued_then_none() -> None:
-    clock = Clock()
+    clock = FakeClock()
     q = queue(clock)
     q.add("a"), q.add("b"), q.add_after("later", 5)
     q.shut_down(drain=True)
@@ -100,7 +93,7 @@ def test_shut_down_with_drain_hands_out_what_is_queued_then_none() -> None:
 
 
 def test_shut_down_without_drain_answers_none_at_once_and_frees_a_waiting_get() -> None:
-    q = queue(Clock())
+    q = queue(FakeClock())
     got: list[str | None] = ["unset"]
     taker = threading.Thread(target=lambda: got.__setitem__(0, q.get()))
     taker.start()
@@ -112,7 +105,7 @@ def test_shut_down_without_drain_answers_none_at_once_and_frees_a_waiting_get() 
 
 
 def test_idle_means_nothing_ready_and_nothing_in_progress() -> None:
-    clock = Clock()
+    clock = FakeClock()
     q = queue(clock)
     q.add_after("later", 5)
     assert q.idle()

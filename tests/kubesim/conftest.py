@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 
 from kubesim import APIServer
-from tests.support import api_client
+from tests.support import api_client, condition
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "base" / "crd.yaml"
 GROUP = "observability.open-cluster-management.io"
@@ -62,21 +62,16 @@ def addon(name: str = NAME, **fields: Any) -> dict[str, Any]:
     return body
 
 
-def condition(
-    type_: str = "Available",
-    status: str = "True",
-    reason: str = "ForwardSuccessful",
-    message: str = "metrics are forwarded",
-    **more: Any,
-) -> dict[str, Any]:
-    return {
-        "type": type_,
-        "status": status,
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": T0,
-        **more,
+def forwarding_condition(type_: str = "Available", **changes: Any) -> dict[str, Any]:
+    """A valid condition of an addon that forwards, with `changes`."""
+    fields: dict[str, Any] = {
+        "status": "True",
+        "reason": "ForwardSuccessful",
+        "message": "metrics are forwarded",
+        "at": T0,
+        **changes,
     }
+    return condition(type_, **fields)
 
 
 def status_of(error: client.ApiException) -> dict[str, Any]:
@@ -91,5 +86,18 @@ def status_of(error: client.ApiException) -> dict[str, Any]:
 def created(custom: client.CustomObjectsApi, namespace: str) -> dict[str, Any]:
     obj: dict[str, Any] = custom.create_namespaced_custom_object(
         GROUP, VERSION, namespace, PLURAL, addon()
+    )
+    return obj
+
+
+def patch_forwarding_status(api: client.CustomObjectsApi, namespace: str) -> dict[str, Any]:
+    """The addon's status patched to one `forwarding_condition`, through the real client."""
+    obj: dict[str, Any] = api.patch_namespaced_custom_object_status(
+        GROUP,
+        VERSION,
+        namespace,
+        PLURAL,
+        NAME,
+        {"status": {"conditions": [forwarding_condition()]}},
     )
     return obj

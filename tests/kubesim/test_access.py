@@ -20,7 +20,7 @@ from tests.kubesim.conftest import (
     PLURAL,
     VERSION,
     addon,
-    condition,
+    patch_forwarding_status,
     status_of,
 )
 from tests.support import api_client
@@ -89,9 +89,7 @@ def test_the_audit_log_names_each_call_as_rbac_does(secured: APIServer) -> None:
             timeout_seconds=5,
         ):
             watcher.stop()
-        custom.patch_namespaced_custom_object_status(
-            GROUP, VERSION, NAMESPACE, PLURAL, NAME, {"status": {"conditions": [condition()]}}
-        )
+        patch_forwarding_status(custom, NAMESPACE)
         current = custom.get_namespaced_custom_object_status(
             GROUP, VERSION, NAMESPACE, PLURAL, NAME
         )

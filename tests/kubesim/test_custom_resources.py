@@ -16,7 +16,8 @@ from tests.kubesim.conftest import (
     PLURAL,
     VERSION,
     addon,
-    condition,
+    forwarding_condition,
+    patch_forwarding_status,
     status_of,
 )
 
@@ -34,7 +35,7 @@ def _get(custom: Custom, namespace: str, name: str = NAME) -> dict[str, Any]:
 def test_create_answers_201_with_server_owned_metadata_and_drops_status(
     custom: Custom, namespace: str
 ) -> None:
-    body = addon(status={"conditions": [condition()]})
+    body = addon(status={"conditions": [forwarding_condition()]})
     data, code, _ = custom.create_namespaced_custom_object_with_http_info(
         GROUP, VERSION, namespace, PLURAL, body
     )
@@ -160,9 +161,7 @@ def test_only_a_spec_change_bumps_generation(
         GROUP, VERSION, namespace, PLURAL, NAME, {"metadata": {"labels": {"team": "obs"}}}
     )
     assert labelled["metadata"]["generation"] == 1
-    with_status = custom.patch_namespaced_custom_object_status(
-        GROUP, VERSION, namespace, PLURAL, NAME, {"status": {"conditions": [condition()]}}
-    )
+    with_status = patch_forwarding_status(custom, namespace)
     assert with_status["metadata"]["generation"] == 1
     changed = custom.replace_namespaced_custom_object(
         GROUP, VERSION, namespace, PLURAL, NAME, {**with_status, "spec": {"enableMetrics": False}}
@@ -178,7 +177,7 @@ def test_a_status_write_changes_only_status(
         **created,
         "spec": {"enableMetrics": False},
         "metadata": {**created["metadata"], "labels": {"sneaky": "yes"}},
-        "status": {"conditions": [condition()]},
+        "status": {"conditions": [forwarding_condition()]},
     }
     written = custom.replace_namespaced_custom_object_status(
         GROUP, VERSION, namespace, PLURAL, NAME, attempt
@@ -192,9 +191,7 @@ def test_a_status_write_changes_only_status(
 def test_a_main_resource_write_ignores_status(
     custom: Custom, created: dict[str, Any], namespace: str
 ) -> None:
-    custom.patch_namespaced_custom_object_status(
-        GROUP, VERSION, namespace, PLURAL, NAME, {"status": {"conditions": [condition()]}}
-    )
+    patch_forwarding_status(custom, namespace)
     after = custom.patch_namespaced_custom_object(
         GROUP, VERSION, namespace, PLURAL, NAME, {"status": {"conditions": None}}
     )
@@ -204,7 +201,7 @@ def test_a_main_resource_write_ignores_status(
 def test_a_write_that_changes_nothing_keeps_the_resource_version(
     server: APIServer, custom: Custom, created: dict[str, Any], namespace: str
 ) -> None:
-    status = {"status": {"conditions": [condition()]}}
+    status = {"status": {"conditions": [forwarding_condition()]}}
     first = custom.patch_namespaced_custom_object_status(
         GROUP, VERSION, namespace, PLURAL, NAME, status
     )
@@ -221,7 +218,7 @@ def test_a_write_that_changes_nothing_keeps_the_resource_version(
 def test_an_invalid_condition_reason_is_422_naming_the_field(
     custom: Custom, created: dict[str, Any], namespace: str
 ) -> None:
-    bad = {"status": {"conditions": [condition(reason="not a reason")]}}
+    bad = {"status": {"conditions": [forwarding_condition(reason="not a reason")]}}
     with pytest.raises(client.ApiException) as caught:
         custom.patch_namespaced_custom_object_status(GROUP, VERSION, namespace, PLURAL, NAME, bad)
     status = status_of(caught.value)
@@ -240,9 +237,9 @@ def test_an_invalid_condition_reason_is_422_naming_the_field(
 def test_a_message_over_32768_characters_is_422_too_long(
     custom: Custom, created: dict[str, Any], namespace: str
 ) -> None:
-    fits = {"status": {"conditions": [condition(message="x" * 32768)]}}
+    fits = {"status": {"conditions": [forwarding_condition(message="x" * 32768)]}}
     custom.patch_namespaced_custom_object_status(GROUP, VERSION, namespace, PLURAL, NAME, fits)
-    too_long = {"status": {"conditions": [condition(message="x" * 32769)]}}
+    too_long = {"status": {"conditions": [forwarding_condition(message="x" * 32769)]}}
     with pytest.raises(client.ApiException) as caught:
         custom.patch_namespaced_custom_object_status(
             GROUP, VERSION, namespace, PLURAL, NAME, too_long
@@ -258,7 +255,7 @@ def test_a_message_over_32768_characters_is_422_too_long(
 def test_schema_violations_each_name_their_field(
     custom: Custom, created: dict[str, Any], namespace: str
 ) -> None:
-    bad = condition(
+    bad = forwarding_condition(
         type_="Degraded",
         status="Maybe",
         lastTransitionTime="2026-01-01T00:00:00",
@@ -272,7 +269,7 @@ def test_schema_violations_each_name_their_field(
             namespace,
             PLURAL,
             NAME,
-            {"status": {"conditions": [bad, condition(), condition()]}},
+            {"status": {"conditions": [bad, forwarding_condition(), forwarding_condition()]}},
         )
     causes = {c["field"]: c["reason"] for c in status_of(caught.value)["details"]["causes"]}
     assert causes == {
@@ -293,9 +290,9 @@ def test_unknown_fields_are_pruned_silently_unless_preserved(
         namespace,
         PLURAL,
         NAME,
-        {"status": {"conditions": [condition(extra="dropped")], "unknownField": 1}},
+        {"status": {"conditions": [forwarding_condition(extra="dropped")], "unknownField": 1}},
     )
-    assert written["status"] == {"conditions": [condition()]}
+    assert written["status"] == {"conditions": [forwarding_condition()]}
     spec = custom.patch_namespaced_custom_object(
         GROUP, VERSION, namespace, PLURAL, NAME, {"spec": {"anything": {"goes": True}}}
     )
@@ -374,7 +371,7 @@ def test_a_patch_carrying_a_stale_resource_version_is_409(
     )
     stale = {
         "metadata": {"resourceVersion": created["metadata"]["resourceVersion"]},
-        "status": {"conditions": [condition()]},
+        "status": {"conditions": [forwarding_condition()]},
     }
     with pytest.raises(client.ApiException) as caught:
         custom.patch_namespaced_custom_object_status(GROUP, VERSION, namespace, PLURAL, NAME, stale)

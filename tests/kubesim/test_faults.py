@@ -19,7 +19,7 @@ from tests.kubesim.conftest import (
     PLURAL,
     VERSION,
     addon,
-    condition,
+    patch_forwarding_status,
     status_of,
 )
 from tests.support import api_client
@@ -30,13 +30,6 @@ Custom = client.CustomObjectsApi
 
 def _status_write(info: RequestInfo) -> bool:
     return info.resource == PLURAL and info.subresource == "status" and info.verb == "patch"
-
-
-def _patch_status(custom: Custom, namespace: str) -> dict[str, Any]:
-    obj: dict[str, Any] = custom.patch_namespaced_custom_object_status(
-        GROUP, VERSION, namespace, PLURAL, NAME, {"status": {"conditions": [condition()]}}
-    )
-    return obj
 
 
 def test_fail_next_answers_n_requests_then_recovers(
@@ -56,7 +49,7 @@ def test_a_429_carries_retry_after(
 ) -> None:
     server.faults.fail_next(1, 429, retry_after=2, match=_status_write)
     with pytest.raises(client.ApiException) as caught:
-        _patch_status(custom, namespace)
+        patch_forwarding_status(custom, namespace)
     assert caught.value.headers["Retry-After"] == "2"
     status = status_of(caught.value)
     assert (status["reason"], status["details"]) == ("TooManyRequests", {"retryAfterSeconds": 2})
@@ -78,13 +71,15 @@ def test_a_match_confines_the_fault_to_status_writes(
     server.faults.fail_next(1, 500, match=_status_write)
     custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, NAME)
     with pytest.raises(client.ApiException) as caught:
-        _patch_status(custom, namespace)
+        patch_forwarding_status(custom, namespace)
     status = status_of(caught.value)
     assert (status["code"], status["reason"]) == (500, "InternalError")
     assert "status" not in custom.get_namespaced_custom_object(
         GROUP, VERSION, namespace, PLURAL, NAME
     )
-    assert _patch_status(custom, namespace)["status"]["conditions"][0]["type"] == "Available"
+    assert (
+        patch_forwarding_status(custom, namespace)["status"]["conditions"][0]["type"] == "Available"
+    )
 
 
 def test_conflict_next_write_looks_like_a_lost_race(
@@ -93,14 +88,14 @@ def test_conflict_next_write_looks_like_a_lost_race(
     server.faults.conflict_next_write()
     custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, NAME)  # not a write
     with pytest.raises(client.ApiException) as caught:
-        _patch_status(custom, namespace)
+        patch_forwarding_status(custom, namespace)
     status = status_of(caught.value)
     assert status["reason"] == "Conflict"
     assert status["message"] == (
         f'Operation cannot be fulfilled on {PLURAL}.{GROUP} "{NAME}": the object has been '
         "modified; please apply your changes to the latest version and try again"
     )
-    assert _patch_status(custom, namespace)["status"]
+    assert patch_forwarding_status(custom, namespace)["status"]
     assert server.count_requests(resource=PLURAL, subresource="status") == 1
 
 

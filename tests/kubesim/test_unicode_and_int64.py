@@ -22,7 +22,7 @@ import pytest
 from kubernetes import client
 
 from kubesim import APIServer
-from tests.kubesim.conftest import GROUP, NAME, PLURAL, VERSION, condition, status_of
+from tests.kubesim.conftest import GROUP, NAME, PLURAL, VERSION, forwarding_condition, status_of
 
 pytestmark = pytest.mark.integration
 Custom = client.CustomObjectsApi
@@ -31,7 +31,12 @@ WHERE = "status.conditions[0].observedGeneration"
 
 def _write_status(custom: Custom, namespace: str, **fields: Any) -> dict[str, Any]:
     obj: dict[str, Any] = custom.patch_namespaced_custom_object_status(
-        GROUP, VERSION, namespace, PLURAL, NAME, {"status": {"conditions": [condition(**fields)]}}
+        GROUP,
+        VERSION,
+        namespace,
+        PLURAL,
+        NAME,
+        {"status": {"conditions": [forwarding_condition(**fields)]}},
     )
     return obj
 
@@ -73,7 +78,7 @@ def test_a_surrogate_pair_is_one_character(
 def test_invalid_utf8_is_stored_as_replacement_characters(
     server: APIServer, created: dict[str, Any], namespace: str
 ) -> None:
-    body = json.dumps({"status": {"conditions": [condition(message="XX")]}}).encode()
+    body = json.dumps({"status": {"conditions": [forwarding_condition(message="XX")]}}).encode()
     # ED A0 80 is a UTF-16 surrogate encoded as UTF-8: invalid, one U+FFFD per byte, as Go.
     code, stored = _raw_status_patch(server, namespace, body.replace(b"XX", b"a\xed\xa0\x80b"))
     assert code == 200

@@ -21,7 +21,7 @@ from tests.kubesim.conftest import (
     PLURAL,
     VERSION,
     addon,
-    condition,
+    forwarding_condition,
     status_of,
 )
 from tests.support import api_client
@@ -57,19 +57,19 @@ def test_the_upstream_crd_prunes_everything_but_the_five_condition_fields(
     written = _write_status(
         upstream,
         {
-            "conditions": [condition(observedGeneration=3)],
+            "conditions": [forwarding_condition(observedGeneration=3)],
             "collectors": [{"name": "metrics-collector", "state": "Available"}],
             "lastKnownGood": {"generation": 3},
         },
     )
-    assert written["status"] == {"conditions": [condition()]}
+    assert written["status"] == {"conditions": [forwarding_condition()]}
 
 
 def test_the_upstream_crd_requires_every_condition_field(
     upstream: client.CustomObjectsApi,
 ) -> None:
     """`required` of the structural schema: 422 Unprocessable Entity naming the field."""
-    incomplete = condition()
+    incomplete = forwarding_condition()
     del incomplete["message"]
     with pytest.raises(client.ApiException) as error:
         _write_status(upstream, {"conditions": [incomplete]})
@@ -82,5 +82,5 @@ def test_the_upstream_crd_requires_every_condition_field(
 
 def test_the_upstream_crd_keeps_an_empty_message(upstream: client.CustomObjectsApi) -> None:
     """A required string may be empty: `required` asks for the key, not a value."""
-    written = _write_status(upstream, {"conditions": [condition(message="")]})
+    written = _write_status(upstream, {"conditions": [forwarding_condition(message="")]})
     assert written["status"]["conditions"][0]["message"] == ""

@@ -24,7 +24,8 @@ from tests.kubesim.conftest import (
     PLURAL,
     VERSION,
     addon,
-    condition,
+    forwarding_condition,
+    patch_forwarding_status,
 )
 from tests.support import api_client
 
@@ -273,9 +274,7 @@ def test_status_writes_are_seen_by_a_watch_with_their_generation(
     created = custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, addon())
     later(
         0.2,
-        lambda: custom.patch_namespaced_custom_object_status(
-            GROUP, VERSION, namespace, PLURAL, NAME, {"status": {"conditions": [condition()]}}
-        ),
+        lambda: patch_forwarding_status(custom, namespace),
     )
     events = take(custom, namespace, 1, resource_version=created["metadata"]["resourceVersion"])
     assert summary(events) == [("MODIFIED", NAME, 1)]
@@ -284,7 +283,7 @@ def test_status_writes_are_seen_by_a_watch_with_their_generation(
 
 def test_put_object_is_seen_by_watches(server: APIServer, custom: Custom, namespace: str) -> None:
     created = custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, addon())
-    edited = {**created, "status": {"conditions": [condition(status="False")]}}
+    edited = {**created, "status": {"conditions": [forwarding_condition(status="False")]}}
     later(0.2, lambda: server.put_object(GROUP, VERSION, PLURAL, edited))
     events = take(custom, namespace, 1, resource_version=created["metadata"]["resourceVersion"])
     assert events[0]["raw_object"]["status"]["conditions"][0]["status"] == "False"

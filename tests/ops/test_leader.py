@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -16,25 +15,11 @@ from prometheus_client import CollectorRegistry
 from controller.kube.api import LEASE
 from controller.kube.fake import FakeKube
 from controller.ops.leader import LeaderElector, LeaderMetrics
-
-T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=UTC)
-
-
-class MovedClock:
-    """Wall and monotonic time, both moved only by the test."""
-
-    def __init__(self) -> None:
-        self.seconds = 0.0
-
-    def now(self) -> datetime:
-        return T0 + timedelta(seconds=self.seconds)
-
-    def monotonic(self) -> float:
-        return self.seconds
+from tests.clock import FakeClock
 
 
 def elector(
-    kube: FakeKube, clock: MovedClock, registry: CollectorRegistry, events: list[str]
+    kube: FakeKube, clock: FakeClock, registry: CollectorRegistry, events: list[str]
 ) -> LeaderElector:
     return LeaderElector(
         kube,
@@ -54,7 +39,7 @@ def elector(
 def test_a_leader_that_cannot_renew_steps_down_at_the_renew_deadline_and_says_so(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    kube, clock, registry, events = FakeKube(), MovedClock(), CollectorRegistry(), []
+    kube, clock, registry, events = FakeKube(), FakeClock(), CollectorRegistry(), []
     leader = elector(kube, clock, registry, events)
     age = "addon_status_lease_renew_age_seconds"
     assert registry.get_sample_value(age) == float("inf")  # never renewed
@@ -65,11 +50,11 @@ def test_a_leader_that_cannot_renew_steps_down_at_the_renew_deadline_and_says_so
         kube.fail_next(op, 503, times=100)
     with caplog.at_level(logging.WARNING, logger="controller.ops.leader"):
         for _ in range(4):  # 8 s: still within the deadline
-            clock.seconds += 2.0
+            clock.move(seconds=2.0)
             leader.run_round()
         assert leader.is_leader and registry.get_sample_value(age) == 8.0
         for _ in range(3):  # 10 s and more: past it
-            clock.seconds += 2.0
+            clock.move(seconds=2.0)
             leader.run_round()
     assert not leader.is_leader and events == ["started", "stopped"]
     assert registry.get_sample_value(age) == 14.0
@@ -78,32 +63,32 @@ def test_a_leader_that_cannot_renew_steps_down_at_the_renew_deadline_and_says_so
 
 
 def test_a_renewal_resets_the_age_of_the_lease() -> None:
-    kube, clock, registry = FakeKube(), MovedClock(), CollectorRegistry()
+    kube, clock, registry = FakeKube(), FakeClock(), CollectorRegistry()
     leader = elector(kube, clock, registry, [])
     leader.run_round()
-    clock.seconds += 2.0
+    clock.move(seconds=2.0)
     assert registry.get_sample_value("addon_status_lease_renew_age_seconds") == 2.0
     leader.run_round()
     assert registry.get_sample_value("addon_status_lease_renew_age_seconds") == 0.0
 
 
 def test_an_undisturbed_leader_renews_without_reading_the_lease() -> None:
-    kube, clock = FakeKube(), MovedClock()
+    kube, clock = FakeKube(), FakeClock()
     leader = elector(kube, clock, CollectorRegistry(), [])
     leader.run_round()  # acquires: reads (absent), creates
     assert [c.op for c in kube.calls] == ["get", "create"]
     for _ in range(30):  # one minute of renewals
-        clock.seconds += 2.0
+        clock.move(seconds=2.0)
         leader.run_round()
     assert leader.is_leader
     assert [c.op for c in kube.calls[2:]] == ["replace"] * 30
     spec = (kube.stored(LEASE, "default", "addon-status") or {})["spec"]
     assert spec["holderIdentity"] == "a" and spec["leaseTransitions"] == 0
-    assert spec["renewTime"] == "2025-03-01T12:01:00.000000Z"
-    assert spec["acquireTime"] == "2025-03-01T12:00:00.000000Z"
+    assert spec["renewTime"] == "2025-01-01T12:01:00.000000Z"
+    assert spec["acquireTime"] == "2025-01-01T12:00:00.000000Z"
 
 
-def _now_held_by(holder: str, clock: MovedClock) -> Callable[[dict[str, Any]], None]:
+def _now_held_by(holder: str, clock: FakeClock) -> Callable[[dict[str, Any]], None]:
     def mutate(lease: dict[str, Any]) -> None:
         lease["spec"]["holderIdentity"] = holder
         lease["spec"]["renewTime"] = clock.now().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
@@ -112,10 +97,10 @@ def _now_held_by(holder: str, clock: MovedClock) -> Callable[[dict[str, Any]], N
 
 
 def test_a_conflict_on_renewal_reads_the_lease_and_steps_down_for_another_holder() -> None:
-    kube, clock, events = FakeKube(), MovedClock(), []
+    kube, clock, events = FakeKube(), FakeClock(), []
     leader = elector(kube, clock, CollectorRegistry(), events)
     leader.run_round()
-    clock.seconds += 2.0
+    clock.move(seconds=2.0)
     kube.edit(LEASE, "default", "addon-status", _now_held_by("b", clock))
     del kube.calls[:]
     leader.run_round()
@@ -125,7 +110,7 @@ def test_a_conflict_on_renewal_reads_the_lease_and_steps_down_for_another_holder
 
 
 def test_a_conflict_on_renewal_by_a_writer_that_left_us_holding_renews_from_a_fresh_read() -> None:
-    kube, clock, events = FakeKube(), MovedClock(), []
+    kube, clock, events = FakeKube(), FakeClock(), []
     leader = elector(kube, clock, CollectorRegistry(), events)
     leader.run_round()
     kube.edit(
@@ -134,15 +119,15 @@ def test_a_conflict_on_renewal_by_a_writer_that_left_us_holding_renews_from_a_fr
         "addon-status",
         lambda lease: lease["metadata"].setdefault("labels", {}).update(team="obs"),
     )
-    clock.seconds += 2.0
+    clock.move(seconds=2.0)
     del kube.calls[:]
     leader.run_round()
     assert [c.op for c in kube.calls] == ["replace", "get", "replace"]
     assert leader.is_leader and events == ["started"]
     lease = kube.stored(LEASE, "default", "addon-status") or {}
     assert lease["metadata"]["labels"] == {"team": "obs"}  # the other writer's change is kept
-    assert lease["spec"]["renewTime"] == "2025-03-01T12:00:02.000000Z"
-    clock.seconds += 2.0
+    assert lease["spec"]["renewTime"] == "2025-01-01T12:00:02.000000Z"
+    clock.move(seconds=2.0)
     del kube.calls[:]
     leader.run_round()
     assert [c.op for c in kube.calls] == ["replace"]  # undisturbed again: no read

@@ -27,7 +27,7 @@ from controller.report_api.sink import SinkNotLeaderError, SinkUnavailableError
 from statemachines.config import Config
 from statemachines.core import apply, start
 from statemachines.reports import Report, Verdict
-from tests.spoke.fakes import FakeClock
+from tests.clock import FakeClock
 
 NS = "open-cluster-management-addon-observability"
 OPERATOR_SA = f"system:serviceaccount:{NS}:endpoint-observability-operator-sa"

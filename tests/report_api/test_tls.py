@@ -21,15 +21,8 @@ from controller.spoke.options import RunOptions, add_run_flags
 from statemachines.config import Config
 from statemachines.errors import AddonStatusError
 from tests.certificates import Issued, issue
-from tests.report_api.conftest import (
-    GRANTS,
-    OPERATOR_SA,
-    TOKENS,
-    CoreSink,
-    FakeClock,
-    ServerFactory,
-    call,
-)
+from tests.clock import FakeClock
+from tests.report_api.conftest import GRANTS, OPERATOR_SA, TOKENS, CoreSink, ServerFactory, call
 from tests.support import run_options
 
 

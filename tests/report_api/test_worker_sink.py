@@ -15,8 +15,9 @@ from controller.spoke.metrics import ControllerMetrics
 from controller.spoke.worker import Worker
 from controller.spoke.worker_sink import WorkerSink
 from statemachines.config import Config
+from tests.clock import FakeClock
 from tests.report_api.conftest import TOKENS, ServerFactory, call
-from tests.spoke.fakes import FakeAddonStore, FakeClock
+from tests.spoke.fakes import FakeAddonStore
 from tests.support import MC
 
 

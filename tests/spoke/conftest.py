@@ -13,7 +13,8 @@ from controller.ops.role import Role
 from controller.spoke.metrics import ControllerMetrics
 from controller.spoke.worker import Worker
 from statemachines import Config, Settings
-from tests.spoke.fakes import FakeAddonStore, FakeClock
+from tests.clock import FakeClock
+from tests.spoke.fakes import FakeAddonStore
 from tests.spoke.support import WAIT
 
 WorkerFactory = Callable[..., Worker]

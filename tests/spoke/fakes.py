@@ -4,38 +4,18 @@ test's controls for what other actors do to the CR, and a clock the test moves."
 from __future__ import annotations
 
 import copy
-import threading
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from controller.kube.api import ADDON, EVENT
 from controller.kube.fake import FakeKube
 from controller.spoke.addon import AddonRef, AddonStore, EventRecord
 
-__all__ = ["NAME", "NAMESPACE", "T0", "FakeAddonStore", "FakeClock", "addon_object"]
+__all__ = ["NAME", "NAMESPACE", "FakeAddonStore", "addon_object"]
 
 NAMESPACE = "open-cluster-management-addon-observability"
 NAME = "observability-addon"
-T0 = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 _DEFAULT: Any = object()
-
-
-class FakeClock:
-    """The worker's clock; thread-safe, moved only by the test."""
-
-    def __init__(self, start: datetime = T0) -> None:
-        self._now = start
-        self._lock = threading.Lock()
-
-    def __call__(self) -> datetime:
-        with self._lock:
-            return self._now
-
-    def move(self, **delta: float) -> datetime:
-        with self._lock:
-            self._now += timedelta(**delta)
-            return self._now
 
 
 def addon_object(*, status: dict[str, Any] | None = None, generation: int = 1) -> dict[str, Any]:

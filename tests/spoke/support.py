@@ -14,7 +14,7 @@ from controller.spoke.worker import Worker
 from statemachines import Config, Report, VerdictKind
 from statemachines.vocabulary import Reason
 from tests.spoke.fakes import FakeAddonStore
-from tests.support import MC, UWL, WAIT, collector, condition, true_type
+from tests.support import MC, UWL, WAIT, collector, condition_of, true_type
 
 __all__ = [
     "MC",
@@ -22,7 +22,7 @@ __all__ = [
     "WAIT",
     "boot",
     "collector",
-    "condition",
+    "condition_of",
     "hold_writes",
     "ready",
     "report",

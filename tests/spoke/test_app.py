@@ -17,7 +17,8 @@ from controller.flags import Address, OptionsError
 from controller.spoke.app import Replica
 from controller.spoke.options import RunOptions
 from statemachines.vocabulary import Reason
-from tests.spoke.fakes import FakeAddonStore, FakeClock
+from tests.clock import FakeClock
+from tests.spoke.fakes import FakeAddonStore
 from tests.spoke.support import MC, WAIT, report, settle, spoke_replica
 
 LOOPBACK = Address(host="127.0.0.1", port=0)

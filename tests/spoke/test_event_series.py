@@ -14,7 +14,8 @@ from controller.kube.api import KubeError
 from controller.spoke.addon import EventRecord
 from controller.spoke.event_series import COMBINED_PREFIX, Correlation, EventCorrelator
 from controller.spoke.events import COLLECTOR_CHANGED, EventRecorder
-from tests.spoke.fakes import T0, FakeAddonStore
+from tests.clock import T0
+from tests.spoke.fakes import FakeAddonStore
 from tests.spoke.support import WAIT
 
 

@@ -13,7 +13,8 @@ from controller.spoke.events import ADDON_CHANGED, COLLECTOR_CHANGED, EventRecor
 from statemachines import Config, Report, Settings, apply, start
 from statemachines.core import advance
 from statemachines.vocabulary import ACM, Reason
-from tests.spoke.fakes import T0, FakeAddonStore
+from tests.clock import T0
+from tests.spoke.fakes import FakeAddonStore
 from tests.spoke.support import MC, UWL, WAIT
 
 CONFIG = Config.create(settings=Settings.model_validate({"reportInterval": "1m"}))

@@ -7,12 +7,10 @@ in the order a watch would deliver them."""
 from __future__ import annotations
 
 from controller.kube.api import WatchEvent
-from statemachines.vocabulary import Reason
+from tests.names import R
 from tests.spoke.conftest import WorkerFactory
 from tests.spoke.fakes import FakeAddonStore
-from tests.spoke.support import MC, WAIT, condition, report, settle
-
-R = Reason
+from tests.spoke.support import MC, WAIT, condition_of, report, settle
 
 
 def test_a_spec_change_after_our_echo_costs_no_read_and_no_conflict(
@@ -27,7 +25,7 @@ def test_a_spec_change_after_our_echo_costs_no_read_and_no_conflict(
     settle(worker)
     assert len(store.puts) == writes + 1 and store.conflicts == 0
     assert store.gets == reads  # no read: the event is the CR as stored
-    assert condition(store.status, "Progressing")["observedGeneration"] == 2
+    assert condition_of(store.status, "Progressing")["observedGeneration"] == 2
 
 
 def test_a_change_before_our_echo_is_read_again_and_costs_no_conflict(
@@ -40,4 +38,4 @@ def test_a_change_before_our_echo_is_read_again_and_costs_no_conflict(
     worker.observe(WatchEvent("MODIFIED", store.change_spec({"retention": "7d"})))
     settle(worker)
     assert store.conflicts == 0 and store.gets == reads + 1  # one read by the worker
-    assert condition(store.status, "Progressing")["observedGeneration"] == 2
+    assert condition_of(store.status, "Progressing")["observedGeneration"] == 2

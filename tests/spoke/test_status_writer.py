@@ -3,6 +3,7 @@ unchanged status costs no write, a 409 starts over from a fresh read, retries ar
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import pytest
@@ -11,12 +12,12 @@ from controller.kube.api import ConflictError, NotFoundError
 from controller.spoke.status_writer import StatusWriter, merged_status, needs_write, owned_types
 from statemachines.vocabulary import SEED
 from tests.spoke.fakes import FakeAddonStore, addon_object
+from tests.support import condition
 
 OWNED = owned_types(SEED)
 
 
-def cond(type_: str, status: str = "True", **extra: Any) -> dict[str, Any]:
-    return {"type": type_, "status": status, "reason": "R", "message": "", **extra}
+cond = partial(condition, reason="R", message="")
 
 
 DESIRED = {

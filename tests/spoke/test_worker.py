@@ -16,23 +16,22 @@ from controller.spoke.errors import SubmitTimeoutError
 from controller.spoke.metrics import ControllerMetrics
 from controller.spoke.worker import Worker
 from statemachines import Config, Settings, VerdictKind
-from statemachines.vocabulary import Reason
+from tests.clock import T0, FakeClock
+from tests.names import R
 from tests.spoke.conftest import WorkerFactory
-from tests.spoke.fakes import T0, FakeAddonStore, FakeClock, addon_object
+from tests.spoke.fakes import FakeAddonStore, addon_object
 from tests.spoke.support import (
     MC,
     WAIT,
     boot,
     collector,
-    condition,
+    condition_of,
     ready,
     report,
     settle,
     true_type,
 )
 from tests.support import eventually
-
-R = Reason
 
 
 def test_start_writes_the_initial_status_once(
@@ -43,7 +42,7 @@ def test_start_writes_the_initial_status_once(
     settle(worker)
     assert len(store.puts) == 1
     assert true_type(store.status) == "Progressing"
-    assert condition(store.status, "MetricsCollectorStatus")["reason"] == "NoReportYet"
+    assert condition_of(store.status, "MetricsCollectorStatus")["reason"] == "NoReportYet"
 
 
 def test_a_status_already_right_is_not_written_again(
@@ -78,7 +77,7 @@ def test_update_failure_blocks_available(make_worker: WorkerFactory, store: Fake
     settle(worker)
     assert verdict.kind is VerdictKind.REFUSED and verdict.rule
     assert true_type(store.status) == "Degraded"
-    assert condition(store.status, "Degraded")["reason"] == "UpdateFailure"
+    assert condition_of(store.status, "Degraded")["reason"] == "UpdateFailure"
 
 
 def test_dampening_window_fires_at_its_deadline_without_a_report(
@@ -96,7 +95,7 @@ def test_dampening_window_fires_at_its_deadline_without_a_report(
     clock.move(seconds=1)
     settle(worker)
     assert true_type(store.status) == "Degraded"
-    mc = condition(store.status, "MetricsCollectorStatus")
+    mc = condition_of(store.status, "MetricsCollectorStatus")
     assert (mc["reason"], mc["lastTransitionTime"]) == ("ForwardFailure", "2025-01-01T12:11:00Z")
 
 
@@ -105,7 +104,7 @@ def test_a_flap_shorter_than_the_window_is_absorbed(
 ) -> None:
     worker = make_worker()
     boot(worker)
-    available_since = condition(store.status, "Available")["lastTransitionTime"]
+    available_since = condition_of(store.status, "Available")["lastTransitionTime"]
     clock.move(minutes=1)
     worker.submit(report(R.FORWARD_FAILURE, MC, message="503"), timeout=WAIT)
     clock.move(minutes=2)
@@ -113,7 +112,7 @@ def test_a_flap_shorter_than_the_window_is_absorbed(
     clock.move(minutes=10)
     settle(worker)
     assert true_type(store.status) == "Available"
-    assert condition(store.status, "Available")["lastTransitionTime"] == available_since
+    assert condition_of(store.status, "Available")["lastTransitionTime"] == available_since
     assert "pendingSince" not in collector(store.status, MC)
 
 
@@ -150,7 +149,7 @@ def test_a_restart_inside_the_window_fires_it_on_time(
     clock.move(minutes=5)
     settle(second)
     assert true_type(store.status) == "Degraded"
-    mc = condition(store.status, "MetricsCollectorStatus")
+    mc = condition_of(store.status, "MetricsCollectorStatus")
     assert (mc["lastTransitionTime"], mc["message"]) == ("2025-01-01T12:11:00Z", "503")
 
 
@@ -161,8 +160,8 @@ def test_a_collector_nobody_hears_of_goes_stale(
     boot(worker)
     clock.move(minutes=15)
     settle(worker)
-    assert condition(store.status, "MetricsCollectorStatus")["status"] == "Unknown"
-    assert condition(store.status, "Degraded")["reason"] == "ReportsStale"
+    assert condition_of(store.status, "MetricsCollectorStatus")["status"] == "Unknown"
+    assert condition_of(store.status, "Degraded")["reason"] == "ReportsStale"
 
 
 def test_the_conditions_follow_the_crs_generation(

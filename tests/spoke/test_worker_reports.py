@@ -18,9 +18,10 @@ from controller.spoke.errors import (
 )
 from controller.spoke.metrics import ControllerMetrics
 from statemachines import Config, VerdictKind
-from statemachines.vocabulary import Reason
+from tests.clock import FakeClock
+from tests.names import R
 from tests.spoke.conftest import WorkerFactory
-from tests.spoke.fakes import FakeAddonStore, FakeClock
+from tests.spoke.fakes import FakeAddonStore
 from tests.spoke.support import (
     MC,
     WAIT,
@@ -33,8 +34,6 @@ from tests.spoke.support import (
     true_type,
 )
 from tests.support import eventually
-
-R = Reason
 
 
 def test_accepted_means_persisted_a_failed_write_is_retried_before_the_answer(

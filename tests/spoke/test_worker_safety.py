@@ -23,12 +23,11 @@ from controller.spoke.errors import StatusRejectedError, WorkerError
 from controller.spoke.metrics import ControllerMetrics
 from controller.spoke.worker import Worker
 from statemachines import Config, Report, Verdict, VerdictKind
-from statemachines.vocabulary import ACM, Reason, State
+from statemachines.vocabulary import ACM, State
+from tests.names import R
 from tests.spoke.conftest import WorkerFactory
 from tests.spoke.fakes import NAME, NAMESPACE, FakeAddonStore
-from tests.spoke.support import MC, WAIT, boot, collector, condition, report, settle
-
-R = Reason
+from tests.spoke.support import MC, WAIT, boot, collector, condition_of, report, settle
 
 
 def _invalid(code: int = 422) -> KubeError:
@@ -134,7 +133,7 @@ def test_a_report_ahead_of_the_watch_is_judged_after_reading_the_cr(
     store.change_spec({"enableMetrics": False})
     verdict = worker.submit(report(R.UPDATE_SUCCESSFUL, None, generation=2), timeout=WAIT)
     assert verdict.kind is VerdictKind.ACCEPTED
-    assert condition(store.status, "Progressing")["observedGeneration"] == 2
+    assert condition_of(store.status, "Progressing")["observedGeneration"] == 2
 
 
 def test_a_report_still_ahead_of_the_cr_is_refused_future_generation(

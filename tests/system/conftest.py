@@ -30,8 +30,8 @@ from controller.spoke.app import Replica
 from controller.spoke.options import Address, RunOptions
 from kubesim import APIServer, UserInfo
 from tests import support
+from tests.clock import FakeClock
 from tests.names import MC, UWL
-from tests.spoke.fakes import FakeClock
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "base" / "crd.yaml"
 SPOKE_NAMESPACE = "open-cluster-management-addon-observability"

@@ -23,9 +23,9 @@ from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION
 from controller.spoke.bookkeeping import KEY
 from kubesim import APIServer, RequestInfo
 from statemachines.placement import UPSTREAM_CONDITION_FIELDS
+from tests.clock import T0, FakeClock
 from tests.kubesim.test_upstream_crd import UPSTREAM_CRD
-from tests.spoke.fakes import T0, FakeClock
-from tests.support import condition, eventually, true_type
+from tests.support import condition_of, eventually, true_type
 from tests.system.conftest import (
     CLUSTER,
     MC,
@@ -81,7 +81,7 @@ def ends_on_time(server: APIServer, clock: FakeClock, tick: Callable[[], object]
     tick()
     status = status_of(server, SPOKE_NAMESPACE)
     assert true_type(status) == "Degraded"
-    fired = condition(status, "MetricsCollector")
+    fired = condition_of(status, "MetricsCollector")
     assert (fired["reason"], fired["lastTransitionTime"]) == (
         "ForwardFailed",
         "2025-01-01T12:11:00Z",
@@ -103,7 +103,7 @@ def test_the_acm_cr_carries_the_profiles_names_and_the_configmap_the_rest(
     assert {tuple(sorted(c)) for c in conditions(status)} == {
         tuple(sorted(UPSTREAM_CONDITION_FIELDS))
     }
-    assert condition(status, "Available")["status"] == "True"
+    assert condition_of(status, "Available")["status"] == "True"
 
     config_map, bookkeeping = kept(spoke_server)
     addon = spoke_server.get_object(GROUP, VERSION, PLURAL, SPOKE_NAMESPACE, NAME)

@@ -22,8 +22,8 @@ from controller import ReportClient
 from controller.spoke.addon import PLURAL
 from controller.spoke.app import Replica
 from kubesim import APIServer
-from tests.spoke.fakes import T0, FakeClock
-from tests.support import condition, eventually, true_type
+from tests.clock import T0, FakeClock
+from tests.support import condition_of, eventually, true_type
 from tests.system.conftest import (
     CLUSTER,
     MC,
@@ -186,7 +186,7 @@ def test_a_leader_killed_mid_window_is_replaced_and_the_window_ends_on_time(
     b.worker.tick().result(WAIT)
     status = status_of(spoke_server, SPOKE_NAMESPACE)
     assert true_type(status) == "Degraded"
-    fired = condition(status, "MetricsCollectorStatus")
+    fired = condition_of(status, "MetricsCollectorStatus")
     assert (fired["reason"], fired["lastTransitionTime"]) == (
         "ForwardFailure",
         "2025-01-01T12:11:00Z",

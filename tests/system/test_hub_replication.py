@@ -17,7 +17,7 @@ from kubernetes import client
 from controller import ReportClient
 from controller.spoke.addon import GROUP, PLURAL, VERSION
 from kubesim import APIServer, RequestInfo, UserInfo
-from tests.support import condition, eventually, true_type
+from tests.support import condition_of, eventually, true_type
 from tests.system.conftest import (
     ADMIN,
     CLUSTER,
@@ -81,7 +81,7 @@ def test_status_copy_carries_the_story_but_never_the_bookkeeping(
     wanted = {k: v for k, v in spoke.items() if k != "collectors"}
     eventually(lambda: status_of(hub_server, CLUSTER) == wanted, what="the hub copy")
     hub = status_of(hub_server, CLUSTER)
-    assert condition(hub, "Ready")["status"] == "True"
+    assert condition_of(hub, "Ready")["status"] == "True"
     assert [v["version"] for v in hub["versions"]] == ["2.14.0", "2.14.0"]
     resources = [o["resource"] for o in hub["relatedObjects"]]
     assert resources == [PLURAL, "leases"]
@@ -111,8 +111,8 @@ def test_an_update_failure_blocks_available_on_spoke_and_hub(
     eventually(hub_in_sync(spoke_server, hub_server), what="the hub copy")
     for status in (status_of(spoke_server, SPOKE_NAMESPACE), status_of(hub_server, CLUSTER)):
         assert true_type(status) == "Degraded"
-        assert condition(status, "Available")["status"] == "False"
-        assert condition(status, "Degraded")["reason"] == "UpdateFailure"
+        assert condition_of(status, "Available")["status"] == "False"
+        assert condition_of(status, "Degraded")["reason"] == "UpdateFailure"
 
 
 def test_the_spoke_goes_on_while_the_hub_is_down_and_the_hub_catches_up(
@@ -168,7 +168,7 @@ def test_a_burst_of_changes_is_coalesced_on_the_hub(
     hub_writes = status_writes(hub_server, user=HUB_WRITER) - hub_before
     assert spoke_writes == 15
     assert 1 <= hub_writes < spoke_writes
-    assert condition(status_of(hub_server, CLUSTER), "MetricsCollectorStatus")["message"] == (
+    assert condition_of(status_of(hub_server, CLUSTER), "MetricsCollectorStatus")["message"] == (
         "sent 14"
     )
 
@@ -185,11 +185,11 @@ def test_a_hub_copy_changed_by_someone_else_is_repaired_by_the_resync(
         objects = client.CustomObjectsApi(admin)
         obj = objects.get_namespaced_custom_object(GROUP, VERSION, CLUSTER, PLURAL, NAME)
         assert isinstance(obj, dict)
-        condition(obj["status"], "Available").update(
+        condition_of(obj["status"], "Available").update(
             status="False", reason="Tampered", message="someone else"
         )
         objects.replace_namespaced_custom_object_status(GROUP, VERSION, CLUSTER, PLURAL, NAME, obj)
-    assert condition(status_of(hub_server, CLUSTER), "Available")["reason"] == "Tampered"
+    assert condition_of(status_of(hub_server, CLUSTER), "Available")["reason"] == "Tampered"
     eventually(hub_in_sync(spoke_server, hub_server), what="the resync to repair the copy")
     assert status_writes(spoke_server) == spoke_writes  # repaired from the hub side alone
 

@@ -21,7 +21,8 @@ from controller.spoke.addon import GROUP, PLURAL, VERSION
 from controller.spoke.app import Replica
 from controller.spoke.options import RunOptions
 from kubesim import APIServer
-from tests.spoke.fakes import NAME, NAMESPACE, FakeClock
+from tests.clock import FakeClock
+from tests.spoke.fakes import NAME, NAMESPACE
 from tests.spoke.support import spoke_replica
 from tests.support import api_client, connection
 

@@ -9,15 +9,15 @@ import pytest
 
 from kubesim import APIServer
 from statemachines import VerdictKind
-from statemachines.vocabulary import Reason, Rule
-from tests.spoke.fakes import FakeClock
+from statemachines.vocabulary import Rule
+from tests.clock import FakeClock
+from tests.names import R
 from tests.spoke.integration.conftest import Addon, SpokeFactory, scrape
 from tests.spoke.integration.test_spoke import boot
 from tests.spoke.support import MC, UWL, WAIT, report, settle
 from tests.support import eventually
 
 pytestmark = pytest.mark.integration
-R = Reason
 
 
 def series(port: int) -> set[tuple[str, tuple[tuple[str, str], ...]]]:
@@ -79,14 +79,14 @@ def test_the_addons_conditions_and_readiness_are_series(
     settle(controller.worker)
     scraped = scrape(port)
 
-    def condition(name: str) -> dict[str, float]:
+    def condition_gauge(name: str) -> dict[str, float]:
         return {
             dict(labels)["status"]: value
             for (metric, labels), value in scraped.items()
             if metric == "addon_status_addon_condition" and dict(labels)["condition"] == name
         }
 
-    assert condition("Degraded") == {"true": 1.0, "false": 0.0, "unknown": 0.0}
-    assert condition("Available") == {"true": 0.0, "false": 1.0, "unknown": 0.0}
-    assert condition("Ready")["false"] == 1.0
+    assert condition_gauge("Degraded") == {"true": 1.0, "false": 0.0, "unknown": 0.0}
+    assert condition_gauge("Available") == {"true": 0.0, "false": 1.0, "unknown": 0.0}
+    assert condition_gauge("Ready")["false"] == 1.0
     assert scraped[("addon_status_ready", ())] == 1.0

@@ -22,7 +22,7 @@ from controller.spoke.app import Replica
 from kubesim import APIServer, RequestInfo
 from statemachines import Report, VerdictKind
 from statemachines.errors import ReportError
-from statemachines.vocabulary import Reason
+from tests.names import R
 from tests.report_api.conftest import Answer, call
 from tests.spoke.fakes import NAME, NAMESPACE
 from tests.spoke.integration.conftest import Addon, SpokeFactory
@@ -30,7 +30,6 @@ from tests.spoke.support import MC, UWL, WAIT, boot, collector, report, settle
 from tests.support import connection, eventually
 
 pytestmark = pytest.mark.integration
-R = Reason
 
 
 def _status_write(info: RequestInfo) -> bool:

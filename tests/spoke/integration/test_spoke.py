@@ -23,8 +23,10 @@ from controller.spoke.addon import GROUP, PLURAL, VERSION
 from controller.spoke.status_writer import owned_types
 from kubesim import APIServer, RequestInfo
 from statemachines import VerdictKind
-from statemachines.vocabulary import SEED, Reason
-from tests.spoke.fakes import NAME, NAMESPACE, FakeClock
+from statemachines.vocabulary import SEED
+from tests.clock import FakeClock
+from tests.names import R
+from tests.spoke.fakes import NAME, NAMESPACE
 from tests.spoke.integration.conftest import OPTIONS, Addon, SpokeFactory, scrape, status_puts
 from tests.spoke.support import (
     MC,
@@ -32,7 +34,7 @@ from tests.spoke.support import (
     WAIT,
     boot,
     collector,
-    condition,
+    condition_of,
     report,
     settle,
     spoke_replica,
@@ -41,7 +43,6 @@ from tests.spoke.support import (
 from tests.support import connection, eventually
 
 pytestmark = pytest.mark.integration
-R = Reason
 
 
 def generations(addon: Addon) -> set[int]:
@@ -60,7 +61,7 @@ def test_boot_sequence_one_write_per_change_none_for_heartbeats_or_refusals(
     assert status_puts(server) == 4
     status = addon.status
     assert true_type(status) == "Available"
-    assert condition(status, "UwlMetricsCollectorStatus")["reason"] == "ForwardSuccessful"
+    assert condition_of(status, "UwlMetricsCollectorStatus")["reason"] == "ForwardSuccessful"
 
     assert worker.submit(report(R.FORWARD_SUCCESSFUL, MC, message="sent"), timeout=WAIT).kind is (
         VerdictKind.HEARTBEAT
@@ -78,7 +79,7 @@ def test_update_failure_blocks_available(addon: Addon, spoke: SpokeFactory) -> N
     settle(worker)
     assert refused.kind is VerdictKind.REFUSED
     assert true_type(addon.status) == "Degraded"
-    assert condition(addon.status, "Degraded")["reason"] == "UpdateFailure"
+    assert condition_of(addon.status, "Degraded")["reason"] == "UpdateFailure"
 
 
 def test_a_flap_is_dampened_and_an_outage_degrades_at_the_deadline(
@@ -86,7 +87,7 @@ def test_a_flap_is_dampened_and_an_outage_degrades_at_the_deadline(
 ) -> None:
     worker = spoke().worker
     boot(worker)
-    available_since = condition(addon.status, "Available")["lastTransitionTime"]
+    available_since = condition_of(addon.status, "Available")["lastTransitionTime"]
     writes = status_puts(server)
 
     clock.move(minutes=1)
@@ -96,7 +97,7 @@ def test_a_flap_is_dampened_and_an_outage_degrades_at_the_deadline(
     settle(worker)
     # The window was opened and closed on the CR (status.collectors); no condition moved.
     assert status_puts(server) == writes + 2
-    assert condition(addon.status, "Available")["lastTransitionTime"] == available_since
+    assert condition_of(addon.status, "Available")["lastTransitionTime"] == available_since
 
     clock.move(minutes=2)  # 12:05
     worker.submit(report(R.FORWARD_FAILURE, MC, message="503 again"), timeout=WAIT)
@@ -105,7 +106,7 @@ def test_a_flap_is_dampened_and_an_outage_degrades_at_the_deadline(
     assert true_type(addon.status) == "Available"
     clock.move(seconds=1)
     settle(worker)
-    mc = condition(addon.status, "MetricsCollectorStatus")
+    mc = condition_of(addon.status, "MetricsCollectorStatus")
     assert true_type(addon.status) == "Degraded"
     assert (mc["lastTransitionTime"], mc["message"]) == ("2025-01-01T12:15:00Z", "503 again")
 
@@ -128,7 +129,7 @@ def test_a_restart_inside_a_dampening_window_fires_it_on_time(
     clock.move(minutes=5)
     settle(second.worker)
     assert true_type(addon.status) == "Degraded"
-    assert condition(addon.status, "MetricsCollectorStatus")["lastTransitionTime"] == (
+    assert condition_of(addon.status, "MetricsCollectorStatus")["lastTransitionTime"] == (
         "2025-01-01T12:11:00Z"
     )
 
@@ -152,7 +153,7 @@ def test_a_restart_in_the_middle_of_an_update_keeps_versions_history_and_last_kn
         {"name": MC, "version": "2.14.0"},
         {"name": UWL, "version": "2.14.0"},
     ]
-    assert "updating 2.14.0 -> 2.15.0" in condition(before, "Progressing")["message"]
+    assert "updating 2.14.0 -> 2.15.0" in condition_of(before, "Progressing")["message"]
 
     clock.move(minutes=1)
     second = spoke()

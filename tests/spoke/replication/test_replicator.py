@@ -20,6 +20,7 @@ from controller.kube.api import ErrorKind
 from controller.ops.leader import SystemClock
 from controller.spoke.metrics import ReplicationMetrics
 from controller.spoke.replication import HubReplicator
+from tests.clock import FakeClock
 from tests.spoke.replication.fakes import NAME, NAMESPACE, FakeHub, FakeSource
 from tests.support import eventually
 
@@ -270,29 +271,21 @@ def test_the_resync_repairs_a_hub_copy_someone_else_changed(
     assert len(hub.written) == 2
 
 
-class ManualClock:
-    def __init__(self) -> None:
-        self.at = 1000.0
-
-    def monotonic(self) -> float:
-        return self.at
-
-
 def test_the_resync_counts_from_the_last_sync(hub: FakeHub, replicator: Factory) -> None:
     """A sync at 60 s moves the resync to 160 s: the one due at 100 s by the first sync is
     not made (the work queue keeps the earlier of two times; the replicator waits again)."""
-    clock = ManualClock()
+    clock = FakeClock()
     rep = replicator(clock=clock, resync_interval=100.0)
     rep.publish(status(1))
     assert rep.wait_synced(5)
-    clock.at += 60
+    clock.move(seconds=60)
     rep.publish(status(2))
     assert rep.wait_synced(5)
     reads = len(hub.ops("get"))
-    clock.at += 41  # 101 s after the first sync, 41 s after the last
+    clock.move(seconds=41)  # 101 s after the first sync, 41 s after the last
     time.sleep(1.5)  # the queue looks at the clock at least once a second
     assert len(hub.ops("get")) == reads
-    clock.at += 60
+    clock.move(seconds=60)
     eventually(lambda: len(hub.ops("get")) == reads + 1, what="the resync 100 s after the last")
 
 
