@@ -16,6 +16,7 @@ from controller.fleet.view import summarise, summary_line
 from controller.kube.api import KubeError
 from controller.kube.kubeconfig import KubeconfigSource
 from controller.kube.rest import RestKube
+from controller.kube.runnable import Runnable
 
 __all__ = ["FleetLine"]
 
@@ -32,11 +33,11 @@ class FleetLine:
         self._view = view
         self._every = every
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="demo-fleet-line", daemon=True)
+        self._runner = Runnable("demo-fleet-line", self._run, self._stop.set)
         self._shown: object = None
 
     def __enter__(self) -> FleetLine:
-        self._thread.start()
+        self._runner.start()
         return self
 
     def __exit__(
@@ -45,8 +46,7 @@ class FleetLine:
         error: BaseException | None,
         trace: TracebackType | None,
     ) -> None:
-        self._stop.set()
-        self._thread.join(5)
+        self._runner.stop(5)
         self.show(always=True)  # the fleet as the play left it, whatever changed
 
     def show(self, *, always: bool = False) -> None:

@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from controller.kube.runnable import Runnable
+
 __all__ = ["BoundedPool", "ServerThread"]
 
 _Connection = tuple[Any, Any, float]  # (socket, client address) as accepted, and when
@@ -228,14 +230,12 @@ class ServerThread:
         self._name = name
         self._build = build
         self._server: socketserver.BaseServer | None = None
-        self._thread: threading.Thread | None = None
+        self._runner: Runnable | None = None
 
     def start(self) -> None:
         self._server = self._build()
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name=self._name, daemon=True
-        )
-        self._thread.start()
+        self._runner = Runnable(self._name, self._server.serve_forever, self._server.shutdown)
+        self._runner.start()
 
     @property
     def port(self) -> int:
@@ -245,8 +245,7 @@ class ServerThread:
     def stop(self, timeout: float = 5.0) -> None:
         if self._server is None:
             return
-        self._server.shutdown()
+        if self._runner is not None:
+            self._runner.stop(timeout)
         self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout)
-        self._server = None
+        self._server = self._runner = None

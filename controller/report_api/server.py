@@ -16,8 +16,8 @@ from __future__ import annotations
 import ipaddress
 import logging
 import socket
-import threading
 
+from controller.kube.runnable import Runnable
 from controller.report_api.auth import (
     Authenticator,
     Authorizer,
@@ -85,7 +85,7 @@ class ReportServer:
         self._tls = tls
         self._workers = workers
         self._server: ReportHTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._runner: Runnable | None = None
 
     def start(self) -> None:
         if self._server is not None:
@@ -104,24 +104,23 @@ class ReportServer:
         except OSError as error:
             raise ConfigError(f"cannot listen on {host}:{self._address[1]}: {error}") from error
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="report-api")
-        self._thread.start()
+        self._runner = Runnable("report-api", server.serve_forever, server.shutdown)
+        self._runner.start()
         if self._tls is not None and self._tls.refresher is not None:
             self._tls.refresher.start()
         log.info("report API listening", extra={"url": self.url})
 
     def stop(self, *, grace: float = 2.0) -> None:
         """Stop accepting, let answers in flight finish (up to `grace`), close everything."""
-        server, thread = self._server, self._thread
-        if server is None or thread is None:
+        server, runner = self._server, self._runner
+        if server is None or runner is None:
             return
         if self._tls is not None and self._tls.refresher is not None:
             self._tls.refresher.stop(grace)
-        server.shutdown()
-        thread.join(grace)
+        runner.stop(grace)  # no new connection is taken
         server.close_connections(grace)
         server.server_close()
-        self._server = self._thread = None
+        self._server = self._runner = None
 
     @property
     def listening(self) -> bool:
