@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import FrameType
-from typing import Protocol, TypeVar
+from typing import Generic, Protocol, Self, TypeVar
 
 from prometheus_client import CollectorRegistry, Gauge
 
@@ -52,6 +52,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+OptionsT = TypeVar("OptionsT", bound=ProcessOptions)
 
 
 class Part(Protocol):
@@ -80,7 +82,7 @@ def lease_seam(api: Connection, options: ProcessOptions) -> RestKube:
     return RestKube(api, request_timeout=options.renew_deadline.total_seconds() / 2)
 
 
-class Process:
+class Process(Generic[OptionsT]):
     """One process of `options`; see the module docstring. `serve=False` runs no metrics or
     probe server (a hub side inside the demo). `lease_kube` is where the Lease lives
     (required with `--leader-elect`), `lease_namespace` its namespace unless the options say.
@@ -88,7 +90,7 @@ class Process:
 
     def __init__(
         self,
-        options: ProcessOptions,
+        options: OptionsT,
         *,
         lease_kube: Kube | None = None,
         lease_namespace: str = "default",
@@ -144,6 +146,7 @@ class Process:
         self._leading_now = False  # the hooks last heard "leading"
         self.stopping = False  # stop() has begun: a step-down now is the last one
         self.releasing = True  # False: stop as a crash would, the Lease left to expire
+        self._closing: list[Callable[[], None]] = []
 
     # --- assembling -------------------------------------------------------------------------
 
@@ -170,6 +173,11 @@ class Process:
     def on_stepping_down(self, hook: Callable[[], None]) -> None:
         """`hook()` runs each time it stops leading, and once more on stop if it leads."""
         self._on_stepping_down.append(hook)
+
+    def close_with(self, close: Callable[[], None]) -> None:
+        """`close()` runs once the process has stopped (or failed to start or be assembled):
+        what the assembly opened for itself, such as its clients."""
+        self._closing.append(close)
 
     # --- running ----------------------------------------------------------------------------
 
@@ -219,8 +227,18 @@ class Process:
             if server is not None:
                 server.stop()
         self.probes = self.metrics_server = None
+        self.close()
 
-    def __enter__(self) -> Process:
+    def close(self) -> None:
+        """Close what `close_with` was given, newest first, each once."""
+        while self._closing:
+            close = self._closing.pop()
+            try:
+                close()
+            except Exception:
+                log.exception("closing failed")
+
+    def __enter__(self) -> Self:
         self.start()
         return self
 
@@ -274,9 +292,6 @@ class Process:
 
 class _Running(Protocol):
     def stop(self) -> None: ...
-
-
-OptionsT = TypeVar("OptionsT", bound=ProcessOptions)
 
 
 def run_process(

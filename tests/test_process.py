@@ -2,7 +2,7 @@
 start in the order added and stop in reverse, after the step-down; a single replica leads from
 start to stop and still writes while its parts finish; with election, a lost Lease stops the
 writes before anything else and a stop releases the Lease; a part that cannot start stops what
-started; servers answer metrics and probes with every check added; the signal loop ends on
+started; what the assembly opened is closed once, after the parts; servers answer metrics and probes with every check added; the signal loop ends on
 SIGTERM with exit 0 and on a start that fails with one line and exit 1."""
 
 from __future__ import annotations
@@ -74,9 +74,22 @@ def test_a_part_that_cannot_start_stops_what_started() -> None:
     process = Process(OPTIONS, serve=False)
     process.add("a", Part("a", seen))
     process.add("b", Part("b", seen, fails=True))
+    process.close_with(lambda: seen.append("close"))
     with pytest.raises(AddonStatusError, match="b cannot start"):
         process.start()
-    assert seen == ["start a", "stop a"]
+    assert seen == ["start a", "stop a", "close"]
+
+
+def test_what_the_assembly_opened_is_closed_once_after_the_parts_stopped() -> None:
+    seen: list[str] = []
+    process = Process(OPTIONS, serve=False)
+    process.add("a", Part("a", seen))
+    process.close_with(lambda: seen.append("close client"))
+    process.close_with(lambda: seen.append("close hub source"))
+    with process:
+        assert seen == ["start a"]
+    process.stop()  # idempotent: nothing is closed twice
+    assert seen == ["start a", "stop a", "close hub source", "close client"]
 
 
 def test_the_servers_answer_every_check_and_the_leader_gauge() -> None:

@@ -33,11 +33,12 @@ from controller.process import Process, lease_seam, run_process
 __all__ = ["HubReplica", "hub_side", "run_hub_command"]
 
 
-class HubReplica:
-    """One replica of the hub side on `api_client` (the caller's), else on the client of
-    `--kubeconfig` (its own). `start()` starts the servers, the mirroring and the election (or
-    leads at once without it); `stop()` steps down, releases the Lease (unless
-    `release=False`: a crash as the other replica sees it) and joins every thread."""
+class HubReplica(Process[HubOptions]):
+    """One replica of the hub side: the process with the mirror added, on `api_client` (the
+    caller's), else on the client of `--kubeconfig` (its own, closed when it stops). `start()`
+    starts the servers, the mirroring and the election (or leads at once without it); `stop()`
+    steps down, releases the Lease (unless `release=False`: a crash as the other replica sees
+    it) and joins every thread."""
 
     def __init__(
         self,
@@ -51,70 +52,42 @@ class HubReplica:
         watch_seconds: int = 300,
         serve: bool = True,
     ) -> None:
-        self.options = options
-        self._own_client = api_client is None
-        self.api_client = client_for(options.kubeconfig) if api_client is None else api_client
-        api_client = self.api_client
-        kube = RestKube(api_client, request_timeout=options.request_timeout)
-        lease_kube = lease_seam(api_client, options)
-        self.process = Process(
-            options,
-            lease_kube=lease_kube,
-            registry=registry,
-            identity=identity,
-            io_clock=io_clock,
-            serve=serve,
-        )
-        self.registry = self.process.registry
-        self.role = self.process.role
-        self.side = HubSide(
-            kube,
-            metrics=MirrorMetrics(self.registry),
-            role=self.role,
-            addon_name=options.addon_name,
-            copy_name=options.copy_name,
-            namespace_selector=options.namespace_selector,
-            resync_interval=options.resync.total_seconds(),
-            backoff=backoff,
-            watch_seconds=watch_seconds,
-            watches=Watches(
-                copies=self.process.watch_metrics.watch("hub-copies"),
-                addons=self.process.watch_metrics.watch("managed-cluster-addons"),
-                clusters=self.process.watch_metrics.watch("cluster-namespaces"),
-            ),
-        )
-        self.registry.register(ClusterStates(self.side.cluster_states))
-        self.process.add(
-            "mirror", self.side, alive=lambda: self.side.alive, ready=lambda: self.side.synced
-        )
-        self.process.on_leading(self.side.resync)
-
-    @property
-    def leading(self) -> bool:
-        return self.role.may_write()
-
-    def start(self) -> None:
+        api = client_for(options.kubeconfig) if api_client is None else api_client
         try:
-            self.process.start()
+            super().__init__(
+                options,
+                lease_kube=lease_seam(api, options),
+                registry=registry,
+                identity=identity,
+                io_clock=io_clock,
+                serve=serve,
+            )
+            self.api_client = api
+            self.side = HubSide(
+                RestKube(api, request_timeout=options.request_timeout),
+                metrics=MirrorMetrics(self.registry),
+                role=self.role,
+                addon_name=options.addon_name,
+                copy_name=options.copy_name,
+                namespace_selector=options.namespace_selector,
+                resync_interval=options.resync.total_seconds(),
+                backoff=backoff,
+                watch_seconds=watch_seconds,
+                watches=Watches(
+                    copies=self.watch_metrics.watch("hub-copies"),
+                    addons=self.watch_metrics.watch("managed-cluster-addons"),
+                    clusters=self.watch_metrics.watch("cluster-namespaces"),
+                ),
+            )
         except BaseException:
-            self._close_client()
+            if api_client is None:
+                api.close()
             raise
-
-    def stop(self, *, release: bool = True) -> None:
-        self.process.stop(release=release)
-        self._close_client()
-
-    def _close_client(self) -> None:
-        if self._own_client:
-            self.api_client.close()
-            self._own_client = False
-
-    def __enter__(self) -> HubReplica:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        if api_client is None:
+            self.close_with(api.close)
+        self.registry.register(ClusterStates(self.side.cluster_states))
+        self.add("mirror", self.side, alive=lambda: self.side.alive, ready=lambda: self.side.synced)
+        self.on_leading(self.side.resync)
 
 
 @contextmanager

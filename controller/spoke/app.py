@@ -75,7 +75,7 @@ def related_objects(options: RunOptions) -> list[RelatedObject]:
     return found
 
 
-class Replica:
+class Replica(Process[RunOptions]):
     """One replica of the spoke controller, from `RunOptions`; see the module docstring.
 
     `start()` raises (and leaves nothing running) when the CR cannot be read or a server
@@ -107,33 +107,37 @@ class Replica:
         calls; `max_wait` is the longest the worker sleeps without looking at `clock` (a
         faster clock needs a short one); `unready_after` how long a change may wait to be
         written before /readyz fails."""
-        self.options = options
         self.config = (config or options.config()).with_related(*related_objects(options))
-        self._own_client = api_client is None and kube is None
-        self.api_client = api_client
-        if kube is None:
-            if self.api_client is None:
-                self.api_client = client_for(options.kubeconfig)
-            kube = RestKube(self.api_client, request_timeout=options.request_timeout)
-        self.kube = kube
-        self._io_clock = io_clock or SystemClock()
-        self._hub_source = hub_source
-        self._own_hub_source: KubeconfigSource | None = None
-        self._hub_backoff = hub_backoff
-        self.process = Process(
-            options,
-            lease_kube=kube if self.api_client is None else lease_seam(self.api_client, options),
-            lease_namespace=options.addon_namespace,
-            registry=registry,
-            identity=identity,
-            io_clock=self._io_clock,
-        )
-        self.registry = self.process.registry
+        own = api_client is None and kube is None
+        if own:
+            api_client = client_for(options.kubeconfig)
+        try:
+            if kube is None:
+                assert api_client is not None
+                kube = RestKube(api_client, request_timeout=options.request_timeout)
+            self.api_client, self.kube = api_client, kube
+            self._io_clock = io_clock or SystemClock()
+            self._hub_source = hub_source
+            self._hub_backoff = hub_backoff
+            super().__init__(
+                options,
+                lease_kube=kube if api_client is None else lease_seam(api_client, options),
+                lease_namespace=options.addon_namespace,
+                registry=registry,
+                identity=identity,
+                io_clock=self._io_clock,
+            )
+        except BaseException:
+            if own and api_client is not None:
+                api_client.close()
+            raise
+        if own and api_client is not None:
+            self.close_with(api_client.close)
         self.replication: Replication | None = None  # the hub copy, when there is a hub
         try:
             self._assemble(clock, watch_seconds, watch_backoff, max_wait, unready_after)
         except BaseException:
-            self._close_clients()
+            self.close()
             raise
 
     def _assemble(
@@ -144,8 +148,8 @@ class Replica:
         max_wait: float,
         unready_after: float,
     ) -> None:
-        options, process, config = self.options, self.process, self.config
-        store = AddonStore(self.kube, options.ref, instance=self.process.identity)
+        options, config = self.options, self.config
+        store = AddonStore(self.kube, options.ref, instance=self.identity)
         self.metrics = metrics = ControllerMetrics(self.registry, config)
         self.registry.register(AddonConditions(lambda: self.worker.state))
         recorder = EventRecorder(
@@ -157,7 +161,7 @@ class Replica:
             metrics=metrics,
             clock=clock,
             record_events=recorder.record,
-            role=process.role,
+            role=self.role,
             max_wait=max_wait,
             unready_after=unready_after,
         )
@@ -165,12 +169,12 @@ class Replica:
             self.kube,
             options.ref,
             worker.observe,
-            metrics=process.watch_metrics.watch(ADDON_WATCH),
+            metrics=self.watch_metrics.watch(ADDON_WATCH),
             backoff=watch_backoff,
             watch_seconds=watch_seconds,
         )
-        process.add("event-recorder", recorder)
-        process.add(
+        self.add("event-recorder", recorder)
+        self.add(
             "worker",
             worker,
             alive=lambda: worker.alive,
@@ -178,24 +182,24 @@ class Replica:
             # the connection, so the retry may reach the leader.
             ready=lambda: worker.alive,
         )
-        process.readiness["addon"] = lambda: worker.present
+        self.readiness["addon"] = lambda: worker.present
         # A leader whose status writes keep failing cannot do its job: say so.
-        process.readiness["status-write"] = lambda: worker.writing
-        process.add("watch", self.watch, alive=lambda: self.watch.alive)
+        self.readiness["status-write"] = lambda: worker.writing
+        self.add("watch", self.watch, alive=lambda: self.watch.alive)
         self.evaluations = Evaluations(worker.observe_object)
         if config.resources:
-            process.add("health-rules", self.evaluations, alive=lambda: self.evaluations.alive)
+            self.add("health-rules", self.evaluations, alive=lambda: self.evaluations.alive)
         self.object_watches = object_watches(
             self.kube,
             config.resources,
             self.evaluations.offer,
-            metrics=process.watch_metrics,
+            metrics=self.watch_metrics,
             backoff=watch_backoff,
             watch_seconds=watch_seconds,
         )
         for reflector in self.object_watches:
-            process.watch_metrics.watch(reflector.name)
-            _add_watch(process, reflector)
+            self.watch_metrics.watch(reflector.name)
+            _add_watch(self, reflector)
         self.sink = WorkerSink(worker)
         self.report_server: ReportServer = build_report_server(
             options,
@@ -205,41 +209,24 @@ class Replica:
             kube=lambda: self.kube,
         )
         # Ready only once it listens: the Service routes reports to a ready pod at once.
-        process.add("report-api", self.report_server, ready=lambda: self.report_server.listening)
+        self.add("report-api", self.report_server, ready=lambda: self.report_server.listening)
         make = self._replicator_maker()
         if make is not None:
             self.replication = Replication(make)
             worker.on_status_written.append(self.replication.publish)
-        process.on_leading(self._lead)
-        process.on_stepping_down(self._step_down)
+        self.on_leading(self._begin_term)
+        self.on_stepping_down(self._end_term)
 
     # ---- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
         try:
-            self.process.start()
+            super().start()
         except NotFoundError as error:
-            self._close_clients()
             raise OptionsError(
                 f"the addon CR {self.options.ref} does not exist (kind ObservabilityAddon; "
                 "set --addon-name / --addon-namespace)"
             ) from error
-        except BaseException:
-            self._close_clients()
-            raise
-
-    def stop(self, *, release: bool = True) -> None:
-        """Stop everything; `release=False` leaves the Lease to expire (a crash, as the other
-        replica sees it)."""
-        self.process.stop(release=release)
-        self._close_clients()
-
-    def __enter__(self) -> Replica:
-        self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # ---- what tests, the demo and the probes look at ---------------------------------------
 
@@ -253,22 +240,22 @@ class Replica:
 
     @property
     def metrics_url(self) -> str:
-        return self.process.url(self.process.metrics_server)
+        return self.url(self.metrics_server)
 
     @property
     def probe_url(self) -> str:
-        return self.process.url(self.process.probes)
+        return self.url(self.probes)
 
     # ---- leadership --------------------------------------------------------------------------
 
-    def _lead(self) -> None:
+    def _begin_term(self) -> None:
         if self.replication is not None:
             self.replication.begin_term()
-        if self.process.elector is not None:
+        if self.elector is not None:
             self.worker.set_leader(True)
 
-    def _step_down(self) -> None:
-        if self.process.elector is not None:
+    def _end_term(self) -> None:
+        if self.elector is not None:
             self.worker.set_leader(False)
         drain = self.options.request_timeout + 1.0
         try:
@@ -276,7 +263,7 @@ class Replica:
         except (FutureTimeout, WorkerError) as error:
             log.warning("the worker did not drain before the step-down: %s", error or "timeout")
         if self.replication is not None:
-            handing_over = self.process.stopping and self.process.releasing
+            handing_over = self.stopping and self.releasing
             self.replication.end_term(hand_over=_HANDOVER if handing_over else None, drain=drain)
 
     def _replicator_maker(self) -> Callable[[], HubReplicator] | None:
@@ -289,7 +276,8 @@ class Replica:
             raise OptionsError("--cluster-name / ADDON_STATUS_CLUSTER_NAME: required with a hub")
         if source is None:
             assert self.options.hub_kubeconfig is not None
-            source = self._own_hub_source = KubeconfigSource(self.options.hub_kubeconfig)
+            source = KubeconfigSource(self.options.hub_kubeconfig)
+            self.close_with(source.close)
         metrics = ReplicationMetrics(self.registry, monotonic=self._io_clock.monotonic)
         first, longest = self._hub_backoff
 
@@ -310,16 +298,8 @@ class Replica:
 
         return replicator
 
-    def _close_clients(self) -> None:
-        if self._own_hub_source is not None:
-            self._own_hub_source.close()
-            self._own_hub_source = None
-        if self._own_client and self.api_client is not None:
-            self.api_client.close()
-            self._own_client = False
 
-
-def _add_watch(process: Process, reflector: Reflector) -> None:
+def _add_watch(process: Process[RunOptions], reflector: Reflector) -> None:
     process.add(reflector.name, reflector, alive=lambda: reflector.alive)
 
 

@@ -115,12 +115,12 @@ def test_prometheus_alerts_while_degraded_and_resolves_after_recovery(prometheus
             connection(hub.server, "hub-a") as client_,
             HubReplica(options, client_, identity="hub-a") as side,
         ):
-            assert side.process.metrics_server is not None
+            assert side.metrics_server is not None
             spoke.system.report(reason="UpdateFailure", message="rollout failed")
             spoke_target = spoke.controller.metrics_url.removeprefix("http://")
             url = prometheus_at({
                 "addon-status": (spoke_target, {"namespace": "spoke", "pod": "spoke-a"}),
-                "addon-status-hub": (f"127.0.0.1:{side.process.metrics_server.port}",
+                "addon-status-hub": (f"127.0.0.1:{side.metrics_server.port}",
                                      {"namespace": "hub", "pod": "hub-a"}),
             })  # fmt: skip
 

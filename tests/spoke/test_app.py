@@ -54,7 +54,7 @@ def test_reports_reach_the_cr_and_the_metrics(controller: Replica, store: FakeAd
     worker.submit(report(Reason.FORWARD_SUCCESSFUL, MC), timeout=WAIT)
     settle(worker)
     assert store.status["collectors"][0]["state"] == "Available"
-    code, text = fetch(controller.process.metrics_server.port, "/metrics")
+    code, text = fetch(controller.metrics_server.port, "/metrics")
     samples = {
         (s.name, tuple(sorted(s.labels.items()))): s.value
         for family in text_string_to_metric_families(text)
@@ -79,8 +79,8 @@ def test_the_watch_brings_spec_changes_to_the_worker(
 
 
 def test_probes_answer_on_their_own_port(controller: Replica) -> None:
-    port = controller.process.probes.port
-    assert port != controller.process.metrics_server.port
+    port = controller.probes.port
+    assert port != controller.metrics_server.port
     assert fetch(port, "/healthz") == (200, "ok")
     assert fetch(port, "/readyz") == (200, "ok")
     controller.worker.set_leader(False)  # a follower stays ready: reports retry to the leader

@@ -92,8 +92,8 @@ def leader_and_follower(replicas: ReplicaFactory) -> tuple[Replica, Replica]:
     leader = replicas("a", leader_elect=True)
     eventually(lambda: leader.leading, what="a to lead")
     follower = replicas("b", leader_elect=True)
-    assert follower.process.elector is not None
-    eventually(lambda: follower.process.elector.holder == "a", what="b to see a's Lease")  # type: ignore[union-attr]
+    assert follower.elector is not None
+    eventually(lambda: follower.elector.holder == "a", what="b to see a's Lease")  # type: ignore[union-attr]
     return leader, follower
 
 

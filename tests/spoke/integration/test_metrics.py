@@ -29,7 +29,7 @@ def test_every_labelled_series_is_exported_from_the_start(
     server: APIServer, addon: Addon, spoke: SpokeFactory, clock: FakeClock
 ) -> None:
     controller = spoke()
-    port = controller.process.metrics_server.port
+    port = controller.metrics_server.port
     at_start = series(port)
     worker = controller.worker
 
@@ -73,7 +73,7 @@ def test_the_addons_conditions_and_readiness_are_series(
     so an alert sees a Degraded addon without reading the CR; `addon_status_ready` is what
     /readyz answers."""
     controller = spoke()
-    port = controller.process.metrics_server.port
+    port = controller.metrics_server.port
     boot(controller.worker)
     controller.worker.submit(report(R.UPDATE_FAILURE, None, message="rollout failed"), timeout=WAIT)
     settle(controller.worker)

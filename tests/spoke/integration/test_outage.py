@@ -49,7 +49,7 @@ def test_an_api_server_outage_is_logged_once_lost_once_restored_and_counted(
 ) -> None:
     controller = spoke(watch_backoff=Backoff(initial=0.05, maximum=0.2))
     settle(controller.worker)
-    port = controller.process.metrics_server.port
+    port = controller.metrics_server.port
 
     def sample(name: str, **labels: str) -> float:
         return scrape(port)[(name, tuple(sorted(labels.items())))]

@@ -47,7 +47,7 @@ def _post(controller: Replica, body: dict[str, Any]) -> Answer:
 
 
 def _readyz(controller: Replica) -> tuple[int, str]:
-    url = f"http://127.0.0.1:{controller.process.probes.port}/readyz?verbose"
+    url = f"http://127.0.0.1:{controller.probes.port}/readyz?verbose"
     try:
         with urllib.request.urlopen(url, timeout=WAIT) as answer:
             return answer.status, answer.read().decode()

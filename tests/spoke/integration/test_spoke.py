@@ -316,7 +316,7 @@ def test_metrics_are_exposed_on_their_own_port(server: APIServer, spoke: SpokeFa
     boot(controller.worker)
     controller.worker.submit(report(R.NOT_SUPPORTED, None), timeout=WAIT)
     settle(controller.worker)
-    samples = scrape(controller.process.metrics_server.port)
+    samples = scrape(controller.metrics_server.port)
 
     def one(name: str, **labels: str) -> float:
         return samples[(name, tuple(sorted(labels.items())))]
@@ -344,7 +344,7 @@ def probe(port: int, path: str) -> tuple[int, str]:
 
 def test_probes_follow_the_cr(server: APIServer, addon: Addon, spoke: SpokeFactory) -> None:
     controller = spoke()
-    port = controller.process.probes.port
+    port = controller.probes.port
     assert probe(port, "/healthz") == (200, "ok")
     eventually(lambda: probe(port, "/readyz") == (200, "ok"), "ready")
 
