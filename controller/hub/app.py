@@ -53,16 +53,18 @@ class HubReplica(Process[HubOptions]):
         serve: bool = True,
     ) -> None:
         api = client_for(options.kubeconfig) if api_client is None else api_client
+        super().__init__(
+            options,
+            lease_kube=lease_seam(api, options),
+            registry=registry,
+            identity=identity,
+            io_clock=io_clock,
+            serve=serve,
+        )
+        if api_client is None:
+            self.close_with(api.close)
+        self.api_client = api
         try:
-            super().__init__(
-                options,
-                lease_kube=lease_seam(api, options),
-                registry=registry,
-                identity=identity,
-                io_clock=io_clock,
-                serve=serve,
-            )
-            self.api_client = api
             self.side = HubSide(
                 RestKube(api, request_timeout=options.request_timeout),
                 metrics=MirrorMetrics(self.registry),
@@ -80,11 +82,8 @@ class HubReplica(Process[HubOptions]):
                 ),
             )
         except BaseException:
-            if api_client is None:
-                api.close()
+            self.close()
             raise
-        if api_client is None:
-            self.close_with(api.close)
         self.registry.register(ClusterStates(self.side.cluster_states))
         self.add("mirror", self.side, alive=lambda: self.side.alive, ready=lambda: self.side.synced)
         self.on_leading(self.side.resync)

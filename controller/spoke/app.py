@@ -111,26 +111,21 @@ class Replica(Process[RunOptions]):
         own = api_client is None and kube is None
         if own:
             api_client = client_for(options.kubeconfig)
-        try:
-            if kube is None:
-                assert api_client is not None
-                kube = RestKube(api_client, request_timeout=options.request_timeout)
-            self.api_client, self.kube = api_client, kube
-            self._io_clock = io_clock or SystemClock()
-            self._hub_source = hub_source
-            self._hub_backoff = hub_backoff
-            super().__init__(
-                options,
-                lease_kube=kube if api_client is None else lease_seam(api_client, options),
-                lease_namespace=options.addon_namespace,
-                registry=registry,
-                identity=identity,
-                io_clock=self._io_clock,
-            )
-        except BaseException:
-            if own and api_client is not None:
-                api_client.close()
-            raise
+        if kube is None:
+            assert api_client is not None
+            kube = RestKube(api_client, request_timeout=options.request_timeout)
+        self.api_client, self.kube = api_client, kube
+        self._io_clock = io_clock or SystemClock()
+        self._hub_source = hub_source
+        self._hub_backoff = hub_backoff
+        super().__init__(
+            options,
+            lease_kube=kube if api_client is None else lease_seam(api_client, options),
+            lease_namespace=options.addon_namespace,
+            registry=registry,
+            identity=identity,
+            io_clock=self._io_clock,
+        )
         if own and api_client is not None:
             self.close_with(api_client.close)
         self.replication: Replication | None = None  # the hub copy, when there is a hub
