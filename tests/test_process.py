@@ -2,8 +2,9 @@
 start in the order added and stop in reverse, after the step-down; a single replica leads from
 start to stop and still writes while its parts finish; with election, a lost Lease stops the
 writes before anything else and a stop releases the Lease; a part that cannot start stops what
-started; what the assembly opened is closed once, after the parts; servers answer metrics and probes with every check added; the signal loop ends on
-SIGTERM with exit 0 and on a start that fails with one line and exit 1."""
+started; what the assembly opened is closed once, after the parts; servers answer metrics and
+probes with every check added; the signal loop ends on SIGTERM with exit 0 and on a start that
+fails with one line and exit 1."""
 
 from __future__ import annotations
 
