@@ -7,9 +7,8 @@ True (or of its reason) an `AddonStatusChanged` one; the words come from the cor
 own through the work queue (`controller.kube.workqueue`, a key per record, at most `capacity`
 waiting), so a slow or failing Events API never delays a status write, and when it is full the
 newest Events are dropped (and counted), as client-go's broadcaster drops them when its channel
-is full. Repeats are correlated as
-client-go's recorder does (`controller.spoke.event_series`): a move seen before raises the count
-of its Event instead of creating another.
+is full. Repeats are correlated as client-go's recorder does (`controller.spoke.event_series`):
+a move seen before raises the count of its Event instead of creating another.
 """
 
 from __future__ import annotations
