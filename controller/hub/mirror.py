@@ -50,6 +50,7 @@ __all__ = [
     "Repairs",
     "cluster_namespace",
     "cluster_state",
+    "from_newer_copy",
     "managed_cluster_addon",
     "mirror",
     "owned",
@@ -144,6 +145,26 @@ def mirror(
             result.append(dict(condition))
     result.extend(wanted.values())
     return None if result == [dict(c) for c in addon_conditions] else result
+
+
+def from_newer_copy(
+    hub_conditions: Sequence[Mapping[str, Any]], addon_conditions: Sequence[Mapping[str, Any]]
+) -> bool:
+    """Whether an owned condition of the `ManagedClusterAddOn` changed later than the same
+    type of the hub copy `hub_conditions`: it was written from a newer hub copy (ACM's
+    observability operator copies the copy's conditions with their times, and its watch may
+    be ahead of the hub side's). An unreadable time proves nothing."""
+    times = {c["type"]: c["lastTransitionTime"] for c in standard_conditions(hub_conditions)}
+    for condition in owned(addon_conditions):
+        theirs, ours = condition.get("lastTransitionTime"), times.get(condition["type"])
+        if not (isinstance(theirs, str) and isinstance(ours, str)):
+            continue
+        try:
+            if parse_time(theirs) > parse_time(ours):
+                return True
+        except ValueError:
+            continue
+    return False
 
 
 class Repairs:

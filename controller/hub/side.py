@@ -21,7 +21,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Final
 
-from controller.hub.caches import HubCaches, Watches
+from controller.hub.caches import Addon, HubCaches, Watches
 from controller.hub.metrics import MirrorMetrics
 from controller.hub.mirror import (
     MANAGED_CLUSTER_ADDON,
@@ -29,10 +29,12 @@ from controller.hub.mirror import (
     ClusterState,
     Repairs,
     cluster_state,
+    from_newer_copy,
     mirror,
     owned,
+    standard_conditions,
 )
-from controller.kube.api import ConflictError, ErrorKind, Kube, KubeError
+from controller.kube.api import ADDON, ConflictError, ErrorKind, Kube, KubeError, NotFoundError
 from controller.kube.backoff import Backoff
 from controller.kube.runnable import Runnable
 from controller.kube.update import update_status
@@ -164,11 +166,7 @@ class HubSide:
             missing = KubeError(f"no ManagedClusterAddOn {namespace}/{name}", status=404)
             self._failed(namespace, found.refused or missing)
             return
-        if mirror(copy, addon.conditions) is None:
-            self._succeeded(namespace)
-            return
-        if not self._repairs.due(namespace, copy):
-            self._contest(namespace)
+        if self._settled(namespace, copy, addon):
             return
 
         def conditions(status: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -213,6 +211,36 @@ class HubSide:
                 namespace, name, extra={"owned": [c["type"] for c in owned(copy)]},
             )  # fmt: skip
         self._succeeded(namespace)
+
+    def _settled(self, namespace: str, copy: list[dict[str, Any]], addon: Addon) -> bool:
+        """Nothing to write now: the ManagedClusterAddOn says what the copy says, a newer copy
+        is on its way, or another writer is left alone (`Repairs`)."""
+        if mirror(copy, addon.conditions) is None:
+            self._succeeded(namespace)
+            return True
+        if from_newer_copy(copy, addon.conditions):
+            try:
+                if self._copy_moved_on(namespace, copy):
+                    return True  # the copy's own watch event brings it, and a sync with it
+            except KubeError as error:
+                self._failed(namespace, error)
+                return True
+        if not self._repairs.due(namespace, copy):
+            self._contest(namespace)
+            return True
+        return False
+
+    def _copy_moved_on(self, namespace: str, copy: list[dict[str, Any]]) -> bool:
+        """Whether the hub copy, read now, says something else than the cache's `copy`: a
+        writer with a faster watch copied a newer one, which must not be written over with
+        the older (a flap of the condition the console reads)."""
+        try:
+            current = self._kube.get(ADDON, namespace, self.copy_name)
+        except NotFoundError:
+            return True  # deleted: its watch event comes too
+        status = current.get("status")
+        conditions = status.get("conditions") if isinstance(status, Mapping) else None
+        return standard_conditions(conditions) != copy
 
     def _succeeded(self, namespace: str) -> None:
         self.queue.forget(namespace)

@@ -18,7 +18,7 @@ from prometheus_client import CollectorRegistry
 
 from controller.demo.ocm_writers import OcmWriters
 from controller.hub.metrics import MirrorMetrics
-from controller.hub.mirror import OWNED_TYPES
+from controller.hub.mirror import OWNED_TYPES, standard_conditions
 from controller.hub.ocm import MANAGED_CLUSTER_ADDON as MCA
 from controller.hub.side import HubSide
 from controller.kube.api import ALL_NAMESPACES, ApiResource, Kube
@@ -26,7 +26,7 @@ from controller.kube.backoff import Backoff
 from controller.kube.reflector import Reflector, Selection
 from controller.kube.rest import RestKube
 from tests.hub.hubside import T1, Hub, acm, hub_server, seed
-from tests.support import connection, eventually
+from tests.support import WAIT, connection, eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -157,3 +157,91 @@ def _play(hub: Hub, side: HubSide, shape: Any) -> dict[str, int]:
     at(10)
     assert side.wait_idle(10)
     return {"cluster1": 2, "cluster2": 1}
+
+
+class LaggingCopies:
+    """The real seam, whose watch of the hub copies hands its events over only while `flowing`
+    is set: the hub side's watch lagging behind ACM's observability operator's."""
+
+    def __init__(self, kube: Kube) -> None:
+        self._kube = kube
+        self.flowing = threading.Event()
+        self.flowing.set()
+
+    def watch(self, resource: ApiResource, namespace: str, **options: Any) -> Any:
+        stream = self._kube.watch(resource, namespace, **options)
+        return stream if resource.kind != "ObservabilityAddon" else _Held(stream, self.flowing)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._kube, name)
+
+
+class _Held:
+    def __init__(self, stream: Any, flowing: threading.Event) -> None:
+        self._stream, self._flowing = stream, flowing
+
+    def __iter__(self) -> Iterator[Any]:
+        for event in self._stream:
+            self._flowing.wait(WAIT)
+            yield event
+
+    def close(self) -> None:
+        self._stream.close()
+
+
+def test_a_newer_copy_copied_by_acms_operator_first_is_not_written_over_with_the_older() -> None:
+    """ACM's operator copies the hub copy's Degraded, with its time, when its watch is ahead of
+    the hub side's: the hub side, still holding the older copy, reads the copy before writing
+    over that condition, and writes nothing; its watch then brings the copy (docs/spec.md §12.1)."""
+    with hub_server() as hub:
+        hub.addon_name = "observability-controller"
+        hub.cluster("cluster1")
+        hub.set_copy("cluster1", acm("Degraded", "ForwardFailure"))
+        _race(hub)
+
+
+def _race(hub: Hub) -> None:
+    with connection(hub.server, "hub-a") as api:
+        kube = LaggingCopies(RestKube(api, request_timeout=5.0))
+        side = HubSide(
+            kube, metrics=MirrorMetrics(CollectorRegistry()), addon_name=hub.addon_name,
+            backoff=Backoff(0.02, 0.2), watch_seconds=30,
+        )  # fmt: skip
+        history = History(RestKube(api), hub.addon_name)
+        history.reflector.start()
+        side.start()
+        try:
+            eventually(lambda: hub.conditions("cluster1") != [], "the first mirror")
+            assert side.wait_idle(WAIT)
+            written = hub.writes("cluster1", user="hub-side-a")
+            kube.flowing.clear()
+            recovered = acm("Available", "ForwardSuccessful", at=T1)
+            hub.set_copy("cluster1", recovered)
+            copied = [c for c in hub.conditions("cluster1") if c["type"] != "Degraded"]
+            hub.set_addon_conditions("cluster1", [*copied, recovered[2]])  # as the operator
+
+            def looked() -> bool:
+                return _copy_reads(hub) > 0 or hub.writes("cluster1", user="hub-side-a") > written
+
+            def held() -> bool:
+                found = side.caches.snapshot("cluster1")
+                return found is not None and found.copy == standard_conditions(recovered)
+
+            eventually(looked, "the hub side to look at the operator's write")
+            kube.flowing.set()
+            eventually(held, "the hub side's watch to bring the newer copy")
+            assert side.wait_idle(WAIT)
+        finally:
+            side.stop()
+            history.reflector.stop()
+    assert hub.writes("cluster1", user="hub-side-a") == written
+    assert history.of("cluster1", "Degraded") == [
+        ("True", "ForwardFailure"),
+        ("False", "ForwardSuccessful"),
+    ]
+
+
+def _copy_reads(hub: Hub) -> int:
+    return hub.server.count_requests(
+        resource="observabilityaddons", namespace="cluster1", user="hub-side-a", verbs=("get",)
+    )

@@ -8,7 +8,14 @@ from typing import Any
 
 import pytest
 
-from controller.hub.mirror import OWNED_TYPES, Repairs, cluster_state, mirror, standard_conditions
+from controller.hub.mirror import (
+    OWNED_TYPES,
+    Repairs,
+    cluster_state,
+    from_newer_copy,
+    mirror,
+    standard_conditions,
+)
 from tests.hub.hubside import T0, T1, cond
 
 # The two shapes a hub copy has: the seed profile's five standard types, and the acm profile's
@@ -186,3 +193,23 @@ def test_a_failed_write_spends_no_repair() -> None:
     repairs.wrote("c1", DEGRADED)
     repairs.forget("c1")
     assert repairs.due("c1", DEGRADED) and repairs.wrote("c1", DEGRADED) is False
+
+
+@pytest.mark.parametrize(
+    ("addon_time", "copy_time", "newer"),
+    [
+        (T1, T0, True),  # the operator copied a copy the hub side has not seen yet
+        (T0, T0, False),  # the same change
+        (T0, T1, False),  # the hub side's copy is the newer
+        ("yesterday", T0, False),  # an unreadable time proves nothing
+    ],
+)
+def test_an_owned_condition_changed_later_than_the_copy_comes_from_a_newer_copy(
+    addon_time: str, copy_time: str, newer: bool
+) -> None:
+    copy = [cond("Degraded", "True", "ForwardFailure", at=copy_time)]
+    addon = [cond("Degraded", "False", "ForwardSuccessful", at=addon_time)]
+    assert from_newer_copy(copy, addon) is newer
+    # only owned types count, and only those the copy carries
+    assert not from_newer_copy(copy, [cond("Available", "True", "ProbeAvailable", at=T1)])
+    assert not from_newer_copy([], addon)
