@@ -36,6 +36,7 @@ from controller.hub.mirror import (
 )
 from controller.kube.api import ADDON, ConflictError, ErrorKind, Kube, KubeError, NotFoundError
 from controller.kube.backoff import Backoff
+from controller.kube.ratelimit import default_rate_limiter
 from controller.kube.runnable import Runnable
 from controller.kube.update import update_status
 from controller.kube.workqueue import WorkQueue
@@ -77,7 +78,7 @@ class HubSide:
         self._resync = resync_interval
         self._attempts = max(conflict_retries, 1)
         backoff = backoff or Backoff(initial=0.5, maximum=60.0)
-        self.queue: WorkQueue[str] = WorkQueue(backoff=backoff)
+        self.queue: WorkQueue[str] = WorkQueue(rate_limiter=default_rate_limiter(backoff))
         self._worker = Runnable("hub-mirror", self._work, self.queue.shut_down)
         self._synced = threading.Event()
         self.caches = HubCaches(

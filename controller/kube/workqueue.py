@@ -2,12 +2,17 @@
 
 - A key is queued once however often it is added (`add`); a key being processed that is added
   again is processed once more after `done`, never by two workers at once.
-- `add_after(key, delay)` queues it later; the earlier of two pending times wins.
-- `add_rate_limited(key)` queues it after that key's own backoff (exponential with full jitter,
-  `controller.kube.backoff`), which grows with each call until `forget(key)`; one failing key
-  never delays the others.
+- `add_after(key, delay)` queues it later; a key waiting for later has one entry, and the
+  earlier of two times wins.
+- `add_rate_limited(key)` queues it after its rate limiter's delay
+  (`controller.kube.ratelimit`: the key's own backoff, and a bucket over every key; a server's
+  `Retry-After` a floor), which grows with each call until `forget(key)`.
 - `shut_down(drain=True)` lets `get` hand out what is queued now (not what waits for later) and
-  then answer None; `drain=False` answers None at once.
+  then answer None; `drain=False` answers None at once; `reopen()` takes keys again (a part
+  started again, as for a new leadership term).
+- Nothing polls: a `get` sleeps until a key is added or the next waiting one is due.
+- client-go's metrics (`QueueMetrics`): depth, adds, how long a key waited and how long it was
+  worked on, retries, and the work in progress.
 
 Time is the injected `clock` (monotonic seconds): a test moves it and calls `wake()`.
 """
@@ -19,32 +24,52 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
-from controller.kube.backoff import Backoff
+from controller.kube.ratelimit import RateLimiter, default_rate_limiter
 
-__all__ = ["WorkQueue"]
+__all__ = ["QueueMetrics", "WorkQueue"]
 
 K = TypeVar("K", bound=Hashable)
-_MAX_WAIT = 1.0  # a wait re-reads the clock at least this often (an injected clock moves)
+
+
+class QueueMetrics(Protocol):
+    """Where a queue says how it is doing (`controller.ops.metrics.WorkQueueMetrics`); `follow`
+    gives it what is read when it is asked (the depth, the work in progress)."""
+
+    def follow(self, depth: Callable[[], int], in_progress: Callable[[], list[float]]) -> None: ...
+
+    def added(self) -> None: ...
+
+    def taken(self, waited: float) -> None: ...
+
+    def done(self, worked: float) -> None: ...
+
+    def retried(self) -> None: ...
 
 
 class WorkQueue(Generic[K]):
     def __init__(
-        self, *, backoff: Backoff | None = None, clock: Callable[[], float] = time.monotonic
+        self,
+        *,
+        rate_limiter: RateLimiter[K] | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        metrics: QueueMetrics | None = None,
     ) -> None:
-        self._backoff = backoff or Backoff(initial=0.005, maximum=1000.0)
         self._clock = clock
+        self._limiter: RateLimiter[K] = rate_limiter or default_rate_limiter(clock=clock)
+        self._metrics = metrics
         self._cond = threading.Condition()
         self._queue: deque[K] = deque()  # ready, in order
-        self._dirty: set[K] = set()  # queued or to be queued again after `done`
-        self._processing: set[K] = set()
+        self._dirty: dict[K, float] = {}  # queued (or to be queued again after `done`): since
+        self._processing: dict[K, float] = {}  # handed out: since
         self._waiting: dict[K, float] = {}  # key -> when it is due
-        self._heap: list[tuple[float, int, K]] = []
+        self._heap: list[tuple[float, int, K]] = []  # one entry per waiting key
         self._sequence = 0  # orders equal times in the heap
-        self._failures: dict[K, int] = {}
         self._shutting_down = False
         self._drain = False
+        if metrics is not None:
+            metrics.follow(self.__len__, self.in_progress)
 
     # --- adding --------------------------------------------------------------------------------
 
@@ -60,60 +85,66 @@ class WorkQueue(Generic[K]):
             if self._shutting_down:
                 return
             due = self._clock() + delay
-            if key in self._waiting and self._waiting[key] <= due:
+            known = self._waiting.get(key)
+            if known is not None and known <= due:
                 return
             self._waiting[key] = due
             self._sequence += 1
-            heapq.heappush(self._heap, (due, self._sequence, key))
+            entry = (due, self._sequence, key)
+            if known is None:
+                heapq.heappush(self._heap, entry)
+            else:  # earlier than its entry: move that entry, never add a second one
+                self._heap = [e if e[2] != key else entry for e in self._heap]
+                heapq.heapify(self._heap)
             self._cond.notify_all()
 
-    def add_rate_limited(self, key: K) -> float:
-        """Queue `key` after its next backoff; the delay chosen."""
-        with self._cond:
-            failures = self._failures.get(key, 0) + 1
-            self._failures[key] = failures
-        delay = self._backoff.delay(failures)
+    def add_rate_limited(self, key: K, *, retry_after: float | None = None) -> float:
+        """Queue `key` after its rate limiter's delay (at least `retry_after`); the delay."""
+        delay = self._limiter.when(key, retry_after=retry_after)
+        if self._metrics is not None:
+            self._metrics.retried()
         self.add_after(key, delay)
         return delay
 
     def forget(self, key: K) -> None:
         """`key` succeeded: its backoff starts again from the beginning."""
-        with self._cond:
-            self._failures.pop(key, None)
+        self._limiter.forget(key)
 
     def requeues(self, key: K) -> int:
-        with self._cond:
-            return self._failures.get(key, 0)
+        return self._limiter.retries(key)
 
     # --- taking --------------------------------------------------------------------------------
 
     def get(self, timeout: float | None = None) -> K | None:
         """The next key (the caller must call `done` with it), or None once shut down, or when
-        `timeout` passed first."""
+        `timeout` (real seconds) passed first."""
         end = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while True:
                 self._promote()
                 if self._queue and (not self._shutting_down or self._drain):
                     key = self._queue.popleft()
-                    self._dirty.discard(key)
-                    self._processing.add(key)
+                    now = self._clock()
+                    since = self._dirty.pop(key, now)
+                    self._processing[key] = now
+                    if self._metrics is not None:
+                        self._metrics.taken(now - since)
                     return key
                 if self._shutting_down:
                     return None
-                wait = _MAX_WAIT
-                if self._heap:
-                    wait = min(wait, max(self._heap[0][0] - self._clock(), 0.0))
+                wait = None if not self._heap else max(self._heap[0][0] - self._clock(), 0.0)
                 if end is not None:
                     left = end - time.monotonic()
                     if left <= 0:
                         return None
-                    wait = min(wait, left)
+                    wait = left if wait is None else min(wait, left)
                 self._cond.wait(wait)
 
     def done(self, key: K) -> None:
         with self._cond:
-            self._processing.discard(key)
+            since = self._processing.pop(key, None)
+            if since is not None and self._metrics is not None:
+                self._metrics.done(self._clock() - since)
             if key in self._dirty:
                 self._queue.append(key)
             self._cond.notify_all()
@@ -127,6 +158,14 @@ class WorkQueue(Generic[K]):
             self._heap.clear()
             self._cond.notify_all()
 
+    def reopen(self) -> None:
+        """Take keys again after `shut_down` (what was queued then is dropped)."""
+        with self._cond:
+            if self._shutting_down:
+                self._shutting_down, self._drain = False, False
+                self._queue.clear()
+                self._dirty.clear()
+
     @property
     def shutting_down(self) -> bool:
         with self._cond:
@@ -138,8 +177,16 @@ class WorkQueue(Generic[K]):
             self._cond.notify_all()
 
     def __len__(self) -> int:
+        """The depth: keys ready to be handed out."""
         with self._cond:
             return len(self._queue)
+
+    def in_progress(self) -> list[float]:
+        """For each key handed out and not done yet, how long it has been (client-go's
+        unfinished work, and its longest running processor)."""
+        with self._cond:
+            now = self._clock()
+            return [now - since for since in self._processing.values()]
 
     def idle(self) -> bool:
         """Nothing ready and nothing in progress (keys waiting for later do not count)."""
@@ -157,12 +204,15 @@ class WorkQueue(Generic[K]):
                 left = end - time.monotonic()
                 if left <= 0:
                     return False
-                self._cond.wait(min(left, _MAX_WAIT))
+                due = max(self._heap[0][0] - self._clock(), 0.0) if self._heap else left
+                self._cond.wait(min(left, due))
 
     def _add(self, key: K) -> None:
         if self._shutting_down or key in self._dirty:
             return
-        self._dirty.add(key)
+        self._dirty[key] = self._clock()
+        if self._metrics is not None:
+            self._metrics.added()
         if key not in self._processing:
             self._queue.append(key)
         self._cond.notify_all()
@@ -171,8 +221,6 @@ class WorkQueue(Generic[K]):
         """Move what is due from the heap to the queue (under `_cond`)."""
         now = self._clock()
         while self._heap and self._heap[0][0] <= now:
-            due, _, key = heapq.heappop(self._heap)
-            if self._waiting.get(key) != due:
-                continue  # superseded by an earlier time
+            _, _, key = heapq.heappop(self._heap)
             del self._waiting[key]
             self._add(key)

@@ -1,20 +1,25 @@
 """The Prometheus metrics every process shares, and the server that exposes them on their own
 port: how each list-then-watch loop is doing (`WatchMetrics`, told by
-`controller.kube.reflector`). The spoke's own metrics are `controller.spoke.metrics`, the hub
-side's `controller.hub.metrics`."""
+`controller.kube.reflector`) and each work queue (`WorkQueueMetrics`, client-go's names and
+meanings). The spoke's own metrics are `controller.spoke.metrics`, the hub side's
+`controller.hub.metrics`."""
 
 from __future__ import annotations
 
 import socket
+import threading
+from collections.abc import Callable, Iterator
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, make_wsgi_app
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from controller.kube.reflector import RESTART_CAUSES
 from controller.ops.serving import BoundedPool, ServerThread
 
-__all__ = ["MetricsServer", "WatchMetrics"]
+__all__ = ["MetricsServer", "WatchMetrics", "WorkQueueMetrics"]
 
 
 class WatchMetrics:
@@ -49,6 +54,100 @@ class WatchMetrics:
 
     def restarted(self, watch: str, cause: str) -> None:
         self._restarts.labels(watch, cause).inc()
+
+
+# client-go's buckets for both durations: 10 ns to 10 s, by tens.
+_DURATIONS = tuple(10.0**e for e in range(-8, 2))
+
+
+class WorkQueueMetrics(Collector):
+    """client-go's work-queue metrics, labelled with the queue's `name`: `workqueue_depth`,
+    `workqueue_adds_total`, `workqueue_queue_duration_seconds` (added to taken),
+    `workqueue_work_duration_seconds` (taken to done), `workqueue_retries_total`,
+    `workqueue_unfinished_work_seconds` (the work in progress, summed) and
+    `workqueue_longest_running_processor_seconds`."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._adds = Counter(
+            "workqueue_adds", "Adds handled by the work queue", ["name"], registry=registry
+        )
+        self._retries = Counter(
+            "workqueue_retries", "Rate-limited retries handled by the work queue", ["name"],
+            registry=registry,
+        )  # fmt: skip
+        self._waited = Histogram(
+            "workqueue_queue_duration_seconds",
+            "How long an item stays in the work queue before being taken",
+            ["name"], buckets=_DURATIONS, registry=registry,
+        )  # fmt: skip
+        self._worked = Histogram(
+            "workqueue_work_duration_seconds", "How long processing an item takes",
+            ["name"], buckets=_DURATIONS, registry=registry,
+        )  # fmt: skip
+        self._lock = threading.Lock()
+        self._queues: dict[str, _Followed] = {}
+        registry.register(self)
+
+    def queue(self, name: str) -> _QueueSeries:
+        """The series of the queue `name`, every one at zero."""
+        return _QueueSeries(self, name)
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        depth = GaugeMetricFamily(
+            "workqueue_depth", "Current depth of the work queue", labels=["name"]
+        )
+        unfinished = GaugeMetricFamily(
+            "workqueue_unfinished_work_seconds",
+            "Seconds of work in progress not yet observed by work_duration; large values "
+            "mean stuck threads",
+            labels=["name"],
+        )
+        longest = GaugeMetricFamily(
+            "workqueue_longest_running_processor_seconds",
+            "Seconds the longest running processor of the work queue has been running",
+            labels=["name"],
+        )
+        with self._lock:
+            followed = dict(self._queues)
+        for name, (read_depth, in_progress) in sorted(followed.items()):
+            running = in_progress()
+            depth.add_metric([name], read_depth())
+            unfinished.add_metric([name], sum(running))
+            longest.add_metric([name], max(running, default=0.0))
+        yield from (depth, unfinished, longest)
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        return iter(())  # collected anew at each scrape
+
+
+_Followed = tuple[Callable[[], int], Callable[[], list[float]]]
+
+
+class _QueueSeries:
+    """One queue's series (`controller.kube.workqueue.QueueMetrics`)."""
+
+    def __init__(self, metrics: WorkQueueMetrics, name: str) -> None:
+        self._metrics, self._name = metrics, name
+        self._adds = metrics._adds.labels(name)
+        self._retries = metrics._retries.labels(name)
+        self._waited = metrics._waited.labels(name)
+        self._worked = metrics._worked.labels(name)
+
+    def follow(self, depth: Callable[[], int], in_progress: Callable[[], list[float]]) -> None:
+        with self._metrics._lock:
+            self._metrics._queues[self._name] = (depth, in_progress)
+
+    def added(self) -> None:
+        self._adds.inc()
+
+    def taken(self, waited: float) -> None:
+        self._waited.observe(waited)
+
+    def done(self, worked: float) -> None:
+        self._worked.observe(worked)
+
+    def retried(self) -> None:
+        self._retries.inc()
 
 
 class _Server(BoundedPool, WSGIServer):

@@ -12,17 +12,14 @@ result.
 
 from __future__ import annotations
 
-import logging
 import threading
 from collections.abc import Callable
 from typing import Any
 
-from controller.kube.runnable import Runnable
-from controller.kube.workqueue import WorkQueue
+from controller.kube.controller import Controller
+from controller.kube.workqueue import QueueMetrics
 
 __all__ = ["Evaluations"]
-
-log = logging.getLogger(__name__)
 
 Deliver = Callable[[str, dict[str, Any] | None, str], None]
 
@@ -31,45 +28,32 @@ class Evaluations:
     """`offer` the newest version of a resource's object (from its watch); `deliver(resource,
     object, version)` runs on this part's thread, the newest first come, one at a time."""
 
-    def __init__(self, deliver: Deliver) -> None:
+    def __init__(self, deliver: Deliver, *, metrics: QueueMetrics | None = None) -> None:
         self._deliver = deliver
         self._lock = threading.Lock()
         self._waiting: dict[str, tuple[dict[str, Any] | None, str]] = {}
-        self._queue: WorkQueue[str] = WorkQueue()
-        self._runner = Runnable("health-rules", self._run, self._interrupt)
+        self._loop: Controller[str] = Controller("health-rules", self._sync, metrics=metrics)
 
     def offer(self, resource: str, obj: dict[str, Any] | None, version: str) -> None:
         with self._lock:
             self._waiting[resource] = (obj, version)
-        self._queue.add(resource)
+        self._loop.queue.add(resource)
 
     def start(self) -> None:
-        if self._queue.shutting_down:  # started again after a stop: what waits is still due
-            self._queue = WorkQueue()
-            with self._lock:
-                for resource in self._waiting:
-                    self._queue.add(resource)
-        self._runner.start()
+        self._loop.start()
+        with self._lock:  # started again after a stop: what waits is still due
+            for resource in self._waiting:
+                self._loop.queue.add(resource)
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._runner.stop(timeout)
-
-    def _interrupt(self) -> None:
-        self._queue.shut_down()  # the current queue: a restart makes a new one
+        self._loop.stop(timeout)
 
     @property
     def alive(self) -> bool:
-        return self._runner.alive
+        return self._loop.alive
 
-    def _run(self) -> None:
-        queue = self._queue
-        while (resource := queue.get()) is not None:
-            try:
-                with self._lock:
-                    waiting = self._waiting.pop(resource, None)
-                if waiting is not None:
-                    self._deliver(resource, *waiting)
-            except Exception:  # a bug must not end the only evaluator
-                log.exception("applying the health rule of %s failed", resource)
-            finally:
-                queue.done(resource)
+    def _sync(self, resource: str) -> None:
+        with self._lock:
+            waiting = self._waiting.pop(resource, None)
+        if waiting is not None:
+            self._deliver(resource, *waiting)

@@ -21,8 +21,8 @@ from datetime import datetime
 from typing import Literal
 
 from controller.kube.api import KubeError
-from controller.kube.runnable import Runnable
-from controller.kube.workqueue import WorkQueue
+from controller.kube.controller import Controller
+from controller.kube.workqueue import QueueMetrics
 from controller.spoke.addon import AddonStore, EventRecord
 from controller.spoke.event_series import EventCorrelator
 from statemachines import AddonState, Cause, Change, Outcome
@@ -85,24 +85,24 @@ class EventRecorder:
         *,
         capacity: int = 256,
         on_result: Callable[[str], None] | None = None,
+        metrics: QueueMetrics | None = None,
     ) -> None:
         self._store = store
         self._capacity = capacity
         self._lock = threading.Lock()
         self._waiting: dict[int, EventRecord] = {}  # guarded by `_lock`
         self._numbers = itertools.count()
-        self._queue: WorkQueue[int] = WorkQueue()
         self._on_result = on_result or (lambda outcome: None)
         self._correlator = EventCorrelator()
-        self._runner = Runnable("event-recorder", self._run, self._drain)
+        self.loop: Controller[int] = Controller(
+            "event-recorder", self._sync, metrics=metrics, drain=True
+        )
 
     def start(self) -> None:
-        if self._queue.shutting_down:  # started again after a stop: what waits is still due
-            self._queue = WorkQueue()
-            with self._lock:
-                for number in self._waiting:
-                    self._queue.add(number)
-        self._runner.start()
+        self.loop.start()
+        with self._lock:  # started again after a stop: what waits is still due
+            for number in self._waiting:
+                self.loop.queue.add(number)
 
     def record(self, records: Iterable[EventRecord]) -> None:
         for record in records:
@@ -115,36 +115,28 @@ class EventRecorder:
                 self._on_result("dropped")
                 log.warning("event queue full; Event dropped", extra={"reason": record.reason})
             else:
-                self._queue.add(number)
+                self.loop.queue.add(number)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Send what is queued (each call has its request timeout), then end the thread."""
-        if self._runner.alive:
-            self._runner.stop(timeout)
+        self.loop.stop(timeout)
 
-    def _drain(self) -> None:
-        self._queue.shut_down(drain=True)
-
-    def _run(self) -> None:
-        queue = self._queue
-        while (number := queue.get()) is not None:
-            with self._lock:
-                item = self._waiting.pop(number)
-            queue.done(number)
-            try:
-                outcome = self._send(item)
-            except KubeError as error:
-                self._on_result("failed")
-                log.warning(
-                    "cannot record Event", extra={"reason": item.reason, "error": str(error)}
-                )
-            except Exception:
-                # A bug must not end the recorder: no probe watches it, and every later Event
-                # would pile up in its queue unsent.
-                self._on_result("failed")
-                log.exception("recording an Event failed", extra={"reason": item.reason})
-            else:
-                self._on_result(outcome)
+    def _sync(self, number: int) -> None:
+        """One Event sent, once: a failure is counted and told, never retried (client-go's
+        recorder drops an Event it could not send)."""
+        with self._lock:
+            item = self._waiting.pop(number, None)
+        if item is None:
+            return
+        try:
+            outcome = self._send(item)
+        except Exception as error:
+            self._on_result("failed")  # a bug too; the loop logs it
+            if not isinstance(error, KubeError):
+                raise
+            log.warning("cannot record Event", extra={"reason": item.reason, "error": str(error)})
+        else:
+            self._on_result(outcome)
 
     def _send(self, record: EventRecord) -> str:
         """client-go's `recordToSink`: patch the Event of a repeat, create it when it is new or

@@ -16,7 +16,6 @@ sync is the one status-update loop, `controller.kube.update.update_status`.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -32,10 +31,11 @@ from controller.kube.api import (
     json_copy,
 )
 from controller.kube.backoff import RETRY_AFTER_CEILING, Backoff, backoff_delay
+from controller.kube.controller import Controller, Result
+from controller.kube.ratelimit import ItemBackoff
 from controller.kube.rest import RestKube
-from controller.kube.runnable import Runnable
 from controller.kube.update import update_status
-from controller.kube.workqueue import WorkQueue
+from controller.kube.workqueue import QueueMetrics
 from controller.ops.clocks import MonotonicClock
 from controller.spoke.metrics import ReplicationMetrics
 from statemachines.hub_copy import CopyMode, for_hub
@@ -149,6 +149,7 @@ class HubReplicator:
         kube: Callable[[Any], Kube] = lambda client: RestKube(client, request_timeout=(5.0, 15.0)),
         create_missing: bool = False,
         conflict_retries: int = 5,
+        queue_metrics: QueueMetrics | None = None,
     ) -> None:
         if copy not in ("conditions", "status"):
             raise ValueError(f"copy must be 'conditions' or 'status', not {copy!r}")
@@ -156,11 +157,12 @@ class HubReplicator:
         self._source, self._clock, self._metrics = client_source, clock, metrics
         self._kube = kube
         self._resync = resync_interval
-        self._backoff = Backoff(initial=backoff_base, maximum=backoff_max)
         self._create_missing, self._conflict_retries = create_missing, max(conflict_retries, 1)
         self._key = f"{namespace}/{name}"
-        self._queue: WorkQueue[str] = WorkQueue(clock=clock.monotonic)
-        self._runner = Runnable("hub-replicator", self._run, self._interrupt)
+        self.loop: Controller[str] = Controller(
+            "hub-replicator", self._sync_key, clock=clock.monotonic, metrics=queue_metrics,
+            rate_limiter=ItemBackoff(Backoff(initial=backoff_base, maximum=backoff_max)),
+        )  # fmt: skip
         self._wake = threading.Condition()
         # Everything below is guarded by `_wake`.
         self._latest: Publication | None = None
@@ -168,8 +170,7 @@ class HubReplicator:
         self._first_unsynced_at: float | None = None
         self._taken: int | None = None
         self._successor_at: float | None = None
-        self._failures = 0
-        self._retry_at: float | None = None
+        self._backing_off = False  # a failed sync's retry waits: a publish does not cut it short
         self._next_resync = clock.monotonic() + resync_interval
         self._last_error: ErrorKind | None = None
         self._echo: Echo | None = None  # only the replication thread touches it
@@ -187,7 +188,9 @@ class HubReplicator:
                 self._first_unsynced_at = now
             if self._taken is not None and self._successor_at is None:
                 self._successor_at = now
-        self._queue.add(self._key)  # due now, unless a backoff runs (`_due_at`)
+            backing_off = self._backing_off
+        if not backing_off:
+            self.loop.queue.add(self._key)
 
     @property
     def last_synced_sequence(self) -> int:
@@ -205,67 +208,40 @@ class HubReplicator:
     # --- lifecycle
 
     def start(self) -> None:
-        if self._runner.alive:
+        if self.loop.alive:
             raise RuntimeError("hub replication is already running")
-        if self._queue.shutting_down:  # started again after a stop (a new leadership term)
-            self._queue = WorkQueue(clock=self._clock.monotonic)
-        self._queue.add(self._key)
-        self._runner.start()
+        with self._wake:
+            self._backing_off = False  # a new term starts afresh
+        self.loop.start()
+        self.loop.queue.add(self._key)
 
     def stop(self, timeout: float = 5.0) -> bool:
         """Stop the thread; False if it is still inside a hub call after `timeout` (it exits
         when that call returns or times out: the client's request timeout bounds it)."""
-        return self._runner.stop(timeout)
-
-    def _interrupt(self) -> None:
-        self._queue.shut_down()
+        return self.loop.stop(timeout)
 
     # --- the replication thread
 
-    def _run(self) -> None:
-        queue = self._queue
-        while (key := queue.get()) is not None:
-            try:
-                publication = self._take(queue)
-                if publication is None:
-                    continue
-                try:
-                    wrote = self._sync(publication, queue)
-                except _Stopping:
-                    return
-                except KubeError as error:
-                    self._failed(error, queue)
-                except Exception as error:  # a bug must not kill replication silently
-                    log.exception("hub replication failed unexpectedly")
-                    self._failed(KubeError(f"unexpected {type(error).__name__}", status=0), queue)
-                else:
-                    self._succeeded(publication, queue, wrote=wrote)
-            finally:
-                queue.done(key)
-
-    def _due_at(self) -> float | None:
-        if self._latest is None:
-            return None
-        if self._retry_at is not None:
-            return self._retry_at  # a publish does not cut a backoff short
-        if self._latest.sequence > self._synced:
-            return -math.inf
-        return self._next_resync
-
-    def _take(self, queue: WorkQueue[str]) -> Publication | None:
-        """The newest publication when a sync is due now; else the key is queued again for
-        when it is (a publish during a backoff, or a resync counted from an earlier sync)."""
+    def _sync_key(self, key: str) -> Result | None:
+        """Copy the newest publication when one is due; else wait for the resync, counted from
+        the last sync."""
         with self._wake:
-            now, due = self._clock.monotonic(), self._due_at()
-            if due is None or self._latest is None:
+            now, latest = self._clock.monotonic(), self._latest
+            self._backing_off = False
+            if latest is None:
                 return None
-            if due > now:
-                queue.add_after(self._key, due - now)
-                return None
-            self._taken, self._successor_at = self._latest.sequence, None
-            return self._latest
+            if latest.sequence <= self._synced and self._next_resync > now:
+                return Result(requeue_after=self._next_resync - now)
+            self._taken, self._successor_at = latest.sequence, None
+        try:
+            wrote = self._sync(latest)
+        except _Stopping:
+            return None
+        except KubeError as error:
+            return self._failed(error)
+        return self._succeeded(latest, wrote=wrote)
 
-    def _sync(self, publication: Publication, queue: WorkQueue[str]) -> bool:
+    def _sync(self, publication: Publication) -> bool:
         """Fresh read, compare, write with the read resourceVersion; a 409 means someone wrote
         in between, so read again (bounded) rather than back off. True when it wrote."""
         kube = self._kube(self._source.current())
@@ -278,7 +254,7 @@ class HubReplicator:
             return hub_status_for(status, current, self.copy)
 
         def write(body: dict[str, Any]) -> dict[str, Any]:
-            if queue.shutting_down:  # e.g. leadership lost meanwhile: the new leader writes now
+            if self.loop.queue.shutting_down:  # leadership lost meanwhile: the new leader writes
                 raise _Stopping
             stored = kube.replace_status(ADDON, self.namespace, self.name, body)
             self._echo = Echo(
@@ -316,7 +292,7 @@ class HubReplicator:
         }
         return kube.create(ADDON, self.namespace, body)
 
-    def _succeeded(self, publication: Publication, queue: WorkQueue[str], *, wrote: bool) -> None:
+    def _succeeded(self, publication: Publication, *, wrote: bool) -> Result:
         with self._wake:
             now = self._clock.monotonic()
             lag: float | None = None
@@ -326,32 +302,30 @@ class HubReplicator:
                 self._synced = publication.sequence
                 self._first_unsynced_at = self._successor_at
             recovered, self._last_error = self._last_error, None
-            self._failures, self._retry_at, self._taken = 0, None, None
+            self._taken = None
             self._next_resync = now + self._resync
             self._wake.notify_all()
-        queue.add_after(self._key, self._resync)
         self._metrics.synced(lag=lag)
         if recovered is not None:
             log.info("hub copy %s/%s in sync again", self.namespace, self.name)
         log.debug("hub sync of #%d: %s", publication.sequence, "written" if wrote else "equal")
+        return Result(requeue_after=self._resync)
 
-    def _failed(self, error: KubeError, queue: WorkQueue[str]) -> None:
+    def _failed(self, error: KubeError) -> Result:
+        """Retried after the key's backoff (at least the server's `Retry-After`); the first
+        failure of a kind is told, 401/403 reload the credentials."""
         with self._wake:
-            self._failures += 1
-            delay = self._backoff.delay(self._failures, retry_after=error.retry_after)
-            self._retry_at = self._clock.monotonic() + delay
+            self._backing_off = True
             self._taken = None
             repeated, self._last_error = self._last_error is error.kind, error.kind
-        queue.add_after(self._key, delay)
         self._metrics.failed(error.kind)
         log.log(
             logging.DEBUG if repeated else logging.WARNING,
-            "hub copy %s/%s not synced (%s: %s), retrying in %.1fs",
+            "hub copy %s/%s not synced (%s: %s); retrying with backoff",
             self.namespace,
             self.name,
             error.kind,
             error.detail,
-            delay,
         )
         if error.kind is ErrorKind.NOT_FOUND:
             log.log(
@@ -361,9 +335,6 @@ class HubReplicator:
                 self.name,
             )
         if error.kind in _REAUTH_KINDS:
-            try:
-                reloaded = self._source.reload()
-            except Exception:  # outside `_run`'s guard: it must not end replication silently
-                log.exception("reloading the hub credentials failed")
-                reloaded = False
+            reloaded = self._source.reload()
             log.info("hub credentials %s", "reloaded" if reloaded else "kept (reload failed)")
+        return Result(retry=True, retry_after=error.retry_after)

@@ -72,7 +72,7 @@ def test_an_api_server_outage_is_logged_once_lost_once_restored_and_counted(
     ], told
     lost, restored = told
     assert lost["message"].startswith("lost the watch on ObservabilityAddon")
-    assert "Connection refused" in lost["error"]
+    assert "ObservabilityAddon" in lost["error"]  # the call that failed (its OS words vary)
     assert restored["message"].endswith("is restored")
     assert restored["failedAttempts"] >= 5
     assert restored["failedAttempts"] == sample(RESTARTS, watch="addon", cause="error")

@@ -9,7 +9,6 @@ repairs a copy someone else changed; the metrics count what happened.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -283,9 +282,10 @@ def test_the_resync_counts_from_the_last_sync(hub: FakeHub, replicator: Factory)
     assert rep.wait_synced(5)
     reads = len(hub.ops("get"))
     clock.move(seconds=41)  # 101 s after the first sync, 41 s after the last
-    time.sleep(1.5)  # the queue looks at the clock at least once a second
+    assert rep.loop.queue.wait_idle(5)  # the key due at 100 s came out, and went back
     assert len(hub.ops("get")) == reads
     clock.move(seconds=60)
+    rep.loop.queue.wake()
     eventually(lambda: len(hub.ops("get")) == reads + 1, what="the resync 100 s after the last")
 
 
