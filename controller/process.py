@@ -37,7 +37,7 @@ from controller.kube.rest import RestKube
 from controller.ops.clocks import LeaseClock, SystemClock
 from controller.ops.leader import LeaderElector, LeaderMetrics
 from controller.ops.logs import configure_logging
-from controller.ops.metrics import MetricsServer, WatchMetrics
+from controller.ops.metrics import MetricsServer, WatchMetrics, WorkQueueMetrics
 from controller.ops.probes import Check, ProbeServer
 from controller.ops.role import Role
 from statemachines.errors import AddonStatusError
@@ -102,6 +102,7 @@ class Process(Generic[OptionsT]):
         self.options = options
         self.registry = registry or CollectorRegistry()
         self.watch_metrics = WatchMetrics(self.registry)
+        self.queue_metrics = WorkQueueMetrics(self.registry)
         self.liveness: dict[str, Check] = {}
         self.readiness: dict[str, Check] = {}
         self.elector: LeaderElector | None = None

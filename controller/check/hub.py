@@ -11,7 +11,8 @@ from typing import Any, Final
 
 from controller.check.findings import Access, Finding, bad, good, may
 from controller.hub.ocm import MANAGED_CLUSTER, MANAGED_CLUSTER_ADDON
-from controller.kube.api import ADDON, ApiResource, Kube, KubeError, NotFoundError
+from controller.kube.api import ADDON, ApiResource, Kube, KubeError, NotFoundError, whole
+from controller.kube.pager import list_all
 
 __all__ = ["hub_findings"]
 
@@ -129,7 +130,7 @@ def _admission_policy(kube: Kube) -> Iterator[Finding]:
         kube.get(policies, "", POLICY)
         enforcing = [
             b
-            for b in kube.list(bindings, "")["items"]
+            for b in list_all(kube, bindings, "", keep=whole).items
             if (b.get("spec") or {}).get("policyName") == POLICY
             and "Deny" in ((b.get("spec") or {}).get("validationActions") or [])
         ]
@@ -152,13 +153,15 @@ def _decisions(kube: Kube, decisions: ApiResource, cma: Obj) -> Generator[Findin
     for placement in strategy.get("placements") or []:
         name, namespace = placement.get("name", ""), placement.get("namespace", "")
         try:
-            listed = kube.list(decisions, namespace, label_selector=f"{PLACEMENT_LABEL}={name}")
+            listed = list_all(
+                kube, decisions, namespace, keep=whole, label_selector=f"{PLACEMENT_LABEL}={name}"
+            )
         except KubeError as error:
             yield bad(f"the decisions of Placement {namespace}/{name} cannot be read", str(error))
             continue
         clusters = [
             d["clusterName"]
-            for item in listed["items"]
+            for item in listed.items
             for d in (item.get("status") or {}).get("decisions") or []
             if d.get("clusterName")
         ]

@@ -7,26 +7,23 @@ from __future__ import annotations
 
 import time
 from datetime import UTC, datetime, timedelta
-from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING
 
-from urllib3.exceptions import HTTPError
-
-from statemachines.errors import AddonStatusError
+from controller.kube.api import KubeError
 
 if TYPE_CHECKING:
-    from controller.kube.connection import Connection
+    from controller.kube.rest import RestKube
 
 __all__ = ["HubClock"]
 
 
 class HubClock:
-    """`now()` on the hub's clock: asked (`GET /version`, the cheapest answer) at most once
-    every `every` seconds, run on with the local monotonic clock in between; the local clock
-    when the hub cannot be asked or sends no `Date`."""
+    """`now()` on the hub's clock: asked (`GET /version` through the seam, bounded in time and
+    size as every call) at most once every `every` seconds, run on with the local monotonic
+    clock in between; the local clock when the hub cannot be asked or sends no `Date`."""
 
-    def __init__(self, connection: Connection, *, every: float = 1.0) -> None:
-        self._connection = connection
+    def __init__(self, kube: RestKube, *, every: float = 1.0) -> None:
+        self._kube = kube
         self._every = every
         self._asked: tuple[datetime, float] | None = None  # the hub's time, and when asked
 
@@ -42,8 +39,6 @@ class HubClock:
 
     def _ask(self) -> datetime | None:
         try:
-            answer = self._connection.request("GET", "/version", timeout=5.0)
-            date = parsedate_to_datetime(answer.headers.get("Date") or "")
-        except (HTTPError, OSError, ValueError, TypeError, AddonStatusError):
+            return self._kube.server_date()
+        except KubeError:
             return None  # a clock must not fail the view: the local one then
-        return date if date.tzinfo is not None else date.replace(tzinfo=UTC)

@@ -129,7 +129,7 @@ def run_fleet(args: argparse.Namespace) -> int:
         print(f"addon-status fleet: {error}", file=sys.stderr)
         return 2
     kube = RestKube(client, request_timeout=30.0)
-    hub_now = HubClock(client)
+    hub_now = HubClock(RestKube(client, request_timeout=5.0))
     filters = Filters(frozenset(args.state), frozenset(args.excluded), tuple(args.cluster))
     output = Output(args.format, headers=not args.no_headers, sort_by=args.sort_by)
     width = get_terminal_size((160, 24)).columns

@@ -4,10 +4,10 @@ list-then-watch loop, `controller.kube.reflector`), and which namespaces are clu
 OCM's registration labelled `open-cluster-management.io/cluster-name`: a hub that manages itself
 keeps its own spoke's copy in a namespace that is no cluster's, docs/spec.md §12).
 
-Pages of 500, as kubectl asks for them (`--chunk-size`): each page is turned into rows as it
-arrives and dropped, so a hub of 20,000 clusters never sits decoded in memory at once (one list
-of all of them costs about 130 MiB more); the pages are one consistent list (the API server's
-`continue` token).
+Pages of 500, as kubectl asks for them (`--chunk-size`), through the pager
+(`controller.kube.pager`): each copy is turned into its row as it is decoded and dropped, so a
+hub of 20,000 clusters never sits decoded in memory at once; the pages are one consistent list
+(the API server's `continue` token), and a chain that never ends is cut.
 """
 
 from __future__ import annotations
@@ -18,13 +18,12 @@ from typing import Any, Final
 
 from controller.fleet.view import Row, row_of
 from controller.hub.ocm import CLUSTER_LABEL, MANAGED_CLUSTER
-from controller.kube.api import ADDON, ALL_NAMESPACES, NAMESPACE, ApiResource, Kube, KubeError
-from controller.kube.api import resource_version as version_of
+from controller.kube.api import ADDON, ALL_NAMESPACES, NAMESPACE, ApiResource, Kube
+from controller.kube.pager import PAGE, list_all
 
 __all__ = ["COPY_NAME", "PAGE", "Listing", "list_clusters", "list_hub_copies", "selected_clusters"]
 
 COPY_NAME: Final = "observability-addon"  # what every spoke names its hub copy
-PAGE: Final = 500
 
 
 @dataclass(frozen=True)
@@ -48,16 +47,10 @@ def selected_clusters(kube: Kube, selector: str, *, page: int = PAGE) -> frozens
 
 
 def _names(kube: Kube, resource: ApiResource, selector: str, page: int) -> frozenset[str]:
-    names: set[str] = set()
-    token = ""
-    while True:
-        answer = kube.list(
-            resource, ALL_NAMESPACES, label_selector=selector, limit=page, continue_token=token
-        )
-        names.update(str(_name(i)) for i in answer.get("items") or [] if isinstance(i, dict))
-        token = str((answer.get("metadata") or {}).get("continue") or "")
-        if not token:
-            return frozenset(names)
+    listed = list_all(
+        kube, resource, ALL_NAMESPACES, keep=_name, label_selector=selector, page=page
+    )
+    return frozenset(listed.items)
 
 
 def list_hub_copies(kube: Kube, name: str = COPY_NAME, *, page: int = PAGE) -> Listing:
@@ -68,28 +61,19 @@ def list_hub_copies(kube: Kube, name: str = COPY_NAME, *, page: int = PAGE) -> L
     # (half the decode time or more, measured) find nothing, so it waits.
     collecting = gc.isenabled()
     gc.disable()
-    rows: list[Row] = []
-    token, calls = "", 0
     try:
-        while True:
-            answer = kube.list(
-                ADDON, ALL_NAMESPACES, field_selector=f"metadata.name={name}", limit=page,
-                continue_token=token,
-            )  # fmt: skip
-            calls += 1
-            items = answer.get("items")
-            if not isinstance(items, list):
-                raise KubeError(f"list {ADDON.kind} in every namespace: the answer has no items")
-            rows += [row_of(i) for i in items if isinstance(i, dict) and _name(i) == name]
-            token = str((answer.get("metadata") or {}).get("continue") or "")
-            if not token:
-                rows.sort(key=lambda r: (r.cluster, r.name))
-                return Listing(rows, version_of(answer), calls)
+        listed = list_all(
+            kube, ADDON, ALL_NAMESPACES, field_selector=f"metadata.name={name}", page=page,
+            keep=lambda item: row_of(item) if _name(item) == name else None,
+        )  # fmt: skip
     finally:
         if collecting:
             gc.enable()
+    rows = sorted(listed.items, key=lambda r: (r.cluster, r.name))
+    return Listing(rows, listed.resource_version, listed.pages)
 
 
-def _name(item: dict[str, Any]) -> object:
+def _name(item: dict[str, Any]) -> str | None:
     meta = item.get("metadata")
-    return meta.get("name") if isinstance(meta, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    return name if isinstance(name, str) else None

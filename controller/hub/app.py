@@ -75,6 +75,7 @@ class HubReplica(Process[HubOptions]):
                 resync_interval=options.resync.total_seconds(),
                 backoff=backoff,
                 watch_seconds=watch_seconds,
+                queue_metrics=self.queue_metrics.queue("hub-mirror"),
                 watches=Watches(
                     copies=self.watch_metrics.watch("hub-copies"),
                     addons=self.watch_metrics.watch("managed-cluster-addons"),

@@ -1,5 +1,5 @@
-"""The hub side's three caches, each kept by the one list-then-watch loop
-(`controller.kube.reflector`) as client-go's informers keep theirs: the cluster namespaces
+"""The hub side's three caches, each kept by an informer (`controller.kube.informer`: paged lists,
+then a watch, a store of what the hub side reads): the cluster namespaces
 (namespaces OCM's registration labelled `open-cluster-management.io/cluster-name`, narrowed by
 `--namespace-selector`), the hub copies (the standard conditions of each) and the
 `ManagedClusterAddOn`s named `addon_name` (each one's resourceVersion and conditions, not the
@@ -19,17 +19,10 @@ from typing import Any
 
 from controller.hub.metrics import MirrorMetrics
 from controller.hub.mirror import CLUSTER_LABEL, MANAGED_CLUSTER_ADDON, owned, read_copy
-from controller.kube.api import (
-    ADDON,
-    ALL_NAMESPACES,
-    NAMESPACE,
-    Kube,
-    KubeError,
-    WatchEvent,
-    resource_version,
-)
+from controller.kube.api import ADDON, ALL_NAMESPACES, NAMESPACE, Kube, KubeError, resource_version
 from controller.kube.backoff import Backoff
-from controller.kube.reflector import Reflector, Selection, WatchMetrics
+from controller.kube.informer import Handlers, Informer
+from controller.kube.reflector import Selection, WatchMetrics
 
 __all__ = ["Addon", "HubCaches", "Snapshot"]
 
@@ -85,9 +78,10 @@ class Watches:
 
 
 class HubCaches:
-    """The caches of `kube`'s clusters, hub copies and ManagedClusterAddOns; `changed(namespace)`
-    is called (on a watch's thread) when something the hub side reads changed there, `synced()`
-    once all three were listed (or the ManagedClusterAddOns failed to be)."""
+    """The informers of `kube`'s clusters, hub copies and ManagedClusterAddOns;
+    `changed(namespace)` is called (on an informer's thread) when something the hub side reads
+    changed there, `synced()` once all three were listed (or the ManagedClusterAddOns failed to
+    be)."""
 
     def __init__(
         self,
@@ -103,154 +97,93 @@ class HubCaches:
         watch_seconds: int,
         watches: Watches,
     ) -> None:
-        self.copy_name = copy_name
+        self.copy_name, self._addon_name = copy_name, addon_name
         self._metrics, self._changed_at, self._synced_at = metrics, changed, synced
         self._lock = threading.Lock()
-        self._clusters: frozenset[str] | None = None  # None until listed
-        self._copies: dict[str, list[dict[str, Any]]] = {}  # namespace -> standard conditions
-        self._addons: dict[str, Addon] = {}  # namespace -> its ManagedClusterAddOn
-        self._addons_known = False  # listed once, or failed to: a sync may look them up
         self._addons_refused: KubeError | None = None  # the list's last refusal, if any
-        self._listed_copies = False
         self._malformed: dict[str, list[str]] = {}  # the copies' thread: what each held, told
 
         def count_failure(error: KubeError) -> None:
             metrics.errors.labels(kind=error.kind.value).inc()
 
+        def look(key: str, *_: object) -> None:
+            changed(_namespace_of(key))
+
         selector = ",".join(s for s in (CLUSTER_LABEL, namespace_selector) if s)
         common: dict[str, Any] = {"backoff": backoff, "watch_seconds": watch_seconds}
-        self.reflectors = (
-            Reflector(
-                kube, Selection(NAMESPACE, ALL_NAMESPACES, label_selector=selector),
-                name="cluster-namespaces", on_listed=self._clusters_listed,
-                on_event=self._cluster_changed, on_failed=count_failure,
-                metrics=watches.clusters, **common,
-            ),
-            Reflector(
-                kube, Selection(MANAGED_CLUSTER_ADDON, ALL_NAMESPACES, name=addon_name),
-                name="managed-cluster-addons", on_listed=self._addons_listed,
-                on_event=self._addon_changed, on_failed=self._addons_failed,
-                metrics=watches.addons, **common,
-            ),
-            Reflector(
-                kube, Selection(ADDON, ALL_NAMESPACES, name=copy_name),
-                name="hub-copies", on_listed=self._listed, on_event=self._copy_changed,
-                on_failed=count_failure, metrics=watches.copies, **common,
-            ),
+        self.clusters: Informer[bool] = Informer(
+            kube, Selection(NAMESPACE, ALL_NAMESPACES, label_selector=selector),
+            name="cluster-namespaces", keep=lambda obj: True,
+            handlers=Handlers(added=look, listed=self._check_synced),
+            on_failed=count_failure, metrics=watches.clusters, **common,
         )  # fmt: skip
+        self.addons: Informer[Addon] = Informer(
+            kube, Selection(MANAGED_CLUSTER_ADDON, ALL_NAMESPACES, name=addon_name),
+            name="managed-cluster-addons", keep=Addon.of,
+            handlers=Handlers(added=look, updated=self._addon_updated, listed=self._addons_listed),
+            on_failed=self._addons_failed, metrics=watches.addons, **common,
+        )  # fmt: skip
+        self.copies: Informer[list[dict[str, Any]]] = Informer(
+            kube, Selection(ADDON, ALL_NAMESPACES, name=copy_name),
+            name="hub-copies", keep=self._standard,
+            handlers=Handlers(added=look, updated=self._copy_updated, listed=self._check_synced),
+            on_failed=count_failure, metrics=watches.copies, **common,
+        )  # fmt: skip
+        self.informers = (self.clusters, self.addons, self.copies)
 
     @property
     def listed(self) -> bool:
         """The clusters and their hub copies were listed at least once."""
-        with self._lock:
-            return self._clusters is not None and self._listed_copies
+        return self.clusters.synced and self.copies.synced
 
     def namespaces(self) -> list[str]:
         """Every namespace with a hub copy."""
-        with self._lock:
-            return list(self._copies)
+        return [_namespace_of(key) for key in self.copies.items()]
 
     def clusters_with_copies(self) -> dict[str, list[dict[str, Any]]]:
         """Each cluster's hub copy, standard conditions."""
-        with self._lock:
-            return {n: c for n, c in self._copies.items() if self._is_cluster(n)}
+        clusters = self.clusters.items()
+        copies = {_namespace_of(key): value for key, value in self.copies.items().items()}
+        return {n: c for n, c in copies.items() if n in clusters}
 
     def snapshot(self, namespace: str) -> Snapshot | None:
         """What a sync of `namespace` starts from; None when it is no cluster with a copy."""
+        copy = self.copies.get(f"{namespace}/{self.copy_name}")
+        if copy is None or self.clusters.get(namespace) is None:
+            return None
         with self._lock:
-            if namespace not in self._copies or not self._is_cluster(namespace):
-                return None
-            return Snapshot(
-                self._copies[namespace], self._addons.get(namespace), self._addons_refused
-            )
+            refused = self._addons_refused
+        return Snapshot(copy, self.addons.get(f"{namespace}/{self._addon_name}"), refused)
 
-    def remember(self, namespace: str, found: Mapping[str, Any]) -> None:
+    def remember(self, found: dict[str, Any]) -> None:
         """What a read or a write answered, unless the watch already saw something newer."""
-        addon = Addon.of(found)
-        with self._lock:
-            known = self._addons.get(namespace)
-            if known is None or not _newer(known.resource_version, addon.resource_version):
-                self._addons[namespace] = addon
+        self.addons.remember(found)
 
-    # --- the watches' hooks (each reflector's own thread) ------------------------------------
+    # --- the informers' hooks (each one's own thread) ----------------------------------------
 
-    def _clusters_listed(self, items: list[dict[str, Any]], version: str) -> None:
-        clusters = frozenset(_name(item) for item in items)
-        with self._lock:
-            before, self._clusters = self._clusters or frozenset(), clusters
-        for namespace in clusters - before:
-            self._changed_at(namespace)
-        self._check_synced()
+    def _copy_updated(self, key: str, old: list[dict[str, Any]], new: list[dict[str, Any]]) -> None:
+        if old != new:
+            self._changed_at(_namespace_of(key))
 
-    def _cluster_changed(self, event: WatchEvent) -> None:
-        name = _name(event.object)
-        with self._lock:
-            known = self._clusters or frozenset()
-            gone = event.type == "DELETED"
-            self._clusters = known - {name} if gone else known | {name}
-        if not gone and name not in known:
-            self._changed_at(name)
+    def _addon_updated(self, key: str, old: Addon, new: Addon) -> None:
+        if old.owned != new.owned:  # OCM's Available or Progressing, any type not ours: no
+            self._changed_at(_namespace_of(key))
 
-    def _listed(self, items: list[dict[str, Any]], version: str) -> None:
-        copies = {_namespace(item): self._standard(item) for item in items}
+    def _addons_listed(self, version: str) -> None:
         with self._lock:
-            changed = [n for n, c in copies.items() if self._copies.get(n) != c]
-            self._copies = copies
-            self._listed_copies = True
-        for namespace in changed:
-            self._changed_at(namespace)
-        self._check_synced()
-
-    def _copy_changed(self, event: WatchEvent) -> None:
-        namespace = _namespace(event.object)
-        conditions = [] if event.type == "DELETED" else self._standard(event.object)
-        with self._lock:
-            if event.type == "DELETED":
-                self._copies.pop(namespace, None)  # the ManagedClusterAddOn keeps the last word
-                return
-            if self._copies.get(namespace) == conditions:
-                return
-            self._copies[namespace] = conditions
-        self._changed_at(namespace)
-
-    def _addons_listed(self, items: list[dict[str, Any]], version: str) -> None:
-        addons = {_namespace(item): Addon.of(item) for item in items}
-        with self._lock:
-            changed = [
-                n for n, a in addons.items()
-                if n not in self._addons or self._addons[n].owned != a.owned
-            ]  # fmt: skip
-            self._addons, self._addons_known, self._addons_refused = addons, True, None
-        for namespace in changed:
-            self._changed_at(namespace)
+            self._addons_refused = None
         self._check_synced()
 
     def _addons_failed(self, error: KubeError) -> None:
         self._metrics.errors.labels(kind=error.kind.value).inc()
         with self._lock:  # without their list (no CRD, no grant), each cluster says so itself
-            self._addons_known = True
             self._addons_refused = error
         self._check_synced()
 
-    def _addon_changed(self, event: WatchEvent) -> None:
-        namespace = _namespace(event.object)
+    def _check_synced(self, version: str = "") -> None:
         with self._lock:
-            if event.type == "DELETED":
-                self._addons.pop(namespace, None)
-                return
-            addon = Addon.of(event.object)
-            known = self._addons.get(namespace)
-            if known is not None and _newer(known.resource_version, addon.resource_version):
-                return  # our own write's answer was newer than this event
-            self._addons[namespace] = addon
-            if known is not None and known.owned == addon.owned:
-                return  # OCM's Available or Progressing, or any type not ours: not our business
-        self._changed_at(namespace)  # a new one, or someone changed what we own: look
-
-    def _check_synced(self) -> None:
-        with self._lock:
-            ready = self._clusters is not None and self._listed_copies and self._addons_known
-        if ready:
+            addons_known = self._addons_refused is not None
+        if self.listed and (addons_known or self.addons.synced):
             self._synced_at()
 
     def _standard(self, obj: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -277,25 +210,12 @@ class HubCaches:
             self._malformed.pop(namespace, None)
         return conditions
 
-    def _is_cluster(self, namespace: str) -> bool:
-        """Under `_lock`."""
-        return self._clusters is not None and namespace in self._clusters
 
-
-def _newer(known: str, seen: str) -> bool:
-    """`known` is newer than `seen` (resourceVersions compare as numbers on kube-apiserver's
-    etcd storage; an unparsable one is never taken as newer)."""
-    try:
-        return int(known) > int(seen)
-    except ValueError:
-        return False
+def _namespace_of(key: str) -> str:
+    """The namespace of an informer's key (`namespace/name`), or a Namespace's own name."""
+    return key.split("/", 1)[0]
 
 
 def _namespace(obj: Mapping[str, Any]) -> str:
     meta = obj.get("metadata")
     return str(meta.get("namespace") or "") if isinstance(meta, Mapping) else ""
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata")
-    return str(meta.get("name") or "") if isinstance(meta, Mapping) else ""

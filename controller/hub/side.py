@@ -36,10 +36,10 @@ from controller.hub.mirror import (
 )
 from controller.kube.api import ADDON, ConflictError, ErrorKind, Kube, KubeError, NotFoundError
 from controller.kube.backoff import Backoff
+from controller.kube.controller import Controller, Result
 from controller.kube.ratelimit import default_rate_limiter
-from controller.kube.runnable import Runnable
 from controller.kube.update import update_status
-from controller.kube.workqueue import WorkQueue
+from controller.kube.workqueue import QueueMetrics
 from controller.ops.role import Role
 
 __all__ = ["HubSide", "Watches"]
@@ -71,6 +71,7 @@ class HubSide:
         watch_seconds: int = 300,
         watches: Watches | None = None,
         conflict_retries: int = 5,
+        queue_metrics: QueueMetrics | None = None,
     ) -> None:
         self._kube, self._metrics = kube, metrics
         self._role = role or Role()
@@ -78,8 +79,11 @@ class HubSide:
         self._resync = resync_interval
         self._attempts = max(conflict_retries, 1)
         backoff = backoff or Backoff(initial=0.5, maximum=60.0)
-        self.queue: WorkQueue[str] = WorkQueue(rate_limiter=default_rate_limiter(backoff))
-        self._worker = Runnable("hub-mirror", self._work, self.queue.shut_down)
+        self.loop: Controller[str] = Controller(
+            "hub-mirror", self._sync_key, rate_limiter=default_rate_limiter(backoff),
+            metrics=queue_metrics, held=True,
+        )  # fmt: skip
+        self.queue = self.loop.queue
         self._synced = threading.Event()
         self.caches = HubCaches(
             kube, addon_name=addon_name, copy_name=copy_name,
@@ -95,17 +99,16 @@ class HubSide:
     # --- lifecycle ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._worker.start()
-        for reflector in self.caches.reflectors:
-            reflector.start()
+        self.loop.start()
+        for informer in self.caches.informers:
+            informer.start()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop every thread, waiting up to `timeout` for each (a hub call in progress ends
         with its own timeout)."""
-        self._synced.set()  # frees a worker still waiting for the caches
-        self._worker.stop(timeout)
-        for reflector in self.caches.reflectors:
-            reflector.stop(timeout)
+        self.loop.stop(timeout)
+        for informer in self.caches.informers:
+            informer.stop(timeout)
 
     def resync(self) -> None:
         """Queue every cluster now (leadership gained; a test)."""
@@ -115,7 +118,7 @@ class HubSide:
 
     @property
     def alive(self) -> bool:
-        return self._worker.alive and all(r.alive for r in self.caches.reflectors)
+        return self.loop.alive and all(i.alive for i in self.caches.informers)
 
     @property
     def synced(self) -> bool:
@@ -137,38 +140,47 @@ class HubSide:
     def _caches_synced(self) -> None:
         if not self._synced.is_set():
             self._synced.set()
+            self.loop.release()
             self.queue.add_after(_RESYNC, self._resync)
 
-    def _work(self) -> None:
-        self._synced.wait()
-        while (namespace := self.queue.get()) is not None:
-            try:
-                if namespace == _RESYNC:
-                    for each in self.caches.namespaces():
-                        self.queue.add(each)
-                    self.queue.add_after(_RESYNC, self._resync)
-                elif self._role.may_write():
-                    self.sync(namespace)
-            except Exception:  # a bug must not end the only worker
-                log.exception("mirroring %s failed unexpectedly", namespace)
-                self.queue.add_rate_limited(namespace)
-            finally:
-                self.queue.done(namespace)
+    def _sync_key(self, namespace: str) -> Result | None:
+        if namespace == _RESYNC:
+            for each in self.caches.namespaces():
+                self.queue.add(each)
+            return Result(requeue_after=self._resync)
+        if self._role.may_write():
+            return self.sync(namespace)
+        return None
 
-    def sync(self, namespace: str) -> None:
-        """Bring `namespace`'s ManagedClusterAddOn in line with its hub copy (the worker's one
-        step; failures go back on the queue with that namespace's backoff)."""
+    def sync(self, namespace: str) -> Result | None:
+        """Bring `namespace`'s ManagedClusterAddOn in line with its hub copy (the loop's one
+        step; a failure goes back on the queue with that namespace's backoff)."""
+        try:
+            mirrored = self._mirror(namespace)
+        except _NotLeader:
+            return None  # the next leader queues every cluster
+        except KubeError as error:
+            return self._failed(namespace, error)
+        if mirrored:
+            self._succeeded(namespace)
+        return None
+
+    def _mirror(self, namespace: str) -> bool:
+        """True when the ManagedClusterAddOn says what the copy says (written now, or
+        already); False when it is left as it is for now."""
         name = self.addon_name
         found = self.caches.snapshot(namespace)
         if found is None:
-            return
+            return False
         copy, addon = found.copy, found.addon
         if addon is None:
-            missing = KubeError(f"no ManagedClusterAddOn {namespace}/{name}", status=404)
-            self._failed(namespace, found.refused or missing)
-            return
-        if self._settled(namespace, copy, addon):
-            return
+            raise found.refused or NotFoundError(
+                f"no ManagedClusterAddOn {namespace}/{name}", status=404
+            )
+        if mirror(copy, addon.conditions) is None:
+            return True
+        if self._left(namespace, copy, addon):
+            return False
 
         def conditions(status: Mapping[str, Any]) -> dict[str, Any] | None:
             new = mirror(copy, status.get("conditions") or [])
@@ -176,7 +188,7 @@ class HubSide:
 
         def read() -> dict[str, Any]:
             current = self._kube.get(MANAGED_CLUSTER_ADDON, namespace, name)
-            self.caches.remember(namespace, current)
+            self.caches.remember(current)
             return current
 
         def write(body: dict[str, Any]) -> dict[str, Any]:
@@ -188,44 +200,30 @@ class HubSide:
             }
             stored = self._kube.patch_status(MANAGED_CLUSTER_ADDON, namespace, name, patch)
             self._metrics.writes.inc()
-            self.caches.remember(namespace, stored)
+            self.caches.remember(stored)
             return stored
 
         def conflicted(attempt: int, error: ConflictError) -> None:
             self._metrics.errors.labels(kind=error.kind.value).inc()
 
-        try:
-            updated = update_status(
-                read, conditions, write, what=f"ManagedClusterAddOn {namespace}/{name}",
-                attempts=self._attempts, first=addon.as_object(name, namespace),
-                on_conflict=conflicted,
-            )  # fmt: skip
-        except _NotLeader:
-            return  # the next leader queues every cluster
-        except KubeError as error:
-            self._failed(namespace, error)
-            return
+        updated = update_status(
+            read, conditions, write, what=f"ManagedClusterAddOn {namespace}/{name}",
+            attempts=self._attempts, first=addon.as_object(name, namespace),
+            on_conflict=conflicted,
+        )  # fmt: skip
         if updated.written and self._repairs.wrote(namespace, copy):
             self._metrics.repairs.inc()
             log.info(
                 "ManagedClusterAddOn %s/%s: repaired a condition someone else changed",
                 namespace, name, extra={"owned": [c["type"] for c in owned(copy)]},
             )  # fmt: skip
-        self._succeeded(namespace)
+        return True
 
-    def _settled(self, namespace: str, copy: list[dict[str, Any]], addon: Addon) -> bool:
-        """Nothing to write now: the ManagedClusterAddOn says what the copy says, a newer copy
-        is on its way, or another writer is left alone (`Repairs`)."""
-        if mirror(copy, addon.conditions) is None:
-            self._succeeded(namespace)
-            return True
-        if from_newer_copy(copy, addon.conditions):
-            try:
-                if self._copy_moved_on(namespace, copy):
-                    return True  # the copy's own watch event brings it, and a sync with it
-            except KubeError as error:
-                self._failed(namespace, error)
-                return True
+    def _left(self, namespace: str, copy: list[dict[str, Any]], addon: Addon) -> bool:
+        """Not written now: a newer copy is on its way, or another writer is left alone
+        (`Repairs`)."""
+        if from_newer_copy(copy, addon.conditions) and self._copy_moved_on(namespace, copy):
+            return True  # the copy's own watch event brings it, and a sync with it
         if not self._repairs.due(namespace, copy):
             self._contest(namespace)
             return True
@@ -244,7 +242,6 @@ class HubSide:
         return standard_conditions(conditions) != copy
 
     def _succeeded(self, namespace: str) -> None:
-        self.queue.forget(namespace)
         self._contested.discard(namespace)
         if self._failing.pop(namespace, None) is not None:
             log.info("ManagedClusterAddOn %s/%s mirrored again", namespace, self.addon_name)
@@ -261,13 +258,13 @@ class HubSide:
                 namespace, self.addon_name, ", ".join(OWNED_TYPES),
             )  # fmt: skip
 
-    def _failed(self, namespace: str, error: KubeError) -> None:
-        """Queue `namespace` again after its backoff; the first failure of a kind is told, a
-        refusal as a refusal."""
+    def _failed(self, namespace: str, error: KubeError) -> Result:
+        """`namespace` again after its backoff; the first failure of a kind is told, a refusal
+        as a refusal."""
         self._metrics.errors.labels(kind=error.kind.value).inc()
-        self.queue.add_rate_limited(namespace)
+        retry = Result(retry=True, retry_after=error.retry_after)
         if self._failing.get(namespace) is error.kind:
-            return
+            return retry
         self._failing[namespace] = error.kind
         where = f"ManagedClusterAddOn {namespace}/{self.addon_name}"
         if error.kind is ErrorKind.NOT_FOUND:
@@ -283,3 +280,4 @@ class HubSide:
             )  # fmt: skip
         else:
             log.warning("cannot mirror onto %s (%s: %s)", where, error.kind, error.detail)
+        return retry

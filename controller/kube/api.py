@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import builtins
 import enum
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar, cast
+from typing import Any, Generic, Literal, Protocol, TypeVar, cast
 
 from statemachines.errors import AddonStatusError
 
@@ -41,10 +41,12 @@ __all__ = [
     "ForbiddenError",
     "GoneError",
     "InvalidError",
+    "Keep",
     "KindNotServedError",
     "Kube",
     "KubeError",
     "NotFoundError",
+    "Page",
     "UnauthorizedError",
     "UnavailableError",
     "WatchEvent",
@@ -52,6 +54,7 @@ __all__ = [
     "error_for",
     "json_copy",
     "resource_version",
+    "whole",
 ]
 
 T = TypeVar("T")
@@ -219,6 +222,27 @@ def error_for(detail: str, *, status: int | None, retry_after: float | None = No
     return kind(detail, status=status, retry_after=retry_after)
 
 
+Keep = Callable[[dict[str, Any]], T | None]
+"""What a reader keeps of each listed object (None: nothing); the rest is dropped at once."""
+
+
+def whole(obj: dict[str, Any]) -> dict[str, Any]:
+    """Keep the whole object."""
+    return obj
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    """One page of a list: what `keep` kept of each item, in order; the list's
+    resourceVersion (a watch starts from it); the token of the next page ("" on the last); its
+    size on the wire in bytes."""
+
+    items: list[T]
+    resource_version: str
+    continue_token: str = ""
+    size: int = 0
+
+
 EventType = Literal["SYNC", "ADDED", "MODIFIED", "DELETED", "BOOKMARK"]
 
 
@@ -257,15 +281,17 @@ class Kube(Protocol):
         resource: ApiResource,
         namespace: str,
         *,
+        keep: Keep[T],
         field_selector: str = "",
         label_selector: str = "",
         limit: int = 0,
         continue_token: str = "",
-    ) -> dict[str, Any]:
-        """The collection (in every namespace for ALL_NAMESPACES); its
-        `metadata.resourceVersion` is the one a watch starts from. With `limit`, one page of
-        at most that many items; `metadata.continue`, when not empty, asks for the next page
-        (given back as `continue_token`), all pages of one consistent list."""
+    ) -> Page[T]:
+        """One page of the collection (in every namespace for ALL_NAMESPACES): each item is
+        decoded and handed to `keep` one at a time, so a large list never sits decoded in
+        memory whole. With `limit`, at most that many items; a `continue_token` in the page
+        asks for the next one (given back as `continue_token`), all pages of one consistent
+        list (`controller.kube.pager` follows them)."""
         ...
 
     def watch(

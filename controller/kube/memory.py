@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from controller.kube.api import (
     ADDON,
@@ -26,12 +26,16 @@ from controller.kube.api import (
     ApiResource,
     ConflictError,
     GoneError,
+    Keep,
     KindNotServedError,
     NotFoundError,
+    Page,
     UnavailableError,
     WatchEvent,
     json_copy,
 )
+
+T = TypeVar("T")
 
 __all__ = ["Call", "MemoryKube", "merge_patched"]
 
@@ -137,11 +141,12 @@ class MemoryKube:
         resource: ApiResource,
         namespace: str,
         *,
+        keep: Keep[T],
         field_selector: str = "",
         label_selector: str = "",
         limit: int = 0,
         continue_token: str = "",
-    ) -> dict[str, Any]:
+    ) -> Page[T]:
         """A label selector of `key=value` and `key` (exists) terms only; a page continues
         after the item (by namespace and name) its token names."""
         self._enter("list", resource, "")
@@ -159,15 +164,9 @@ class MemoryKube:
             page = chosen[:limit] if limit else chosen
             items = [json_copy(obj) for _, obj in page]
             version = str(self._version)
-        meta = {"resourceVersion": version}
-        if limit and len(chosen) > limit:
-            meta["continue"] = "/".join(page[-1][0])
-        return {
-            "apiVersion": resource.api_version,
-            "kind": f"{resource.kind}List",
-            "metadata": meta,
-            "items": items,
-        }
+        token = "/".join(page[-1][0]) if limit and len(chosen) > limit else ""
+        kept = [value for item in items if (value := keep(item)) is not None]
+        return Page(kept, version, token)
 
     def watch(
         self,

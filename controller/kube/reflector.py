@@ -1,12 +1,14 @@
-"""The one list-then-watch loop, as client-go's reflector runs it, for every watch of the project:
-the addon CR, the objects health rules name, the hub copies on the hub, and `fleet --watch`.
+"""The one list-then-watch loop, as client-go's reflector runs it, under every informer of the
+project (`controller.kube.informer`): the addon CR, the objects health rules name, the hub side's
+kinds, and `fleet --watch`.
 
-List what is selected and hand it over (`on_listed`), watch from the list's resourceVersion and
-hand over each change in order (`on_event`), resume from the last resourceVersion seen when a
-watch ends, and list afresh after 410 Gone (that version left the server's history) or after a
-failed request (its success is what proves the server is back, and it catches up on what
-changed meanwhile). A failed list or watch is handed to `on_failed` and retried with backoff
-and jitter; a bug in a hook or in the loop never ends it.
+List what is selected, a page at a time (`controller.kube.pager`), each object kept as its reader's
+projection (`keep`), and hand it over (`on_listed`); watch from the list's resourceVersion and hand
+over each change in order (`on_event`); resume from the last resourceVersion seen when a watch ends,
+and list afresh after 410 Gone (that version left the server's history) or after a failed request
+(its success is what proves the server is back, and it catches up on what changed meanwhile). A
+failed list or watch is handed to `on_failed` and retried with backoff and jitter; a bug in a hook
+or in the loop never ends it.
 
 An outage is told once: one warning when the loop loses its objects, one line when a list
 succeeds again (how long, how many tries), debug lines in between; `WatchMetrics` follows the
@@ -26,13 +28,16 @@ from controller.kube.api import (
     ALL_NAMESPACES,
     ApiResource,
     GoneError,
+    Keep,
     Kube,
     KubeError,
     WatchEvent,
     WatchStream,
     resource_version,
+    whole,
 )
 from controller.kube.backoff import Backoff
+from controller.kube.pager import PAGE, list_all
 from controller.kube.runnable import Runnable
 
 __all__ = ["RESTART_CAUSES", "ObjectKind", "Reflector", "Selection", "WatchMetrics"]
@@ -81,16 +86,16 @@ class WatchMetrics(Protocol):
     def restarted(self, watch: str, cause: str) -> None: ...
 
 
-Listed = Callable[[list[dict[str, Any]], str], None]
+Listed = Callable[[list[Any], str], None]
 
 
 class Reflector:
     """List-then-watch of `selection` through `kube` on a thread of its own, named `name` (the
     thread's, the logs' and the metrics' label).
 
-    `on_listed(objects, resource_version)` gets every object a list found (all of them: the
-    receiver replaces what it had); `on_event(event)` each ADDED, MODIFIED and DELETED after
-    it, in order; `on_failed(error)` each failed list or watch.
+    `on_listed(kept, resource_version)` gets what `keep` kept of every object a list found
+    (all of them: the receiver replaces what it had); `on_event(event)` each ADDED, MODIFIED
+    and DELETED after it, in order, whole; `on_failed(error)` each failed list or watch.
     """
 
     def __init__(
@@ -105,6 +110,8 @@ class Reflector:
         metrics: WatchMetrics | None = None,
         backoff: Backoff | None = None,
         watch_seconds: int = 300,
+        keep: Keep[Any] = whole,
+        page: int = PAGE,
     ) -> None:
         self.name = name
         self.selection = selection
@@ -115,6 +122,7 @@ class Reflector:
         self._metrics = metrics
         self._backoff = backoff or Backoff()
         self._watch_seconds = watch_seconds
+        self._keep, self._page = keep, page
         self._stopping = threading.Event()
         self._lock = threading.Lock()  # guards _stream between the loop and stop()
         self._stream: WatchStream | None = None
@@ -182,20 +190,18 @@ class Reflector:
 
     def _list(self) -> str:
         resource = self._resource()
-        collection = self._kube.list(
-            resource,
-            self.selection.namespace,
+
+        def kept(item: dict[str, Any]) -> Any:
+            return self._keep(_complete(item, resource)) if self._selected(item) else None
+
+        listing = list_all(
+            self._kube, resource, self.selection.namespace, keep=kept,
             field_selector=self.selection.field_selector,
-            label_selector=self.selection.label_selector,
-        )
-        items = [
-            _complete(item, resource)
-            for item in collection.get("items") or []
-            if isinstance(item, dict) and self._selected(item)
-        ]
-        self._on_listed(items, resource_version(collection))
+            label_selector=self.selection.label_selector, page=self._page,
+        )  # fmt: skip
+        self._on_listed(listing.items, listing.resource_version)
         self._restored()
-        return resource_version(collection)
+        return listing.resource_version
 
     def _follow(self, version: str) -> str:
         """Hand over the events of one watch request; the last resourceVersion seen."""

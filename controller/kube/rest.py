@@ -13,7 +13,9 @@ import contextlib
 import json
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from typing import Any, TypeVar
 
 from urllib3 import BaseHTTPResponse
 from urllib3.exceptions import HTTPError, ProtocolError
@@ -21,18 +23,22 @@ from urllib3.exceptions import HTTPError, ProtocolError
 from controller.kube.answers import MAX_ANSWER, READ, read_answer, refused, too_late, unanswered
 from controller.kube.api import (
     ApiResource,
+    Keep,
     KindNotServedError,
     KubeError,
     NotFoundError,
+    Page,
     WatchEvent,
     error_for,
 )
 from controller.kube.connection import Connection, ConnectionSetupError
 from controller.kube.deadlines import within
+from controller.kube.listing import decode_page
 
 __all__ = ["RequestTimeout", "RestKube"]
 
 RequestTimeout = float | tuple[float, float]
+T = TypeVar("T")
 
 
 class RestKube:
@@ -78,11 +84,12 @@ class RestKube:
         resource: ApiResource,
         namespace: str,
         *,
+        keep: Keep[T],
         field_selector: str = "",
         label_selector: str = "",
         limit: int = 0,
         continue_token: str = "",
-    ) -> dict[str, Any]:
+    ) -> Page[T]:
         query = [("fieldSelector", field_selector)] if field_selector else []
         if label_selector:
             query.append(("labelSelector", label_selector))
@@ -91,7 +98,8 @@ class RestKube:
         if continue_token:
             query.append(("continue", continue_token))
         what = f"list {resource.kind} in {namespace or 'every namespace'}"
-        return self._call("GET", resource.path(namespace), query=query, what=what)
+        answer = self._answer("GET", resource.path(namespace), query=query, what=what)
+        return decode_page(answer, keep, what)
 
     def watch(
         self,
@@ -163,6 +171,19 @@ class RestKube:
             content_type="application/merge-patch+json",
         )
 
+    def server_date(self) -> datetime | None:
+        """The API server's clock: the `Date` of its answer to `GET /version` (the cheapest
+        one), read within the call's bounds like any answer; None when it sends none."""
+        dates: builtins.list[str] = []
+        self._answer("GET", "/version", what="GET /version", date=dates.append)
+        try:
+            date = parsedate_to_datetime(dates[0]) if dates else None
+        except (TypeError, ValueError):
+            return None
+        if date is None:
+            return None
+        return date if date.tzinfo is not None else date.replace(tzinfo=UTC)
+
     def review_token(self, token: str, audiences: builtins.list[str]) -> dict[str, Any]:
         spec: dict[str, Any] = {"token": token}
         if audiences:
@@ -187,6 +208,32 @@ class RestKube:
         quote_server: bool = True,
         content_type: str = "application/json",
     ) -> dict[str, Any]:
+        answer = self._answer(
+            method, path, what=what, body=body, query=query, quote_server=quote_server,
+            content_type=content_type,
+        )  # fmt: skip
+        try:
+            data = json.loads(answer)
+        except ValueError as error:
+            raise KubeError(f"{what}: the API server answered something not JSON") from error
+        if not isinstance(data, dict):
+            raise KubeError(f"{what}: the API server answered {type(data).__name__}, not an object")
+        return data
+
+    def _answer(
+        self,
+        method: str,
+        path: str,
+        *,
+        what: str,
+        body: Mapping[str, Any] | None = None,
+        query: builtins.list[tuple[str, str]] | None = None,
+        quote_server: bool = True,
+        content_type: str = "application/json",
+        date: Callable[[str], None] | None = None,
+    ) -> bytes:
+        """The body of a 2xx answer, read whole within the call's bounds; else the error.
+        `date` hears the answer's `Date` header, if it has one."""
         payload = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
         with within(self._whole_call) as deadline:
             try:
@@ -199,13 +246,9 @@ class RestKube:
                 raise too_late(what) if deadline.fired else unanswered(error, what) from error
         if not 200 <= response.status <= 299:
             raise refused(response, answer, what, quote_server=quote_server, connection=self._api)
-        try:
-            data = json.loads(answer)
-        except ValueError as error:
-            raise KubeError(f"{what}: the API server answered something not JSON") from error
-        if not isinstance(data, dict):
-            raise KubeError(f"{what}: the API server answered {type(data).__name__}, not an object")
-        return data
+        if date is not None and (told := response.headers.get("Date")):
+            date(told)
+        return answer
 
     def _open(
         self,

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -36,8 +37,8 @@ from controller.flags import Address, OptionsError
 from controller.kube.api import Kube, NotFoundError
 from controller.kube.backoff import Backoff
 from controller.kube.connection import Connection
+from controller.kube.informer import Informer
 from controller.kube.kubeconfig import KubeconfigSource, client_for, client_for_url
-from controller.kube.reflector import Reflector
 from controller.kube.rest import RestKube
 from controller.ops.clocks import LeaseClock, MachineClock, SystemClock, utc_now
 from controller.process import Process, lease_seam, run_process
@@ -148,7 +149,9 @@ class Replica(Process[RunOptions]):
         self.metrics = metrics = ControllerMetrics(self.registry, config)
         self.registry.register(AddonConditions(lambda: self.worker.state))
         recorder = EventRecorder(
-            store, on_result=lambda outcome: metrics.events.labels(outcome).inc()
+            store,
+            on_result=lambda outcome: metrics.events.labels(outcome).inc(),
+            metrics=self.queue_metrics.queue("event-recorder"),
         )
         self.worker = worker = Worker(
             store,
@@ -181,7 +184,9 @@ class Replica(Process[RunOptions]):
         # A leader whose status writes keep failing cannot do its job: say so.
         self.readiness["status-write"] = lambda: worker.writing
         self.add("watch", self.watch, alive=lambda: self.watch.alive)
-        self.evaluations = Evaluations(worker.observe_object)
+        self.evaluations = Evaluations(
+            worker.observe_object, metrics=self.queue_metrics.queue("health-rules")
+        )
         if config.resources:
             self.add("health-rules", self.evaluations, alive=lambda: self.evaluations.alive)
         self.object_watches = object_watches(
@@ -192,9 +197,9 @@ class Replica(Process[RunOptions]):
             backoff=watch_backoff,
             watch_seconds=watch_seconds,
         )
-        for reflector in self.object_watches:
-            self.watch_metrics.watch(reflector.name)
-            _add_watch(self, reflector)
+        for informer in self.object_watches:
+            self.watch_metrics.watch(informer.name)
+            _add_watch(self, informer)
         self.sink = WorkerSink(worker)
         self.report_server: ReportServer = build_report_server(
             options,
@@ -289,13 +294,14 @@ class Replica(Process[RunOptions]):
                 backoff_base=first,
                 backoff_max=longest,
                 create_missing=self.options.hub_create_missing,
+                queue_metrics=self.queue_metrics.queue("hub-replicator"),
             )
 
         return replicator
 
 
-def _add_watch(process: Process[RunOptions], reflector: Reflector) -> None:
-    process.add(reflector.name, reflector, alive=lambda: reflector.alive)
+def _add_watch(process: Process[RunOptions], informer: Informer[Any]) -> None:
+    process.add(informer.name, informer, alive=lambda: informer.alive)
 
 
 @contextmanager

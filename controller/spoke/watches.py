@@ -1,11 +1,11 @@
-"""What the spoke watches, on the one list-then-watch loop (`controller.kube.reflector`): the
-addon CR, and each object a health rule names (docs/spec.md §8).
+"""What the spoke watches, each through an informer (`controller.kube.informer`): the addon CR,
+and each object a health rule names (docs/spec.md §8).
 
-The CR's list is handed to the worker as one `SYNC` event (its absence once as `DELETED`; its
-creation then comes on the watch as `ADDED`). A watched object's list and events are handed to
-the worker as (resource, the object or None when it is gone, its resourceVersion); a kind the
-API server does not serve yet (its CRD not installed) is a failed list, retried with backoff,
-and the resource stays `Unknown`/`NotFound` meanwhile (the core starts every resource so).
+The CR is handed to the worker as it is listed (`ADDED`) and as each change comes (its absence,
+found by a list, once as `DELETED`). A watched object is handed to the worker as (resource, the
+object or None when it is gone, its resourceVersion), and once after every list; a kind the API
+server does not serve yet (its CRD not installed) is a failed list, retried with backoff, and the
+resource stays `Unknown`/`NotFound` meanwhile (the core starts every resource so).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any
 
 from controller.kube.api import ADDON, Kube, WatchEvent, resource_version
 from controller.kube.backoff import Backoff
-from controller.kube.reflector import ObjectKind, Reflector, Selection, WatchMetrics
+from controller.kube.informer import Handlers, Informer
+from controller.kube.reflector import ObjectKind, Selection, WatchMetrics
 from controller.spoke.addon import AddonRef
 from statemachines.health import Resource
 
@@ -24,9 +25,10 @@ __all__ = ["ADDON_WATCH", "Deliver", "addon_watch", "object_watches"]
 
 log = logging.getLogger(__name__)
 
-ADDON_WATCH = "addon"  # the reflector's name: its thread, logs and metrics label
+ADDON_WATCH = "addon"  # the informer's name: its thread, logs and metrics label
 # (resource name, the object as the API server returns it or None, its resourceVersion)
 Deliver = Callable[[str, dict[str, Any] | None, str], None]
+Object = dict[str, Any]
 
 
 def addon_watch(
@@ -37,29 +39,39 @@ def addon_watch(
     metrics: WatchMetrics | None = None,
     backoff: Backoff | None = None,
     watch_seconds: int = 300,
-) -> Reflector:
-    """The CR's list-and-watch; `deliver` gets every event in order (the worker's `observe`)."""
+) -> Informer[Object]:
+    """The CR's informer; `deliver` gets every change in order (the worker's `observe`)."""
     present = True  # a missing CR is told once, not at every list
 
-    def listed(items: list[dict[str, Any]], version: str) -> None:
+    def added(key: str, new: Object) -> None:
         nonlocal present
-        if items:
-            deliver(WatchEvent("SYNC", items[0]))
-        elif present:
-            log.warning("the addon CR %s does not exist", ref)
-            deliver(WatchEvent("DELETED", {}))
-        present = bool(items)
+        present = True
+        deliver(WatchEvent("ADDED", new))
 
-    return Reflector(
+    def updated(key: str, old: Object, new: Object) -> None:
+        deliver(WatchEvent("MODIFIED", new))
+
+    def gone(key: str, old: Object) -> None:
+        nonlocal present
+        if present:
+            log.warning("the addon CR %s does not exist", ref)
+            deliver(WatchEvent("DELETED", old))
+        present = False
+
+    def listed(version: str) -> None:
+        if not informer.items():
+            gone("", {})
+
+    informer: Informer[Object] = Informer(
         kube,
         Selection(ADDON, ref.namespace, ref.name),
         name=ADDON_WATCH,
-        on_listed=listed,
-        on_event=deliver,
+        handlers=Handlers(added=added, updated=updated, deleted=gone, listed=listed),
         metrics=metrics,
         backoff=backoff,
         watch_seconds=watch_seconds,
     )
+    return informer
 
 
 def object_watches(
@@ -70,8 +82,8 @@ def object_watches(
     metrics: WatchMetrics | None = None,
     backoff: Backoff | None = None,
     watch_seconds: int = 300,
-) -> list[Reflector]:
-    """A list-and-watch per configured resource's object, named `object-<resource>`."""
+) -> list[Informer[Object]]:
+    """An informer per configured resource's object, named `object-<resource>`."""
     return [
         _object_watch(
             kube, r, deliver, metrics=metrics, backoff=backoff, watch_seconds=watch_seconds
@@ -88,24 +100,26 @@ def _object_watch(
     metrics: WatchMetrics | None,
     backoff: Backoff | None,
     watch_seconds: int,
-) -> Reflector:
+) -> Informer[Object]:
     ref = resource.object
 
-    def listed(items: list[dict[str, Any]], version: str) -> None:
-        found = items[0] if items else None
-        deliver(resource.name, found, resource_version(found) if found else version)
+    def changed(key: str, *objects: Object) -> None:
+        deliver(resource.name, objects[-1], resource_version(objects[-1]))
 
-    def changed(event: WatchEvent) -> None:
-        gone = event.type == "DELETED"
-        deliver(resource.name, None if gone else event.object, resource_version(event.object))
+    def gone(key: str, old: Object) -> None:
+        deliver(resource.name, None, resource_version(old))
 
-    return Reflector(
+    def listed(version: str) -> None:
+        if not informer.items():
+            deliver(resource.name, None, version)
+
+    informer: Informer[Object] = Informer(
         kube,
         Selection(ObjectKind(ref.api_version, ref.kind), ref.namespace or "", ref.name),
         name=f"object-{resource.name}",
-        on_listed=listed,
-        on_event=changed,
+        handlers=Handlers(added=changed, updated=changed, deleted=gone, listed=listed),
         metrics=metrics,
         backoff=backoff,
         watch_seconds=watch_seconds,
     )
+    return informer

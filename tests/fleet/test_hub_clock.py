@@ -6,6 +6,7 @@ kubesim stamps and tells the time of the clock it is given, as kube-apiserver it
 from __future__ import annotations
 
 import urllib.request
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from pathlib import Path
@@ -18,9 +19,11 @@ from controller.fleet.clock import HubClock
 from controller.hub.mirror import cluster_namespace
 from controller.kube.connection import Connection
 from controller.kube.kubeconfig import kubeconfig_yaml
+from controller.kube.rest import RestKube
 from controller.spoke.addon import GROUP, PLURAL, VERSION
 from kubesim import APIServer
 from tests.fleet.test_fleet_integration import write_status
+from tests.kube.test_hostile_server import Answer, endless, gzipped, serve, trickle  # noqa: F401
 from tests.report_api.conftest import free_port
 from tests.spoke.replication.conftest import ADMIN, CRD, TOKENS, addon, api_client
 
@@ -67,5 +70,18 @@ def test_fleet_ages_are_the_hubs_not_this_machines(
 
 
 def test_a_hub_that_cannot_be_asked_leaves_the_local_clock() -> None:
-    clock = HubClock(Connection(f"http://127.0.0.1:{free_port()}"))
+    clock = HubClock(RestKube(Connection(f"http://127.0.0.1:{free_port()}")))
+    assert abs(clock() - datetime.now(UTC)) < timedelta(minutes=1)
+
+
+@pytest.mark.parametrize(
+    "answer", [gzipped, trickle, endless], ids=["gzip-bomb", "trickle", "endless"]
+)
+def test_a_hostile_version_answer_is_bounded_as_every_call_and_leaves_the_local_clock(
+    serve: Callable[[Answer], RestKube],  # noqa: F811 - the fixture
+    answer: Answer,
+) -> None:
+    """`GET /version` goes through the seam: never inflated, read within the call's deadline
+    (1 s here) and `MAX_ANSWER` bytes."""
+    clock = HubClock(serve(answer))
     assert abs(clock() - datetime.now(UTC)) < timedelta(minutes=1)

@@ -4,7 +4,7 @@ fake answers the same way, and takes a `key=value` label selector."""
 
 from __future__ import annotations
 
-from controller.kube.api import ADDON, NAMESPACE
+from controller.kube.api import ADDON, NAMESPACE, whole
 from controller.kube.fake import FakeKube
 
 
@@ -22,11 +22,9 @@ def _addon(namespace: str) -> dict[str, object]:
 def test_the_fake_lists_and_watches_every_namespace() -> None:
     kube = FakeKube()
     kube.put(ADDON, _addon("c1"))
-    listed = kube.list(ADDON, "", field_selector="metadata.name=observability-addon")
-    assert [i["metadata"]["namespace"] for i in listed["items"]] == ["c1"]
-    stream = kube.watch(
-        ADDON, "", resource_version=listed["metadata"]["resourceVersion"], timeout_seconds=1
-    )
+    listed = kube.list(ADDON, "", keep=whole, field_selector="metadata.name=observability-addon")
+    assert [i["metadata"]["namespace"] for i in listed.items] == ["c1"]
+    stream = kube.watch(ADDON, "", resource_version=listed.resource_version, timeout_seconds=1)
     kube.put(ADDON, _addon("c2"))
     event = next(iter(stream))
     stream.close()
@@ -37,5 +35,5 @@ def test_the_fake_lists_by_label_selector() -> None:
     kube = FakeKube()
     kube.put(NAMESPACE, {"metadata": {"name": "a", "namespace": "", "labels": {"env": "prod"}}})
     kube.put(NAMESPACE, {"metadata": {"name": "b", "namespace": ""}})
-    listed = kube.list(NAMESPACE, "", label_selector="env=prod")
-    assert [i["metadata"]["name"] for i in listed["items"]] == ["a"]
+    listed = kube.list(NAMESPACE, "", keep=whole, label_selector="env=prod")
+    assert [i["metadata"]["name"] for i in listed.items] == ["a"]

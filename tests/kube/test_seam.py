@@ -26,6 +26,7 @@ from controller.kube.api import (
     NotFoundError,
     WatchEvent,
     resource_version,
+    whole,
 )
 from controller.kube.api import NAMESPACE as NAMESPACE_RESOURCE
 from controller.kube.fake import FakeKube
@@ -114,10 +115,10 @@ def test_the_generation_moves_with_the_spec_and_a_put_keeps_the_status(kube: Kub
 
 def test_a_watch_from_the_lists_version_sees_the_next_change(kube: Kube) -> None:
     kube.create(ADDON, NAMESPACE, addon())
-    listed = kube.list(ADDON, NAMESPACE, field_selector=f"metadata.name={NAME}")
-    [item] = listed["items"]
+    listed = kube.list(ADDON, NAMESPACE, keep=whole, field_selector=f"metadata.name={NAME}")
+    [item] = listed.items
     changed = kube.replace_status(ADDON, NAMESPACE, NAME, {**item, "status": {"conditions": []}})
-    event = first_event(kube, resource_version(listed))
+    event = first_event(kube, listed.resource_version)
     assert event.type == "MODIFIED"
     assert resource_version(event.object) == resource_version(changed)
 
@@ -128,10 +129,10 @@ def test_a_list_and_a_watch_span_every_namespace(kube: Kube) -> None:
     elsewhere = {**addon(), "metadata": {"name": NAME, "namespace": "default"}}
     kube.create(ADDON, NAMESPACE, addon())
     created = kube.create(ADDON, "default", elsewhere)
-    listed = kube.list(ADDON, ALL_NAMESPACES)
-    assert sorted(i["metadata"]["namespace"] for i in listed["items"]) == ["default", NAMESPACE]
+    listed = kube.list(ADDON, ALL_NAMESPACES, keep=whole)
+    assert sorted(i["metadata"]["namespace"] for i in listed.items) == ["default", NAMESPACE]
     changed = kube.replace(ADDON, "default", NAME, {**created, "spec": {"n": 1}})
-    stream = kube.watch(ADDON, ALL_NAMESPACES, resource_version=resource_version(listed),
+    stream = kube.watch(ADDON, ALL_NAMESPACES, resource_version=listed.resource_version,
                         timeout_seconds=2)  # fmt: skip
     try:
         event = next(e for e in stream if e.type != "BOOKMARK")
@@ -197,5 +198,5 @@ def test_a_cluster_scoped_resource_is_listed_without_a_namespace(kube: Kube) -> 
     """`/api/v1/namespaces`: the path of a cluster-scoped resource names no namespace."""
     if isinstance(kube, FakeKube):  # kubesim's fixture created it through the API
         kube.put(NAMESPACE_RESOURCE, {"metadata": {"name": NAMESPACE, "namespace": ""}})
-    listed = kube.list(NAMESPACE_RESOURCE, ALL_NAMESPACES)["items"]
+    listed = kube.list(NAMESPACE_RESOURCE, ALL_NAMESPACES, keep=whole).items
     assert NAMESPACE in {item["metadata"]["name"] for item in listed}

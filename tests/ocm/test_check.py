@@ -23,7 +23,7 @@ from controller.check.spoke import spoke_findings
 from controller.cli import main
 from controller.hub.mirror import managed_cluster_addon
 from controller.hub.ocm import MANAGED_CLUSTER_ADDON
-from controller.kube.api import ADDON, ApiResource, Kube, NotFoundError
+from controller.kube.api import ADDON, ApiResource, Kube, NotFoundError, whole
 from controller.kube.connection import Connection
 from controller.kube.kubeconfig import Kubeconfig, client_for, kubeconfig_yaml
 from kubesim import APIServer
@@ -203,7 +203,8 @@ def test_the_spoke_check_passes_in_each_running_agent_and_names_what_breaks(
     rbac = ("rbac.authorization.k8s.io", "v1", "rolebindings")
     assert spoke.server.delete_object(*rbac, ADDON_NAMESPACE, "addon-status-controller")
     hub_admin = kube_of(hub, "admin")
-    for binding in hub_admin.list(hub_admin.discover(RBAC, "RoleBinding"), spoke.cluster)["items"]:
+    bindings = hub_admin.discover(RBAC, "RoleBinding")
+    for binding in hub_admin.list(bindings, spoke.cluster, keep=whole).items:
         assert hub.delete_object(*rbac, spoke.cluster, binding["metadata"]["name"])
     failed = [line for line in _lines(_spoke_check(spoke, hub)) if line.startswith("✘")]
     assert f"✘ may not update observabilityaddons/status.{ADDON.group} observability-addon in " \

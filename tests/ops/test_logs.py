@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from controller.kube.api import NAMESPACE
+from controller.kube.api import NAMESPACE, whole
 from controller.kube.kubeconfig import client_for, kubeconfig_yaml
 from controller.kube.rest import RestKube
 from controller.ops.logs import REDACTED, configure_logging, redact
@@ -110,7 +110,7 @@ def test_an_insecure_kubeconfig_keeps_the_logs_one_json_object_per_line(
         try:
             with client_for(kubeconfig) as api:
                 for _ in range(3):
-                    RestKube(api).list(NAMESPACE, "")
+                    RestKube(api).list(NAMESPACE, "", keep=whole)
         finally:
             logging.getLogger().removeHandler(handler)
     assert capsys.readouterr().err == "", "nothing bypasses the JSON handler"

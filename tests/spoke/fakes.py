@@ -7,7 +7,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from controller.kube.api import ADDON, EVENT
+from controller.kube.api import ADDON, EVENT, whole
 from controller.kube.fake import FakeKube
 from controller.spoke.addon import AddonRef, AddonStore, EventRecord
 
@@ -67,7 +67,7 @@ class FakeAddonStore(AddonStore):
 
     def delete_events(self) -> None:
         """Every Event on the CR goes away (their TTL ran out)."""
-        for event in self.fake.list(EVENT, NAMESPACE)["items"]:
+        for event in self.fake.list(EVENT, NAMESPACE, keep=whole).items:
             self.fake.delete(EVENT, NAMESPACE, event["metadata"]["name"])
 
     def _fault(self, op: str) -> None:

@@ -1,7 +1,8 @@
-"""What the spoke hands its worker from its watches (`controller.spoke.watches`), on the
-in-memory `Kube` (the loop itself is tested in tests/kube/test_reflector.py): the CR's list as
-one `SYNC`, a missing CR as one `DELETED` and its creation as `ADDED`; a watched object as
-(resource, object, resourceVersion), None once deleted, its kind found by discovery."""
+"""What the spoke hands its worker from its informers (`controller.spoke.watches`), on the
+in-memory `Kube` (the informer itself is tested in tests/kube/test_informer.py): the CR as
+listed (`ADDED`), then each change; a missing CR as one `DELETED` and its creation as `ADDED`; a
+watched object as (resource, object, resourceVersion), None once deleted, its kind found by
+discovery."""
 
 from __future__ import annotations
 
@@ -18,13 +19,13 @@ from tests.spoke.support import WAIT
 FAST = Backoff(initial=0.01, maximum=0.05)
 
 
-def test_the_cr_is_listed_as_one_sync_then_followed(store: FakeAddonStore) -> None:
+def test_the_cr_is_listed_then_followed(store: FakeAddonStore) -> None:
     events: queue.Queue[WatchEvent] = queue.Queue()
     watch = addon_watch(store.fake, store.ref, events.put, backoff=FAST)
     watch.start()
     try:
         first = events.get(timeout=WAIT)
-        assert (first.type, first.object["metadata"]["name"]) == ("SYNC", store.ref.name)
+        assert (first.type, first.object["metadata"]["name"]) == ("ADDED", store.ref.name)
         store.change_spec({"a": 1})
         assert events.get(timeout=WAIT).type == "MODIFIED"
     finally:
