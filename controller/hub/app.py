@@ -20,9 +20,10 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from controller.hub.metrics import ClusterStates, MirrorMetrics
+from controller.hub.link import ConsoleLink
+from controller.hub.metrics import ClusterPaths, ClusterStates, MirrorMetrics
 from controller.hub.options import HubOptions
-from controller.hub.side import HubSide, Watches
+from controller.hub.side import HubSide, PathSettings, Watches
 from controller.kube.backoff import Backoff
 from controller.kube.connection import Connection
 from controller.kube.kubeconfig import client_for
@@ -80,12 +81,22 @@ class HubReplica(Process[HubOptions]):
                     copies=self.watch_metrics.watch("hub-copies"),
                     addons=self.watch_metrics.watch("managed-cluster-addons"),
                     clusters=self.watch_metrics.watch("cluster-namespaces"),
+                    managed_clusters=self.watch_metrics.watch("managed-clusters"),
+                    agents=self.watch_metrics.watch("agent-addons"),
+                ),
+                path=PathSettings(
+                    window=options.path_window,
+                    grace=options.replication_grace,
+                    access_interval=options.access_check,
+                    agent_addon=options.agent_addon,
+                    link=ConsoleLink(options.console_link, options.console_link_text),
                 ),
             )
         except BaseException:
             self.close()
             raise
         self.registry.register(ClusterStates(self.side.cluster_states))
+        self.registry.register(ClusterPaths(self.side.path_reasons))
         self.add("mirror", self.side, alive=lambda: self.side.alive, ready=lambda: self.side.synced)
         self.on_leading(self.side.resync)
 

@@ -1,12 +1,18 @@
-"""The hub side's three caches, each kept by an informer (`controller.kube.informer`: paged lists,
-then a watch, a store of what the hub side reads): the cluster namespaces
-(namespaces OCM's registration labelled `open-cluster-management.io/cluster-name`, narrowed by
-`--namespace-selector`), the hub copies (the standard conditions of each) and the
-`ManagedClusterAddOn`s named `addon_name` (each one's resourceVersion and conditions, not the
-whole object). An event hands its namespace to `changed` only when it changes what the hub
-side reads: a hub copy's standard conditions, a `ManagedClusterAddOn`'s owned conditions
-(OCM's writes of `Available` and `Progressing` hand over nothing), a namespace becoming a
-cluster.
+"""The hub side's caches, each kept by an informer (`controller.kube.informer`: paged lists, then a
+watch, a store of what the hub side reads and nothing more):
+
+- the cluster namespaces (OCM's registration labels them `open-cluster-management.io/cluster-name`;
+  narrowed by `--namespace-selector`);
+- the hub copies: the standard conditions of each, and when the hub side saw it change;
+- the `ManagedClusterAddOn`s named `addon_name`: resourceVersion, conditions, the console-link
+  annotations — not the whole object;
+- OCM's view of each cluster (docs/spec.md §12.2): the `ManagedCluster`s' availability, and the
+  agent's `ManagedClusterAddOn` (`agent_addon`: the same object in the seed profile; the
+  rollout's own in `acm`, where the console reads the observability operator's).
+
+An event hands its namespace to `changed` only when it changes what the hub side reads: a hub
+copy's standard conditions, a `ManagedClusterAddOn`'s owned conditions, OCM's view or the
+link, a namespace becoming a cluster. OCM's `Progressing` hands over nothing.
 """
 
 from __future__ import annotations
@@ -14,39 +20,63 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
 
 from controller.hub.metrics import MirrorMetrics
 from controller.hub.mirror import CLUSTER_LABEL, MANAGED_CLUSTER_ADDON, owned, read_copy
+from controller.hub.ocm import MANAGED_CLUSTER
+from controller.hub.path import OcmView, find
 from controller.kube.api import ADDON, ALL_NAMESPACES, NAMESPACE, Kube, KubeError, resource_version
 from controller.kube.backoff import Backoff
 from controller.kube.informer import Handlers, Informer
 from controller.kube.reflector import Selection, WatchMetrics
+from statemachines.conditions import parse_time
 
-__all__ = ["Addon", "HubCaches", "Snapshot"]
+__all__ = ["LINK", "LINK_TEXT", "Addon", "HubCaches", "Snapshot", "Watches"]
 
 log = logging.getLogger(__name__)
+
+LINK: Final = "console.open-cluster-management.io/launch-link"
+LINK_TEXT: Final = "console.open-cluster-management.io/launch-link-text"
+LINK_OWNER: Final = "addon-status.open-cluster-management.io/launch-link"
+"""Marks the two link annotations as the hub side's, so that it removes only its own."""
+_ANNOTATIONS: Final = (LINK, LINK_TEXT, LINK_OWNER)
+_OCM_TYPES: Final = ("Available", "RegistrationApplied", "ManifestApplied")
+Conditions = list[dict[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)
 class Addon:
-    """What the hub side keeps of a ManagedClusterAddOn: its resourceVersion and conditions,
-    not the whole object (the addon manager's part of its status is large, and a merge patch
-    of the conditions needs nothing else)."""
+    """What the hub side keeps of a ManagedClusterAddOn: its resourceVersion, conditions and
+    console-link annotations, not the whole object (the addon manager's part of its status is
+    large, and a merge patch needs nothing else)."""
 
     resource_version: str
-    conditions: list[dict[str, Any]]
+    conditions: Conditions
+    annotations: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def of(cls, obj: Mapping[str, Any]) -> Addon:
-        status = obj.get("status")
+        status, meta = obj.get("status"), obj.get("metadata")
         conditions = status.get("conditions") if isinstance(status, Mapping) else None
-        return cls(resource_version(obj), list(conditions) if isinstance(conditions, list) else [])
+        notes = meta.get("annotations") if isinstance(meta, Mapping) else None
+        notes = notes if isinstance(notes, Mapping) else {}
+        return cls(
+            resource_version(obj),
+            list(conditions) if isinstance(conditions, list) else [],
+            {k: v for k in _ANNOTATIONS if isinstance(v := notes.get(k), str)},
+        )
 
     @property
-    def owned(self) -> list[dict[str, Any]]:
+    def owned(self) -> Conditions:
         return owned(self.conditions)
+
+    @property
+    def ocm(self) -> tuple[Any, ...]:
+        """OCM's conditions the hub side reads (never writes)."""
+        return tuple(find(self.conditions, kind) for kind in _OCM_TYPES)
 
     def as_object(self, name: str, namespace: str) -> dict[str, Any]:
         """The stand-in `update_status` starts from (it reads only these fields)."""
@@ -59,29 +89,33 @@ class Addon:
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """One cluster as the caches hold it, for a sync: its hub copy's standard conditions, its
-    ManagedClusterAddOn (None: none seen), and why the ManagedClusterAddOns could not be
-    listed, if they could not."""
+    """One cluster as the caches hold it, for a sync: its hub copy's standard conditions (None:
+    no copy), its ManagedClusterAddOn (None: none seen), why the ManagedClusterAddOns could not
+    be listed (if they could not), OCM's view of it, and when its copy last changed."""
 
-    copy: list[dict[str, Any]]
+    copy: Conditions | None
     addon: Addon | None
     refused: KubeError | None
+    view: OcmView
+    copy_changed: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
 class Watches:
-    """The metrics of each of the three watches."""
+    """The metrics of each watch."""
 
     copies: WatchMetrics | None = None
     addons: WatchMetrics | None = None
     clusters: WatchMetrics | None = None
+    managed_clusters: WatchMetrics | None = None
+    agents: WatchMetrics | None = None
 
 
 class HubCaches:
-    """The informers of `kube`'s clusters, hub copies and ManagedClusterAddOns;
+    """The informers of `kube`'s clusters, hub copies, ManagedClusterAddOns and OCM's view;
     `changed(namespace)` is called (on an informer's thread) when something the hub side reads
-    changed there, `synced()` once all three were listed (or the ManagedClusterAddOns failed to
-    be)."""
+    changed there, `synced()` once the clusters, the copies and the ManagedClusterAddOns were
+    listed (or the last failed to be)."""
 
     def __init__(
         self,
@@ -96,11 +130,16 @@ class HubCaches:
         backoff: Backoff,
         watch_seconds: int,
         watches: Watches,
+        clock: Callable[[], datetime],
+        agent_addon: str = "",
     ) -> None:
         self.copy_name, self._addon_name = copy_name, addon_name
+        self._agent_addon = agent_addon or addon_name
         self._metrics, self._changed_at, self._synced_at = metrics, changed, synced
+        self._clock = clock
         self._lock = threading.Lock()
         self._addons_refused: KubeError | None = None  # the list's last refusal, if any
+        self._copy_changed: dict[str, datetime] = {}  # namespace -> when its copy changed
         self._malformed: dict[str, list[str]] = {}  # the copies' thread: what each held, told
 
         def count_failure(error: KubeError) -> None:
@@ -108,6 +147,10 @@ class HubCaches:
 
         def look(key: str, *_: object) -> None:
             changed(_namespace_of(key))
+
+        def look_if_changed(key: str, old: object, new: object) -> None:
+            if old != new:
+                changed(_namespace_of(key))
 
         selector = ",".join(s for s in (CLUSTER_LABEL, namespace_selector) if s)
         common: dict[str, Any] = {"backoff": backoff, "watch_seconds": watch_seconds}
@@ -120,16 +163,35 @@ class HubCaches:
         self.addons: Informer[Addon] = Informer(
             kube, Selection(MANAGED_CLUSTER_ADDON, ALL_NAMESPACES, name=addon_name),
             name="managed-cluster-addons", keep=Addon.of,
-            handlers=Handlers(added=look, updated=self._addon_updated, listed=self._addons_listed),
+            handlers=Handlers(added=look, updated=self._addon_updated, deleted=look,
+                              listed=self._addons_listed),
             on_failed=self._addons_failed, metrics=watches.addons, **common,
         )  # fmt: skip
-        self.copies: Informer[list[dict[str, Any]]] = Informer(
+        self.copies: Informer[Conditions] = Informer(
             kube, Selection(ADDON, ALL_NAMESPACES, name=copy_name),
             name="hub-copies", keep=self._standard,
-            handlers=Handlers(added=look, updated=self._copy_updated, listed=self._check_synced),
+            handlers=Handlers(added=self._copy_added, updated=self._copy_updated,
+                              deleted=look, listed=self._check_synced),
             on_failed=count_failure, metrics=watches.copies, **common,
         )  # fmt: skip
-        self.informers = (self.clusters, self.addons, self.copies)
+        self.managed_clusters: Informer[dict[str, Any]] = Informer(
+            kube, Selection(MANAGED_CLUSTER, ALL_NAMESPACES), name="managed-clusters",
+            keep=_availability,
+            handlers=Handlers(added=look, updated=look_if_changed, deleted=look),
+            on_failed=count_failure, metrics=watches.managed_clusters, **common,
+        )  # fmt: skip
+        self.agents: Informer[tuple[Any, ...]] | None = None
+        if self._agent_addon != addon_name:  # acm: the rollout's own ManagedClusterAddOn
+            self.agents = Informer(
+                kube, Selection(MANAGED_CLUSTER_ADDON, ALL_NAMESPACES, name=self._agent_addon),
+                name="agent-addons", keep=lambda obj: Addon.of(obj).ocm,
+                handlers=Handlers(added=look, updated=look_if_changed, deleted=look),
+                on_failed=count_failure, metrics=watches.agents, **common,
+            )  # fmt: skip
+        self.informers = tuple(
+            i for i in (self.clusters, self.addons, self.copies, self.managed_clusters,
+                        self.agents) if i is not None
+        )  # fmt: skip
 
     @property
     def listed(self) -> bool:
@@ -137,23 +199,37 @@ class HubCaches:
         return self.clusters.synced and self.copies.synced
 
     def namespaces(self) -> list[str]:
-        """Every namespace with a hub copy."""
-        return [_namespace_of(key) for key in self.copies.items()]
+        """Every cluster namespace with a hub copy or a ManagedClusterAddOn."""
+        found = {_namespace_of(key) for key in self.copies.items()}
+        found |= {_namespace_of(key) for key in self.addons.items()}
+        clusters = self.clusters.items()
+        return sorted(n for n in found if n in clusters)
 
-    def clusters_with_copies(self) -> dict[str, list[dict[str, Any]]]:
+    def clusters_with_copies(self) -> dict[str, Conditions]:
         """Each cluster's hub copy, standard conditions."""
         clusters = self.clusters.items()
         copies = {_namespace_of(key): value for key, value in self.copies.items().items()}
         return {n: c for n, c in copies.items() if n in clusters}
 
     def snapshot(self, namespace: str) -> Snapshot | None:
-        """What a sync of `namespace` starts from; None when it is no cluster with a copy."""
+        """What a sync of `namespace` starts from; None when it is no cluster, or has neither
+        a copy nor a ManagedClusterAddOn."""
         copy = self.copies.get(f"{namespace}/{self.copy_name}")
-        if copy is None or self.clusters.get(namespace) is None:
+        addon = self.addons.get(f"{namespace}/{self._addon_name}")
+        if self.clusters.get(namespace) is None or (copy is None and addon is None):
             return None
+        agent: tuple[Any, ...] | None = addon.ocm if addon is not None else None
+        if self.agents is not None:
+            agent = self.agents.get(f"{namespace}/{self._agent_addon}")
+        available, registered, deployed = agent or (None, None, None)
+        view = OcmView(
+            cluster=self.managed_clusters.get(namespace) or None,
+            available=available, registered=registered, deployed=deployed,
+            has_copy=copy is not None,
+        )  # fmt: skip
         with self._lock:
-            refused = self._addons_refused
-        return Snapshot(copy, self.addons.get(f"{namespace}/{self._addon_name}"), refused)
+            refused, changed = self._addons_refused, self._copy_changed.get(namespace)
+        return Snapshot(copy, addon, refused, view, changed)
 
     def remember(self, found: dict[str, Any]) -> None:
         """What a read or a write answered, unless the watch already saw something newer."""
@@ -161,13 +237,23 @@ class HubCaches:
 
     # --- the informers' hooks (each one's own thread) ----------------------------------------
 
-    def _copy_updated(self, key: str, old: list[dict[str, Any]], new: list[dict[str, Any]]) -> None:
+    def _copy_added(self, key: str, new: Conditions) -> None:
+        """A copy first seen: its own newest transition is the best guess of when it changed."""
+        times = [t for c in new if (t := _time(c.get("lastTransitionTime"))) is not None]
+        with self._lock:
+            if times:
+                self._copy_changed[_namespace_of(key)] = max(times)
+        self._changed_at(_namespace_of(key))
+
+    def _copy_updated(self, key: str, old: Conditions, new: Conditions) -> None:
         if old != new:
+            with self._lock:
+                self._copy_changed[_namespace_of(key)] = self._clock()
             self._changed_at(_namespace_of(key))
 
     def _addon_updated(self, key: str, old: Addon, new: Addon) -> None:
-        if old.owned != new.owned:  # OCM's Available or Progressing, any type not ours: no
-            self._changed_at(_namespace_of(key))
+        if (old.owned, old.ocm, old.annotations) != (new.owned, new.ocm, new.annotations):
+            self._changed_at(_namespace_of(key))  # OCM's Progressing, any type not read: no
 
     def _addons_listed(self, version: str) -> None:
         with self._lock:
@@ -186,7 +272,7 @@ class HubCaches:
         if self.listed and (addons_known or self.addons.synced):
             self._synced_at()
 
-    def _standard(self, obj: Mapping[str, Any]) -> list[dict[str, Any]]:
+    def _standard(self, obj: Mapping[str, Any]) -> Conditions:
         """The copy's standard conditions a `ManagedClusterAddOn` keeps; a copy that holds
         conditions it would refuse (written under a laxer schema) is counted and told once,
         and the rest of it is mirrored."""
@@ -211,8 +297,23 @@ class HubCaches:
         return conditions
 
 
+def _availability(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A ManagedCluster's `ManagedClusterConditionAvailable` (empty: none yet)."""
+    status = obj.get("status")
+    found = find(status.get("conditions") if isinstance(status, Mapping) else None,
+                 "ManagedClusterConditionAvailable")  # fmt: skip
+    return dict(found) if found is not None else {}
+
+
+def _time(text: object) -> datetime | None:
+    try:
+        return parse_time(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+
+
 def _namespace_of(key: str) -> str:
-    """The namespace of an informer's key (`namespace/name`), or a Namespace's own name."""
+    """The namespace of an informer's key (`namespace/name`), or a cluster-scoped name."""
     return key.split("/", 1)[0]
 
 

@@ -15,9 +15,10 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from controller.hub.mirror import CLUSTER_STATES, ClusterState
+from controller.hub.path import PATH_REASONS
 from controller.kube.api import ErrorKind
 
-__all__ = ["ClusterStates", "MirrorMetrics"]
+__all__ = ["ClusterPaths", "ClusterStates", "MirrorMetrics"]
 
 
 class MirrorMetrics:
@@ -104,3 +105,38 @@ class ClusterStates(Collector):
                 since.add_metric([cluster.cluster], cluster.since.timestamp())
         yield state
         yield since
+
+
+class ClusterPaths(Collector):
+    """The clusters whose `Degraded` OCM's view decides (docs/spec.md §12.2), read at every
+    scrape:
+
+    - `addon_status_hub_cluster_path{cluster, reason}` 1 for each (the path's reason:
+      `ClusterLost`, `AgentUnavailable`, `AgentNotRegistered`, `StatusNotReplicated`); none for
+      a cluster whose path holds, so a healthy fleet costs no series;
+    - `addon_status_hub_clusters_path{reason}`: how many, every reason at zero too (a hub or
+      network outage is one alert on this, not one per cluster)."""
+
+    def __init__(self, paths: Callable[[], dict[str, str]]) -> None:
+        self._paths = paths
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        paths = self._paths()
+        each = GaugeMetricFamily(
+            "addon_status_hub_cluster_path",
+            "1 for each cluster whose Degraded the path from it decides (not its hub copy), "
+            "labelled with the reason",
+            labels=["cluster", "reason"],
+        )
+        for cluster, reason in sorted(paths.items()):
+            each.add_metric([cluster, reason], 1.0)
+        yield each
+        counted = GaugeMetricFamily(
+            "addon_status_hub_clusters_path",
+            "Clusters whose Degraded the path from them decides, by reason",
+            labels=["reason"],
+        )
+        tally = Counter(paths.values())
+        for reason in PATH_REASONS:
+            counted.add_metric([reason], float(tally[reason]))
+        yield counted

@@ -31,6 +31,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from controller.hub.ocm import CLUSTER_LABEL, MANAGED_CLUSTER_ADDON
+from controller.hub.path import PATH_REASONS
 from statemachines.conditions import (
     MAX_MESSAGE,
     STANDARD_TYPES,
@@ -137,14 +138,21 @@ def mirror(
     if not wanted:
         return None
     result: list[Condition] = []
+    seen: set[str] = set()
     for condition in addon_conditions:
-        kind = condition.get("type") if isinstance(condition, Mapping) else None
-        if isinstance(kind, str) and kind in wanted:
-            result.append(wanted.pop(kind))
-        else:
-            result.append(dict(condition))
+        if not isinstance(condition, Mapping):
+            continue  # no condition at all: what the schema would refuse is not written back
+        kind = condition.get("type")
+        if isinstance(kind, str) and kind in OWNED_TYPES:
+            if kind in seen:
+                continue  # a second entry of an owned type: one per type, as a list map keeps
+            seen.add(kind)
+            if kind in wanted:
+                result.append(wanted.pop(kind))
+                continue
+        result.append(dict(condition))
     result.extend(wanted.values())
-    return None if result == [dict(c) for c in addon_conditions] else result
+    return None if result == list(addon_conditions) else result
 
 
 def from_newer_copy(
@@ -153,9 +161,12 @@ def from_newer_copy(
     """Whether an owned condition of the `ManagedClusterAddOn` changed later than the same
     type of the hub copy `hub_conditions`: it was written from a newer hub copy (ACM's
     observability operator copies the copy's conditions with their times, and its watch may
-    be ahead of the hub side's). An unreadable time proves nothing."""
+    be ahead of the hub side's). An unreadable time proves nothing, and the hub side's own word
+    on a broken path (docs/spec.md §12.2) is no copy's."""
     times = {c["type"]: c["lastTransitionTime"] for c in standard_conditions(hub_conditions)}
     for condition in owned(addon_conditions):
+        if condition.get("reason") in PATH_REASONS:
+            continue  # the hub side's own word on the path, not a copy's
         theirs, ours = condition.get("lastTransitionTime"), times.get(condition["type"])
         if not (isinstance(theirs, str) and isinstance(ours, str)):
             continue

@@ -36,6 +36,24 @@ _HUB_FLAGS = (
     Flag("resync", "--resync",
          "compare every cluster's hub copy and ManagedClusterAddOn in memory this often, "
          "without a read (5m)", "DUR"),
+    Flag("agent_addon", "--agent-addon",
+         "the ManagedClusterAddOn OCM keeps for the agent itself, whose Available, "
+         "RegistrationApplied and ManifestApplied say whether it runs (default: --addon-name; "
+         "on ACM, addon-status)", "NAME", group="when the path from a spoke breaks"),
+    Flag("path_window", "--path-window",
+         "a break OCM reports (agent down, cluster lost, not registered) counts once it has "
+         "held this long (2m)", "DUR", group="when the path from a spoke breaks"),
+    Flag("replication_grace", "--replication-grace",
+         "a cluster whose hub copy has not come this long after its agent was deployed is "
+         "Degraded (10m)", "DUR", group="when the path from a spoke breaks"),
+    Flag("access_check", "--access-check",
+         "ask whether each cluster's agent may write its hub copy this often, with a "
+         "SubjectAccessReview (20m; 0: never)", "DUR", group="when the path from a spoke breaks"),
+    Flag("console_link", "--console-link",
+         "a link from the console's addon row to the cluster's dashboard: a URL, {cluster} "
+         "replaced with the cluster's name (none)", "URL", group="the console's link"),
+    Flag("console_link_text", "--console-link-text",
+         "the link's text (Metrics dashboard)", "TEXT", group="the console's link"),
 )  # fmt: skip
 HUB_FLAGS = (*PROCESS_FLAGS, *_HUB_FLAGS, *ELECTION_FLAGS)
 """Every flag of `hub`."""
@@ -84,6 +102,12 @@ class HubOptions(ProcessOptions):
     copy_name: str = Field(default="observability-addon", pattern=NAME)
     namespace_selector: str = ""
     resync: Duration = timedelta(minutes=5)
+    agent_addon: str = Field(default="", pattern=rf"^$|{NAME}")
+    path_window: Duration = timedelta(minutes=2)
+    replication_grace: Duration = timedelta(minutes=10)
+    access_check: Duration = timedelta(minutes=20)
+    console_link: str = Field(default="", max_length=2048, pattern=r"^$|^https?://\S+$")
+    console_link_text: str = Field(default="Metrics dashboard", min_length=1, max_length=256)
     lease_name: str = Field(default="addon-status-hub-controller", pattern=NAME)
     lease_namespace: str | None = Field(
         default_factory=lambda: os.environ.get("POD_NAMESPACE") or None, pattern=LABEL
@@ -98,7 +122,12 @@ class HubOptions(ProcessOptions):
         return value
 
     @model_validator(mode="after")
-    def _positive_resync(self) -> HubOptions:
-        if self.resync <= timedelta(0):
-            raise OptionsError(f"{HUB_FLAGS[len(PROCESS_FLAGS) + 3].names}: must be positive")
+    def _positive_durations(self) -> HubOptions:
+        for flag in _HUB_FLAGS:
+            if flag.field in ("resync", "path_window", "replication_grace") and getattr(
+                self, flag.field
+            ) <= timedelta(0):
+                raise OptionsError(f"{flag.names}: must be positive")
+        if self.access_check < timedelta(0):
+            raise OptionsError(f"{_HUB_FLAGS[-3].names}: must be 0 or more")
         return self

@@ -1,7 +1,8 @@
 """The hub side: mirrors the conditions it owns from each cluster's hub copy onto the cluster's
-`ManagedClusterAddOn` (docs/spec.md §12; the rule itself is `controller.hub.mirror`), shaped as
-a client-go controller: informer caches (`controller.hub.caches`), a work queue, one
-`sync(namespace)`.
+`ManagedClusterAddOn` (docs/spec.md §12; the rule itself is `controller.hub.mirror`), with
+`Degraded` as OCM's view of the path decides when it is broken (§12.2, `controller.hub.path`),
+and keeps the console's link (§12.4, `controller.hub.link`). Shaped as a client-go controller:
+informer caches (`controller.hub.caches`), a work queue, one `sync(namespace)`.
 
 The worker waits until the caches are filled, then syncs one namespace at a time: the pure
 mirror from the cached `ManagedClusterAddOn`, and only when an owned condition differs and
@@ -18,10 +19,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from controller.hub.caches import Addon, HubCaches, Watches
+from controller.hub.access import AccessReviews
+from controller.hub.caches import Addon, HubCaches, Snapshot, Watches
+from controller.hub.link import ConsoleLink, link_patch
 from controller.hub.metrics import MirrorMetrics
 from controller.hub.mirror import (
     MANAGED_CLUSTER_ADDON,
@@ -34,6 +39,7 @@ from controller.hub.mirror import (
     owned,
     standard_conditions,
 )
+from controller.hub.path import PATH_REASONS, effective
 from controller.kube.api import ADDON, ConflictError, ErrorKind, Kube, KubeError, NotFoundError
 from controller.kube.backoff import Backoff
 from controller.kube.controller import Controller, Result
@@ -42,7 +48,7 @@ from controller.kube.update import update_status
 from controller.kube.workqueue import QueueMetrics
 from controller.ops.role import Role
 
-__all__ = ["HubSide", "Watches"]
+__all__ = ["HubSide", "PathSettings", "Watches"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +57,19 @@ _RESYNC: Final = ""  # the queue's key for "queue every cluster"
 
 class _NotLeader(Exception):  # noqa: N818 - a signal, not an error
     """Leadership ended between the read and the write."""
+
+
+@dataclass(frozen=True, slots=True)
+class PathSettings:
+    """How OCM's view of each cluster's path is read (docs/spec.md §12.2) and the console's
+    link kept (§12.4)."""
+
+    window: timedelta = timedelta(minutes=2)
+    grace: timedelta = timedelta(minutes=10)
+    access_interval: timedelta = timedelta(minutes=20)  # 0: never asked
+    access_rate: float = 10.0
+    agent_addon: str = ""  # the agent's ManagedClusterAddOn (empty: the one written)
+    link: ConsoleLink = field(default_factory=ConsoleLink)
 
 
 class HubSide:
@@ -72,8 +91,11 @@ class HubSide:
         watches: Watches | None = None,
         conflict_retries: int = 5,
         queue_metrics: QueueMetrics | None = None,
+        path: PathSettings | None = None,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
-        self._kube, self._metrics = kube, metrics
+        self._kube, self._metrics, self._now = kube, metrics, clock
+        self._path = path = path or PathSettings()
         self._role = role or Role()
         self.addon_name, self.copy_name = addon_name, copy_name
         self._resync = resync_interval
@@ -89,8 +111,13 @@ class HubSide:
             kube, addon_name=addon_name, copy_name=copy_name,
             namespace_selector=namespace_selector, metrics=metrics, changed=self.queue.add,
             synced=self._caches_synced, backoff=backoff, watch_seconds=watch_seconds,
-            watches=watches or Watches(),
+            watches=watches or Watches(), clock=clock, agent_addon=path.agent_addon,
         )  # fmt: skip
+        self._access = AccessReviews(
+            kube, addon=path.agent_addon or addon_name, copy_name=copy_name,
+            interval=path.access_interval.total_seconds(), rate=path.access_rate, now=clock,
+        )  # fmt: skip
+        self._paths: dict[str, str] = {}  # namespace -> the path reason its Degraded holds
         # Only the worker touches these:
         self._repairs = Repairs()
         self._failing: dict[str, ErrorKind] = {}
@@ -135,6 +162,11 @@ class HubSide:
         copies = self.caches.clusters_with_copies()
         return [cluster_state(namespace, copies[namespace]) for namespace in sorted(copies)]
 
+    def path_reasons(self) -> dict[str, str]:
+        """Each cluster whose `Degraded` OCM's view decides, with its reason (for the
+        metrics)."""
+        return dict(self._paths)
+
     # --- the worker ----------------------------------------------------------------------------
 
     def _caches_synced(self) -> None:
@@ -153,37 +185,42 @@ class HubSide:
         return None
 
     def sync(self, namespace: str) -> Result | None:
-        """Bring `namespace`'s ManagedClusterAddOn in line with its hub copy (the loop's one
-        step; a failure goes back on the queue with that namespace's backoff)."""
+        """Bring `namespace`'s ManagedClusterAddOn in line with its hub copy and OCM's view
+        (the loop's one step; a failure goes back on the queue with that namespace's backoff,
+        a break of the path not yet counted comes back when its window ends)."""
         try:
-            mirrored = self._mirror(namespace)
+            mirrored, later = self._mirror(namespace)
         except _NotLeader:
             return None  # the next leader queues every cluster
         except KubeError as error:
             return self._failed(namespace, error)
         if mirrored:
             self._succeeded(namespace)
-        return None
+        return None if later is None else Result(requeue_after=max(later, 0.0))
 
-    def _mirror(self, namespace: str) -> bool:
-        """True when the ManagedClusterAddOn says what the copy says (written now, or
-        already); False when it is left as it is for now."""
+    def _mirror(self, namespace: str) -> tuple[bool, float | None]:
+        """(True when the ManagedClusterAddOn says what it should, written now or already;
+        False when it is left as it is for now, the seconds until it must be looked at again)."""
         name = self.addon_name
         found = self.caches.snapshot(namespace)
         if found is None:
-            return False
-        copy, addon = found.copy, found.addon
+            return False, None
+        addon = found.addon
         if addon is None:
+            if found.copy is None:
+                return False, None
             raise found.refused or NotFoundError(
                 f"no ManagedClusterAddOn {namespace}/{name}", status=404
             )
-        if mirror(copy, addon.conditions) is None:
-            return True
-        if self._left(namespace, copy, addon):
-            return False
+        wanted, later = self._wanted(namespace, found)
+        self._link(namespace, addon)
+        if mirror(wanted, addon.conditions) is None:
+            return True, later
+        if self._left(namespace, found.copy or [], wanted, addon):
+            return False, later
 
         def conditions(status: Mapping[str, Any]) -> dict[str, Any] | None:
-            new = mirror(copy, status.get("conditions") or [])
+            new = mirror(wanted, status.get("conditions") or [])
             return None if new is None else {**status, "conditions": new}
 
         def read() -> dict[str, Any]:
@@ -211,20 +248,61 @@ class HubSide:
             attempts=self._attempts, first=addon.as_object(name, namespace),
             on_conflict=conflicted,
         )  # fmt: skip
-        if updated.written and self._repairs.wrote(namespace, copy):
+        if updated.written and self._repairs.wrote(namespace, wanted):
             self._metrics.repairs.inc()
             log.info(
                 "ManagedClusterAddOn %s/%s: repaired a condition someone else changed",
-                namespace, name, extra={"owned": [c["type"] for c in owned(copy)]},
+                namespace, name, extra={"owned": [c["type"] for c in owned(wanted)]},
             )  # fmt: skip
-        return True
+        return True, later
 
-    def _left(self, namespace: str, copy: list[dict[str, Any]], addon: Addon) -> bool:
+    def _wanted(self, namespace: str, found: Snapshot) -> tuple[list[dict[str, Any]], float | None]:
+        """The conditions to mirror (the copy's, `Degraded` as OCM's view decides), and the
+        seconds until the view must be looked at again (a window's end, the next access
+        review)."""
+        asked = self._access.check(namespace)
+        view = replace(found.view, denied=self._access.denied(namespace))
+        now, path = self._now(), self._path
+        wanted, again = effective(
+            namespace, found.copy, view, now, window=path.window, grace=path.grace,
+            copy_changed=found.copy_changed,
+        )  # fmt: skip
+        reason = next((c["reason"] for c in wanted if c.get("reason") in PATH_REASONS), None)
+        if reason is None:
+            self._paths.pop(namespace, None)
+        else:
+            self._paths[namespace] = reason
+        waits = [asked] if asked is not None else []
+        if again is not None:
+            waits.append((again - now).total_seconds())
+        return wanted, min(waits, default=None)
+
+    def _link(self, namespace: str, addon: Addon) -> None:
+        """The console's link on the ManagedClusterAddOn, as `--console-link` says."""
+        patch = link_patch(self._path.link, namespace, addon.annotations)
+        if patch is None:
+            return
+        if not self._role.may_write():
+            raise _NotLeader
+        current = self.caches.addons.get(f"{namespace}/{self.addon_name}") or addon
+        patch["metadata"]["resourceVersion"] = current.resource_version
+        stored = self._kube.patch(
+            MANAGED_CLUSTER_ADDON, namespace, self.addon_name, patch, merge=True
+        )
+        self.caches.remember(stored)
+
+    def _left(
+        self,
+        namespace: str,
+        copy: list[dict[str, Any]],
+        wanted: list[dict[str, Any]],
+        addon: Addon,
+    ) -> bool:
         """Not written now: a newer copy is on its way, or another writer is left alone
         (`Repairs`)."""
-        if from_newer_copy(copy, addon.conditions) and self._copy_moved_on(namespace, copy):
+        if from_newer_copy(wanted, addon.conditions) and self._copy_moved_on(namespace, copy):
             return True  # the copy's own watch event brings it, and a sync with it
-        if not self._repairs.due(namespace, copy):
+        if not self._repairs.due(namespace, wanted):
             self._contest(namespace)
             return True
         return False

@@ -320,9 +320,17 @@ class Kube(Protocol):
         ...
 
     def patch(
-        self, resource: ApiResource, namespace: str, name: str, patch: Mapping[str, Any]
+        self,
+        resource: ApiResource,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        merge: bool = False,
     ) -> dict[str, Any]:
-        """A strategic merge patch (what client-go's Event recorder sends for a repeat)."""
+        """A strategic merge patch (what client-go's Event recorder sends for a repeat); with
+        `merge`, a JSON merge patch (RFC 7386: what custom resources take), whose
+        `metadata.resourceVersion`, when set, is a precondition."""
         ...
 
     def patch_status(

@@ -243,13 +243,26 @@ class MemoryKube:
             return self._bump(key, "MODIFIED")
 
     def patch(
-        self, resource: ApiResource, namespace: str, name: str, patch: Mapping[str, Any]
+        self,
+        resource: ApiResource,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        merge: bool = False,
     ) -> dict[str, Any]:
-        """A merge of `patch`'s top-level fields (all a strategic merge patch of scalars does)."""
+        """A merge of `patch`'s top-level fields (all a strategic merge patch of scalars does);
+        with `merge`, RFC 7386 under the resourceVersion precondition."""
         self._enter("patch", resource, name)
         with self._changed:
             key = (resource, namespace, name)
-            self._stored(key).update(json_copy(dict(patch)))
+            if merge:
+                stored = self._precondition(key, patch)
+                status = stored.get("status")
+                patched = merge_patched(stored, {k: v for k, v in patch.items() if k != "status"})
+                self._objects[key] = {**patched, "status": status} if status else patched
+            else:
+                self._stored(key).update(json_copy(dict(patch)))
             return self._bump(key, "MODIFIED")
 
     def patch_status(

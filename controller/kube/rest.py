@@ -148,15 +148,22 @@ class RestKube:
         return self._call("PUT", path, body=body, what=what)
 
     def patch(
-        self, resource: ApiResource, namespace: str, name: str, patch: Mapping[str, Any]
+        self,
+        resource: ApiResource,
+        namespace: str,
+        name: str,
+        patch: Mapping[str, Any],
+        *,
+        merge: bool = False,
     ) -> dict[str, Any]:
         what = f"patch {resource.kind} {namespace}/{name}"
+        kind = "merge-patch" if merge else "strategic-merge-patch"
         return self._call(
             "PATCH",
             resource.path(namespace, name),
             body=patch,
             what=what,
-            content_type="application/strategic-merge-patch+json",
+            content_type=f"application/{kind}+json",
         )
 
     def patch_status(

@@ -24,6 +24,7 @@ from tests.support import api_client, condition, connection
 ROOT: Final = Path(__file__).resolve().parents[2]
 COPY_CRD: Final = ROOT / "manifests" / "base" / "crd.yaml"
 MCA_CRD: Final = ROOT / "tests" / "data" / "upstream" / "managedclusteraddons.crd.yaml"
+CLUSTER_CRD: Final = ROOT / "tests" / "data" / "upstream" / "managedclusters.crd.yaml"
 COPY: Final = "observability-addon"
 ADDON: Final = "addon-status"
 T0: Final = "2026-11-24T01:00:00Z"
@@ -149,8 +150,10 @@ class Hub:
 
 
 @contextmanager
-def hub_server() -> Iterator[Hub]:
-    with APIServer([COPY_CRD, MCA_CRD], tokens=TOKENS) as server:
+def hub_server(*, rbac: bool = False) -> Iterator[Hub]:
+    """`rbac`: requests authorized as kube-apiserver's RBAC does (the tokens above are
+    system:masters), and SubjectAccessReviews answered from it."""
+    with APIServer([COPY_CRD, MCA_CRD, CLUSTER_CRD], tokens=TOKENS, rbac=rbac) as server:
         hub = Hub(server)
         try:
             yield hub

@@ -18,6 +18,7 @@ from controller.hub.mirror import CLUSTER_LABEL
 from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
 from controller.kube.kubeconfig import kubeconfig_yaml
 from kubesim import APIServer, RequestInfo
+from statemachines.conditions import format_time
 from tests.hub.hubside import (
     ADDON,
     COPY_CRD,
@@ -167,12 +168,14 @@ def test_ocm_writes_of_available_and_progressing_are_neither_answered_nor_overwr
     hub: Hub,
 ) -> None:
     """OCM's health check owns `Available` and its addon manager `Progressing` (docs/spec.md
-    docs/spec.md §12.1): their writes queue nothing, and the hub side's write keeps them as
-    they are."""
+    §12.1): the hub side never writes them, keeps them as they are when it writes, and answers
+    no change of `Progressing` and no change of `Available` shorter than the path's window (a
+    rolling restart of the agent, §12.2)."""
     hub.cluster("cluster1")
     hub.set_copy("cluster1", seed("Available", "ForwardSuccessful"))
+    now = format_time(datetime.now(UTC))  # each flip begins now: the 2-minute window is ahead
     ocm = [
-        cond("Available", "False", "Unavailable", "the agent is not ready"),
+        cond("Available", "False", "ProbeUnavailable", "the agent is not ready", at=now),
         cond("Progressing", "True", "Progressing", "applying"),
     ]
     with replica(hub) as made:

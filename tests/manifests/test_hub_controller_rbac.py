@@ -18,7 +18,7 @@ from controller.hub.app import HubReplica
 from controller.hub.options import HubOptions, add_hub_flags
 from controller.kube.backoff import Backoff
 from kubesim import APIServer, RequestInfo, UserInfo
-from tests.hub.hubside import COPY_CRD, MCA_CRD, Hub, seed, standard
+from tests.hub.hubside import CLUSTER_CRD, COPY_CRD, MCA_CRD, Hub, seed, standard
 from tests.manifests.kustomize import MANIFESTS, build, find
 from tests.manifests.rbac import Grant, Request, ServiceAccount, grants_for, unauthorized, unused
 from tests.support import IN_CLUSTER, connection, eventually
@@ -62,12 +62,16 @@ def _run(
         "hub-side": UserInfo(account.username, groups=tuple(account.groups)),
     }
     namespaces = ("default", account.namespace)
-    with APIServer([COPY_CRD, MCA_CRD], tokens=tokens, namespaces=namespaces) as server:
+    with APIServer(
+        [COPY_CRD, MCA_CRD, CLUSTER_CRD], tokens=tokens, namespaces=namespaces
+    ) as server:
         hub = Hub(server, addon)
         try:
             for cluster in ("cluster1", "cluster2"):
                 hub.cluster(cluster, labels={"fleet": "prod"})
                 hub.set_copy(cluster, seed())
+                if addon != "addon-status":  # acm: the agent's own addon beside ACM's
+                    Hub(server, "addon-status").create_addon(cluster)
             with (
                 connection(server, "hub-side") as first_api,
                 connection(server, "hub-side") as second_api,
@@ -138,5 +142,16 @@ def test_the_acm_overlay_grants_and_writes_the_observability_controller() -> Non
     assert "--addon-name=observability-controller" in container["args"]
     calls, grants = _run("", objects, "observability-controller")
     assert any(r.resource == "managedclusteraddons" and r.verb == "patch" for r in calls)
+    assert unauthorized(calls, grants) == []
+    assert unused(calls, grants) == []
+
+
+def test_the_console_link_component_grants_the_links_patch_and_nothing_more(
+    overlay: list[Obj],
+) -> None:
+    objects = build(MANIFESTS / "components" / "console-link", onto=overlay).objects
+    calls, grants = _run("", objects)
+    links = [r for r in calls if r.resource == "managedclusteraddons" and r.verb == "patch"]
+    assert any(not r.subresource for r in links), "the link's annotations"
     assert unauthorized(calls, grants) == []
     assert unused(calls, grants) == []

@@ -25,7 +25,9 @@ __all__ = ["DASHBOARDS", "Panel", "dashboard"]
 ROOT: Final = Path(__file__).resolve().parents[2]
 DIRECTORY: Final = ROOT / "monitoring" / "dashboards"
 _DATASOURCE: Final = {"type": "prometheus", "uid": "${datasource}"}
-_NS: Final = 'namespace=~"$namespace"'  # the spoke dashboard's namespace variable
+# the spoke dashboard's variables: the cluster (a hub's Prometheus labels each spoke's series
+# with it; the console's link sets it: var-cluster=NAME) and the namespace
+_NS: Final = 'cluster=~"$cluster", namespace=~"$namespace"'
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,13 @@ FLEET: Final = (
             'or vector(0)) / count(max by (cluster) (addon_status_hub_cluster_state))',
             "Degraded"),),
           unit="percentunit"),
+    Panel("Broken paths", "timeseries",
+          (('sum by (reason) (addon_status_hub_clusters_path)', "{{reason}}"),),
+          description="Clusters whose Degraded OCM's view decides: lost, agent not running, "
+                      "not registered, no status replicated."),
+    Panel("Clusters whose path broke", "table",
+          (('max by (cluster, reason) (addon_status_hub_cluster_path)', ""),),
+          description="Each cluster whose Degraded OCM's view decides, with the reason."),
     Panel("Mirror writes and errors", "timeseries",
           (('sum(rate(addon_status_hub_mirror_writes_total[5m]))', "writes/s"),
            ('sum by (kind) (rate(addon_status_hub_mirror_errors_total[5m]))', "errors/s {{kind}}")),
@@ -118,11 +127,11 @@ def dashboard(
         {"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus"}
     ]
     if by_namespace:
-        variables.append({
-            "name": "namespace", "label": "Namespace", "type": "query", "datasource": _DATASOURCE,
-            "query": "label_values(addon_status_leader, namespace)", "includeAll": True,
-            "multi": True, "refresh": 2,
-        })  # fmt: skip
+        variables += [{
+            "name": name, "label": name.capitalize(), "type": "query", "datasource": _DATASOURCE,
+            "query": f"label_values(addon_status_leader, {name})", "includeAll": True,
+            "allValue": ".*", "multi": True, "refresh": 2,
+        } for name in ("cluster", "namespace")]  # fmt: skip
     return {
         "title": title,
         "uid": uid,

@@ -12,7 +12,8 @@ from prometheus_client import CollectorRegistry
 from controller.demo.command import DEFAULT_SCENARIO, running
 from controller.demo.scenario_file import EPOCH, read
 from controller.demo.scenario_run import SteppedClock
-from tests.hub.hubside import hub_server, replica, seed
+from tests.hub.hubside import cond, hub_server, replica, seed
+from tests.support import eventually
 
 __all__ = ["exported_names"]
 
@@ -28,7 +29,12 @@ def exported_names() -> frozenset[str]:
     with hub_server() as hub:
         hub.cluster("cluster1")
         hub.set_copy("cluster1", seed())
+        hub.cluster("cluster2")  # a copy never came: its path's series too
+        hub.delete_copy("cluster2")
+        deployed = cond("ManifestApplied", "True", "AddonManifestApplied")  # in 2026-11-24
+        hub.set_addon_conditions("cluster2", [deployed])
         with replica(hub, registry=registry) as side:
+            eventually(lambda: side.side.path_reasons() != {}, "a broken path")
             assert side.side.wait_idle(5)
             names |= _names(registry)
     return frozenset(names)

@@ -29,7 +29,7 @@ def _load(path: Path) -> dict[str, Any]:
 def queries(path: Path) -> list[str]:
     """Every query of the dashboard, its variables given a value that matches anything."""
     return [
-        target["expr"].replace("$namespace", ".*")
+        target["expr"].replace("$namespace", ".*").replace("$cluster", ".*")
         for panel in _load(path)["panels"]
         for target in panel["targets"]
     ]

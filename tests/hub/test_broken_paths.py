@@ -1,0 +1,247 @@
+"""The hub side when the path from a spoke breaks (docs/spec.md §12.2), against kubesim over HTTP:
+OCM's view written as OCM v1.3 writes it (the agent's `Available` from its workload, a lost
+cluster's `Unknown`, `RegistrationApplied`, `ManifestApplied`), RBAC answering the hub side's
+SubjectAccessReviews for the agent's identity, and what the ACM console then shows for each
+ManagedClusterAddOn (its mapping restated in tests/hub/console.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+from prometheus_client import CollectorRegistry
+
+from controller.hub.caches import LINK, LINK_OWNER, LINK_TEXT
+from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
+from statemachines.conditions import format_time
+from tests.hub.console import shown
+from tests.hub.hubside import Hub, cond, hub_server, replica, sample, seed
+from tests.support import eventually
+
+pytestmark = pytest.mark.integration
+
+AGO = format_time(datetime.now(UTC) - timedelta(hours=1))  # a break long past its window
+LEASE = "ManagedClusterLeaseUpdateStopped"
+COPY = seed("Available", "ForwardSuccessful", "metrics sent")
+UP = cond("Available", "True", "ProbeAvailable", "", at=AGO)
+NOT_READY = "Probe addon unavailable with err no ready replica of addon-status-controller"
+DOWN = cond("Available", "False", "ProbeUnavailable", NOT_READY, at=AGO)
+LOST = cond("Available", "Unknown", LEASE, "Registration agent stopped updating its lease.", at=AGO)
+DEPLOYED = cond("ManifestApplied", "True", "AddonManifestApplied", "manifests applied", at=AGO)
+REGISTERED = cond("RegistrationApplied", "True", "SetPermissionApplied", "", at=AGO)
+REFUSED = cond("RegistrationApplied", "False", "SetPermissionFailed",
+               "rolebindings.rbac.authorization.k8s.io is forbidden", at=AGO)  # fmt: skip
+
+
+@pytest.fixture
+def hub() -> Iterator[Hub]:
+    with hub_server() as made:
+        yield made
+
+
+def degraded(hub: Hub, cluster: str) -> dict[str, Any] | None:
+    return next((c for c in hub.conditions(cluster) if c["type"] == "Degraded"), None)
+
+
+def reason_of(hub: Hub, cluster: str) -> object:
+    found = degraded(hub, cluster)
+    return None if found is None else found["reason"]
+
+
+def ocm(hub: Hub, cluster: str, *conditions: dict[str, Any]) -> None:
+    """OCM's conditions on the ManagedClusterAddOn, as its writers leave them: read, set, write
+    with the read resourceVersion, again after a 409 (the hub side writes too)."""
+    kinds = {c["type"] for c in conditions}
+    for _ in range(20):
+        kept = [c for c in hub.conditions(cluster) if c["type"] not in kinds]
+        try:
+            hub.set_addon_conditions(cluster, [*conditions, *kept])
+            return
+        except ApiException as error:
+            if error.status != 409:
+                raise
+    raise AssertionError("OCM's write kept meeting 409")
+
+
+def managed_cluster(hub: Hub, cluster: str, status: str, reason: str, message: str) -> None:
+    """OCM's registration controller's word on the cluster (its lease)."""
+    available = {"type": "ManagedClusterConditionAvailable", "status": status, "reason": reason,
+                 "message": message, "lastTransitionTime": AGO}  # fmt: skip
+    hub.server.put_object("cluster.open-cluster-management.io", "v1", "managedclusters", {
+        "apiVersion": "cluster.open-cluster-management.io/v1", "kind": "ManagedCluster",
+        "metadata": {"name": cluster, "labels": {"env": "prod"}},
+        "spec": {"hubAcceptsClient": True, "leaseDurationSeconds": 60},
+        "status": {"conditions": [available]},
+    })  # fmt: skip
+
+
+def test_an_agent_that_is_not_running_is_degraded_on_the_console_and_the_copy_returns_after(
+    hub: Hub,
+) -> None:
+    hub.cluster("cluster1")
+    hub.set_copy("cluster1", COPY)
+    with replica(hub) as made:
+        eventually(lambda: reason_of(hub, "cluster1") == "ForwardSuccessful", "the mirror")
+        ocm(hub, "cluster1", DOWN, DEPLOYED, REGISTERED)
+        eventually(lambda: reason_of(hub, "cluster1") == "AgentUnavailable", "the agent down")
+        word, message = shown(hub.conditions("cluster1"))
+        assert word == "Degraded"
+        assert "not running on cluster cluster1" in message and "no ready replica" in message
+        assert "Available (ForwardSuccessful) since" in message  # the last status, not current
+        assert made.side.path_reasons() == {"cluster1": "AgentUnavailable"}
+        ocm(hub, "cluster1", UP)
+        eventually(lambda: reason_of(hub, "cluster1") == "ForwardSuccessful", "the copy again")
+        assert shown(hub.conditions("cluster1"))[0] == "Available"
+        assert made.side.path_reasons() == {}
+
+
+def test_a_lost_cluster_shows_unknown_never_the_copys_stale_verdict(hub: Hub) -> None:
+    hub.cluster("cluster1")
+    hub.set_copy("cluster1", seed("Degraded", "ForwardFailure", "remote write 503"))
+    with replica(hub):
+        eventually(lambda: reason_of(hub, "cluster1") == "ForwardFailure", "the mirror")
+        message = "Registration agent stopped updating its lease."
+        managed_cluster(hub, "cluster1", "Unknown", LEASE, message)
+        ocm(hub, "cluster1", LOST)
+        eventually(lambda: reason_of(hub, "cluster1") == "ClusterLost", "the cluster lost")
+        assert degraded(hub, "cluster1")["status"] == "Unknown"  # type: ignore[index]
+        assert shown(hub.conditions("cluster1")) == ("Unknown", message)
+        managed_cluster(hub, "cluster1", "True", "ManagedClusterAvailable", "")
+        ocm(hub, "cluster1", UP)
+        eventually(lambda: reason_of(hub, "cluster1") == "ForwardFailure", "the copy's verdict")
+
+
+def test_an_agent_not_registered_is_degraded_naming_registration(hub: Hub) -> None:
+    hub.cluster("cluster1")
+    hub.set_copy("cluster1", COPY)
+    with replica(hub):
+        eventually(lambda: reason_of(hub, "cluster1") == "ForwardSuccessful", "the mirror")
+        ocm(hub, "cluster1", UP, REFUSED)
+        eventually(lambda: reason_of(hub, "cluster1") == "AgentNotRegistered", "the refusal")
+        word, message = shown(hub.conditions("cluster1"))
+        assert word == "Degraded" and "SetPermissionFailed" in message
+
+
+def test_a_cluster_whose_copy_never_came_is_degraded_after_the_grace_period(hub: Hub) -> None:
+    hub.cluster("cluster1")
+    hub.delete_copy("cluster1")
+    ocm(hub, "cluster1", UP, DEPLOYED, REGISTERED)
+    registry = CollectorRegistry()
+    with replica(hub, registry=registry):
+        eventually(lambda: reason_of(hub, "cluster1") == "StatusNotReplicated", "the grace out")
+        word, message = shown(hub.conditions("cluster1"))
+        assert word == "Degraded" and "addon-status check spoke" in message
+        path = "addon_status_hub_cluster_path"
+        assert sample(registry, path, cluster="cluster1", reason="StatusNotReplicated") == 1
+        assert sample(registry, "addon_status_hub_clusters_path", reason="ClusterLost") == 0
+
+
+def test_a_break_is_counted_once_it_held_for_the_window(hub: Hub) -> None:
+    hub.cluster("cluster1")
+    hub.set_copy("cluster1", COPY)
+    with replica(hub, path_window=timedelta(seconds=1)):
+        eventually(lambda: reason_of(hub, "cluster1") == "ForwardSuccessful", "the mirror")
+        started = format_time(datetime.now(UTC))
+        ocm(hub, "cluster1", {**DOWN, "lastTransitionTime": started})
+        eventually(lambda: reason_of(hub, "cluster1") == "AgentUnavailable", "the window out")
+
+
+def test_an_agent_that_may_not_write_its_copy_is_degraded_until_it_may_again() -> None:
+    """RBAC answers the hub side's SubjectAccessReview for the agent's identity, as OCM's
+    registration names it: cluster1's agent is bound, cluster2's binding was deleted."""
+    with hub_server(rbac=True) as hub:
+        _may_not_write(hub)
+
+
+def _may_not_write(hub: Hub) -> None:
+    rbac = client.RbacAuthorizationV1Api(hub._api)
+    rbac.create_cluster_role(client.V1ClusterRole(
+        metadata=client.V1ObjectMeta(name="addon-status-hub"),
+        rules=[client.V1PolicyRule(api_groups=["observability.open-cluster-management.io"],
+                                   resources=["observabilityaddons/status"], verbs=["update"],
+                                   resource_names=["observability-addon"])],
+    ))  # fmt: skip
+
+    def bind(cluster: str) -> None:
+        group = f"system:open-cluster-management:cluster:{cluster}:addon:addon-status"
+        rbac.create_namespaced_role_binding(cluster, client.V1RoleBinding(
+            metadata=client.V1ObjectMeta(name="open-cluster-management:addon-status:agent"),
+            role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="ClusterRole",
+                                      name="addon-status-hub"),
+            subjects=[client.RbacV1Subject(kind="Group", name=group,
+                                           api_group="rbac.authorization.k8s.io")],
+        ))  # fmt: skip
+
+    for cluster in ("cluster1", "cluster2"):
+        hub.cluster(cluster)
+        hub.set_copy(cluster, COPY)
+    bind("cluster1")
+    with replica(hub, access_check=timedelta(seconds=1), path_window=timedelta(seconds=1)):
+        eventually(lambda: reason_of(hub, "cluster2") == "StatusNotReplicated", "the denial")
+        assert reason_of(hub, "cluster1") == "ForwardSuccessful"
+        assert "may not update observabilityaddons/status" in degraded(hub, "cluster2")["message"]  # type: ignore[index]
+        bind("cluster2")
+        eventually(lambda: reason_of(hub, "cluster2") == "ForwardSuccessful", "allowed again")
+
+
+def test_the_console_link_is_kept_rewritten_when_it_changes_and_removed_with_the_flag(
+    hub: Hub,
+) -> None:
+    hub.cluster("cluster1")
+    hub.set_copy("cluster1", COPY)
+
+    def annotations() -> dict[str, str]:
+        return dict(hub.addon("cluster1")["metadata"].get("annotations") or {})
+
+    url = "https://grafana.example.com/d/addon-status-spoke?var-cluster={cluster}"
+    with replica(hub, console_link=url):
+        eventually(lambda: LINK in annotations(), "the link")
+        assert annotations()[LINK].endswith("var-cluster=cluster1")
+        assert annotations()[LINK_TEXT] == "Metrics dashboard"
+    writes = hub.server.count_requests(resource=MCA.plural, verbs=("patch",), subresource="")
+    with replica(hub, console_link=url):  # the same link: not written again
+        hub.set_copy("cluster1", seed("Degraded", "ForwardFailure"))
+        eventually(lambda: reason_of(hub, "cluster1") == "ForwardFailure", "a sync")
+    assert (
+        hub.server.count_requests(resource=MCA.plural, verbs=("patch",), subresource="") == writes
+    )
+    with replica(hub, console_link=url.replace("grafana", "dashboards")):
+        eventually(lambda: "dashboards" in annotations().get(LINK, ""), "the new link")
+    with replica(hub):
+        eventually(lambda: LINK not in annotations() and LINK_OWNER not in annotations(), "gone")
+
+
+def test_an_administrators_own_link_is_left_alone(hub: Hub) -> None:
+    hub.cluster("cluster1")
+    hub.set_copy("cluster1", COPY)
+    theirs = {LINK: "https://theirs.example.com", LINK_TEXT: "theirs"}
+    obj = hub.addon("cluster1")
+    obj["metadata"]["annotations"] = theirs
+    hub.custom.replace_namespaced_custom_object(
+        MCA.group, MCA.version, "cluster1", MCA.plural, "addon-status", obj
+    )
+    with replica(hub, console_link="https://ours.example.com/{cluster}") as made:
+        eventually(lambda: reason_of(hub, "cluster1") == "ForwardSuccessful", "the mirror")
+        assert made.side.wait_idle(5)
+    assert hub.addon("cluster1")["metadata"]["annotations"] == theirs
+
+
+def test_on_acm_the_agents_own_addon_tells_whether_it_runs_and_acms_addon_shows_it() -> None:
+    """The acm rollout's agent is OCM's `addon-status` addon; the console reads the
+    observability operator's `observability-controller` (docs/spec.md §12.2)."""
+    with hub_server() as hub:
+        acms = Hub(hub.server, addon="observability-controller")
+        try:
+            hub.cluster("cluster1")
+            acms.create_addon("cluster1")
+            hub.set_copy("cluster1", COPY)
+            ocm(hub, "cluster1", DOWN)  # on the agent's addon
+            with replica(hub, addon_name="observability-controller", agent_addon="addon-status"):
+                eventually(lambda: reason_of(acms, "cluster1") == "AgentUnavailable", "acm's")
+                assert degraded(hub, "cluster1") is None  # the agent's addon is OCM's alone
+        finally:
+            acms.close()
