@@ -303,38 +303,42 @@ def _message(validation: Mapping[str, Any], data: Mapping[str, Any]) -> str:
     return message or f"failed expression: {str(validation['expression']).strip()}"
 
 
-def _matches(constraints: Mapping[str, Any] | None, request: AdmissionRequest) -> bool:
-    constraints = constraints or {}
-    if not any(_rule_matches(r, request) for r in constraints.get("resourceRules") or []):
+def _matches(constraints: Any, request: AdmissionRequest) -> bool:
+    """policy/matching: excluded by any excludeResourceRule, else matched by a resourceRule
+    (none at all matches everything: a binding's matchResources may name no rules)."""
+    constraints = constraints if isinstance(constraints, Mapping) else {}
+    rules = [r for r in constraints.get("resourceRules") or [] if isinstance(r, Mapping)]
+    excluded = [r for r in constraints.get("excludeResourceRules") or [] if isinstance(r, Mapping)]
+    if any(_rule_matches(r, request) for r in excluded):
         return False
-    return not any(_rule_matches(r, request) for r in constraints.get("excludeResourceRules") or [])
+    return not rules or any(_rule_matches(r, request) for r in rules)
 
 
 def _rule_matches(rule: Mapping[str, Any], request: AdmissionRequest) -> bool:
-    def has(values: Sequence[str] | None, value: str) -> bool:
-        return "*" in (values or []) or value in (values or [])
+    """The webhook rules' matcher (admission/plugin/webhook/predicates/rules): `*` is every
+    resource but no subresource, `*/*` every resource and subresource, `r/*` and `*/s` the
+    halves; a Namespace is cluster-scoped though its request carries its own name."""
 
-    resource = (
-        f"{request.resource}/{request.subresource}" if request.subresource else request.resource
-    )
-    resources = rule.get("resources") or []
-    resource_ok = (
-        resource in resources
-        or "*" in resources
-        or (
-            request.subresource != ""
-            and (f"*/{request.subresource}" in resources or f"{request.resource}/*" in resources)
-        )
-    )
-    scope = rule.get("scope", "*")
+    def has(values: Any, value: str) -> bool:
+        return isinstance(values, list) and ("*" in values or value in values)
+
+    def resource_ok(granted: Any) -> bool:
+        if not isinstance(granted, str):
+            return False
+        res, _, sub = granted.partition("/")
+        return res in ("*", request.resource) and sub in ("*", request.subresource)
+
+    is_namespace = (request.group, request.resource) == ("", "namespaces")
+    cluster = is_namespace or not request.namespace
+    scope = rule.get("scope") or "*"
     names = rule.get("resourceNames") or []
     return (
         has(rule.get("operations"), request.operation)
         and has(rule.get("apiGroups"), request.group)
         and has(rule.get("apiVersions"), request.version)
-        and resource_ok
+        and any(resource_ok(r) for r in rule.get("resources") or [])
         and (not names or request.name in names)
-        and scope in ("*", "Namespaced" if request.namespace else "Cluster")
+        and scope in ("*", "Cluster" if cluster else "Namespaced")
     )
 
 
@@ -379,6 +383,8 @@ class Admission:
                 return self._store.get((RBAC_GROUP, plural), (namespace, name))
 
             check_escalation(self._authorizer, target.user, obj, role_of)
+        if rt.group == ADMISSION_GROUP:  # policies never judge policies (no circular lock-out)
+            return []
         meta = (obj or old or {}).get("metadata") or {}
         request = AdmissionRequest(
             operation, rt.group, target.version, rt.plural, target.subresource, rt.kind,
