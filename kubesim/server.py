@@ -26,6 +26,7 @@ from kubesim.admission import Admission, admission_types
 from kubesim.builtins import builtin_types
 from kubesim.codec import SERVER_CLOCK, Clock, encode_json
 from kubesim.controls import StorageControls
+from kubesim.definitions import definition_type, store_definitions
 from kubesim.discovery import Discovery
 from kubesim.errors import (
     APIError,
@@ -75,7 +76,8 @@ class APIServer(StorageControls):
         anonymous: bool = False,
         clock: Clock | None = None,
     ) -> None:
-        built_in = [*builtin_types(), *review_types(), *workload_types(), *rbac_types()]
+        built_in = [*builtin_types(), *review_types(), *workload_types(), *rbac_types(),
+                    definition_type()]  # fmt: skip
         self._types: list[ResourceType] = [*built_in, *admission_types(), *load_crds(crd_paths)]
         self._store = Store(watch_history)
         self._clock = clock or (lambda: datetime.now(UTC))  # what it stamps, Date included
@@ -104,6 +106,7 @@ class APIServer(StorageControls):
         self._thread: threading.Thread | None = None
         self._streams = 0
         self._streams_done = threading.Condition()
+        store_definitions(self._store, self._types, self._clock)
         namespaces_target = Target(self._registry.served("", "v1", "namespaces"), "v1")
         for name in namespaces:
             self._registry.create(namespaces_target, {"metadata": {"name": name}}, {})
