@@ -13,66 +13,39 @@ kube-apiserver's: `<resource> "<name>" is forbidden: ValidatingAdmissionPolicy '
 binding '<binding>' denied request: <message>`.
 
 The CEL variables are `object`, `oldObject` (null where there is none), `request` (kind,
-resource, subResource, name, namespace, operation, userInfo) and `variables`; the expressions
-are compiled when the policy is written (a compile error is a 422, as kube-apiserver
-type-checks them), with cel-expr-python, the CEL project's runtime. Not served here, and so
-refused when a policy or binding uses them: `paramKind` / `paramRef`, namespace and object
-selectors, the `authorizer` variable. A variable that fails to evaluate fails the expressions
-that name it (kube-apiserver evaluates variables lazily).
+resource, subResource, name, namespace, operation, userInfo) and `variables`; the kinds and
+how their expressions are compiled are admission_kinds.py's. A variable that fails to
+evaluate fails the expressions that name it (kube-apiserver evaluates variables lazily).
+Policies and bindings themselves are never judged by policies (policy/generic skips the
+admission configuration resources), and admission never runs under the store's lock.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cache
-from typing import Any, Final
+from typing import Any
 
 from kubesim.access import UserInfo
+from kubesim.admission_kinds import (
+    ADMISSION_GROUP,
+    REASONS,
+    admission_types,
+    compiled,
+    environment,
+    well_formed,
+)
 from kubesim.errors import APIError, qualified
 from kubesim.escalation import check_escalation
-from kubesim.fields import FieldError, go_quote
-from kubesim.meta import coerce_metadata
+from kubesim.fields import go_quote
 from kubesim.rbac import RBAC_GROUP, Authorizer
 from kubesim.reads import Target
-from kubesim.resources import ResourceType, Strategy
 from kubesim.store import Store
 
 __all__ = ["ADMISSION_GROUP", "Admission", "AdmissionRequest", "Policies", "admission_types"]
 
 Obj = dict[str, Any]
-ADMISSION_GROUP: Final = "admissionregistration.k8s.io"
-_ACTIONS: Final = ("Deny", "Warn", "Audit")
-_REASONS: Final = {"Invalid": 422, "Forbidden": 403, "Unauthorized": 401,
-                   "RequestEntityTooLarge": 413}  # fmt: skip
-_UNSUPPORTED: Final = (
-    ("spec.paramKind", ("spec", "paramKind")),
-    ("spec.paramRef", ("spec", "paramRef")),
-    ("spec.matchConstraints.namespaceSelector", ("spec", "matchConstraints", "namespaceSelector")),
-    ("spec.matchConstraints.objectSelector", ("spec", "matchConstraints", "objectSelector")),
-    ("spec.matchResources.namespaceSelector", ("spec", "matchResources", "namespaceSelector")),
-    ("spec.matchResources.objectSelector", ("spec", "matchResources", "objectSelector")),
-)
-
-
-@cache
-def _environment() -> Any:
-    from cel_expr_python import cel
-
-    dyn = cel.Type.DYN
-    names = ("object", "oldObject", "request", "params", "namespaceObject", "variables")
-    return cel.NewEnv(variables=dict.fromkeys(names, dyn))
-
-
-@cache
-def _compiled(expression: str) -> Any:
-    """The program of `expression`; raises ValueError with cel's first error."""
-    try:
-        return _environment().compile(expression)
-    except RuntimeError as error:
-        first = str(error).splitlines()[0]
-        raise ValueError(re.sub(r"^[A-Z_]+: (ERROR: )?", "", first)) from None
 
 
 class _Failed(Exception):  # noqa: N818 - an evaluation's outcome
@@ -83,102 +56,12 @@ def _evaluate(expression: str, data: Mapping[str, Any]) -> Any:
     from cel_expr_python import cel
 
     try:
-        value = _compiled(expression).eval(_environment().Activation(data=dict(data)))
+        value = compiled(expression).eval(environment().Activation(data=dict(data)))
     except Exception as error:  # the runtime's own failure is the expression's
         raise _Failed(str(error)) from None
     if value.type() == cel.Type.ERROR:
         raise _Failed(re.sub(r"^[A-Z_]+: ", "", str(value.value())))
     return value.value()
-
-
-# --- the two kinds -------------------------------------------------------------------------
-
-
-class _AdmissionStrategy(Strategy):
-    """Keeps `spec` (and a policy's `status`); type-checks every expression of a policy."""
-
-    policy = False
-
-    def decode(self, body: Obj, version: str) -> tuple[Obj, list[str]]:
-        metadata, dropped = coerce_metadata(body.get("metadata"))
-        obj: Obj = {"kind": body.get("kind"), "apiVersion": body.get("apiVersion")}
-        obj["metadata"] = metadata
-        kept = ("spec", "status") if self.policy else ("spec",)
-        for key, value in body.items():
-            if key in kept:
-                obj[key] = value
-            elif key not in ("apiVersion", "kind", "metadata"):
-                dropped.append(key)
-        return obj, dropped
-
-    def validate(self, obj: Obj, version: str) -> list[FieldError]:
-        spec = obj.get("spec")
-        if not isinstance(spec, dict):
-            return [FieldError.required("spec", "")]
-        errors = [
-            FieldError.forbidden(path, "not served by kubesim (see kubesim/admission.py)")
-            for path, keys in _UNSUPPORTED
-            if _dig(obj, keys) not in (None, {})
-        ]
-        return errors + (_policy_errors(spec) if self.policy else _binding_errors(spec))
-
-
-def _policy_errors(spec: Mapping[str, Any]) -> list[FieldError]:
-    errors: list[FieldError] = []
-    if spec.get("failurePolicy", "Fail") not in ("Fail", "Ignore"):
-        errors.append(FieldError.not_supported("spec.failurePolicy", spec["failurePolicy"],
-                                               ["Fail", "Ignore"]))  # fmt: skip
-    if not (spec.get("matchConstraints") or {}).get("resourceRules"):
-        errors.append(FieldError.required("spec.matchConstraints.resourceRules", ""))
-    for section, keys in (("matchConditions", ("expression",)), ("variables", ("expression",)),
-                          ("validations", ("expression", "messageExpression"))):  # fmt: skip
-        for index, item in enumerate(spec.get(section) or []):
-            for key in keys:
-                text = (item or {}).get(key)
-                where = f"spec.{section}[{index}].{key}"
-                if text is None and key == "expression":
-                    errors.append(FieldError.required(where, ""))
-                elif isinstance(text, str):
-                    try:
-                        _compiled(text)
-                    except ValueError as error:
-                        errors.append(
-                            FieldError.invalid(where, text, f"compilation failed: {error}")
-                        )
-    for index, item in enumerate(spec.get("validations") or []):
-        reason = (item or {}).get("reason")
-        if reason is not None and reason not in _REASONS:
-            errors.append(FieldError.not_supported(f"spec.validations[{index}].reason", reason,
-                                                   list(_REASONS)))  # fmt: skip
-    return errors
-
-
-def _binding_errors(spec: Mapping[str, Any]) -> list[FieldError]:
-    errors: list[FieldError] = []
-    if not spec.get("policyName"):
-        errors.append(FieldError.required("spec.policyName", ""))
-    actions = spec.get("validationActions") or []
-    if not actions:
-        errors.append(FieldError.required("spec.validationActions", ""))
-    errors += [
-        FieldError.not_supported(f"spec.validationActions[{i}]", a, list(_ACTIONS))
-        for i, a in enumerate(actions) if a not in _ACTIONS
-    ]  # fmt: skip
-    return errors
-
-
-def admission_types() -> list[ResourceType]:
-    policy = _AdmissionStrategy()
-    policy.policy = True
-    return [
-        ResourceType(ADMISSION_GROUP, ("v1",), "validatingadmissionpolicies",
-                     "validatingadmissionpolicy", "ValidatingAdmissionPolicy",
-                     "ValidatingAdmissionPolicyList", namespaced=False, strategy=policy),
-        ResourceType(ADMISSION_GROUP, ("v1",), "validatingadmissionpolicybindings",
-                     "validatingadmissionpolicybinding", "ValidatingAdmissionPolicyBinding",
-                     "ValidatingAdmissionPolicyBindingList", namespaced=False,
-                     strategy=_AdmissionStrategy()),
-    ]  # fmt: skip
 
 
 # --- evaluation ----------------------------------------------------------------------------
@@ -228,13 +111,15 @@ class Policies:
 
     def admit(self, request: AdmissionRequest) -> list[str]:
         """The warnings to send; raises the APIError of the first denial."""
-        policies = {p["metadata"]["name"]: p for p in self._objects("validatingadmissionpolicies")}
+        policies = {p["metadata"]["name"]: p for p in self._objects("validatingadmissionpolicies")
+                    if well_formed(p, policy=True)}  # fmt: skip
         warnings: list[str] = []
-        bindings = sorted(self._objects("validatingadmissionpolicybindings"),
+        bindings = sorted((b for b in self._objects("validatingadmissionpolicybindings")
+                           if well_formed(b, policy=False)),
                           key=lambda b: b["metadata"]["name"])  # fmt: skip
         for binding in bindings:
-            spec = binding.get("spec") or {}
-            policy = policies.get(spec.get("policyName", ""))
+            spec = binding["spec"]
+            policy = policies.get(spec["policyName"])
             if policy is None or not _matches(policy["spec"].get("matchConstraints"), request):
                 continue
             if spec.get("matchResources") and not _matches(spec["matchResources"], request):
@@ -303,38 +188,42 @@ def _message(validation: Mapping[str, Any], data: Mapping[str, Any]) -> str:
     return message or f"failed expression: {str(validation['expression']).strip()}"
 
 
-def _matches(constraints: Mapping[str, Any] | None, request: AdmissionRequest) -> bool:
-    constraints = constraints or {}
-    if not any(_rule_matches(r, request) for r in constraints.get("resourceRules") or []):
+def _matches(constraints: Any, request: AdmissionRequest) -> bool:
+    """policy/matching: excluded by any excludeResourceRule, else matched by a resourceRule
+    (none at all matches everything: a binding's matchResources may name no rules)."""
+    constraints = constraints if isinstance(constraints, Mapping) else {}
+    rules = [r for r in constraints.get("resourceRules") or [] if isinstance(r, Mapping)]
+    excluded = [r for r in constraints.get("excludeResourceRules") or [] if isinstance(r, Mapping)]
+    if any(_rule_matches(r, request) for r in excluded):
         return False
-    return not any(_rule_matches(r, request) for r in constraints.get("excludeResourceRules") or [])
+    return not rules or any(_rule_matches(r, request) for r in rules)
 
 
 def _rule_matches(rule: Mapping[str, Any], request: AdmissionRequest) -> bool:
-    def has(values: Sequence[str] | None, value: str) -> bool:
-        return "*" in (values or []) or value in (values or [])
+    """The webhook rules' matcher (admission/plugin/webhook/predicates/rules): `*` is every
+    resource but no subresource, `*/*` every resource and subresource, `r/*` and `*/s` the
+    halves; a Namespace is cluster-scoped though its request carries its own name."""
 
-    resource = (
-        f"{request.resource}/{request.subresource}" if request.subresource else request.resource
-    )
-    resources = rule.get("resources") or []
-    resource_ok = (
-        resource in resources
-        or "*" in resources
-        or (
-            request.subresource != ""
-            and (f"*/{request.subresource}" in resources or f"{request.resource}/*" in resources)
-        )
-    )
-    scope = rule.get("scope", "*")
+    def has(values: Any, value: str) -> bool:
+        return isinstance(values, list) and ("*" in values or value in values)
+
+    def resource_ok(granted: Any) -> bool:
+        if not isinstance(granted, str):
+            return False
+        res, _, sub = granted.partition("/")
+        return res in ("*", request.resource) and sub in ("*", request.subresource)
+
+    is_namespace = (request.group, request.resource) == ("", "namespaces")
+    cluster = is_namespace or not request.namespace
+    scope = rule.get("scope") or "*"
     names = rule.get("resourceNames") or []
     return (
         has(rule.get("operations"), request.operation)
         and has(rule.get("apiGroups"), request.group)
         and has(rule.get("apiVersions"), request.version)
-        and resource_ok
+        and any(resource_ok(r) for r in rule.get("resources") or [])
         and (not names or request.name in names)
-        and scope in ("*", "Namespaced" if request.namespace else "Cluster")
+        and scope in ("*", "Cluster" if cluster else "Namespaced")
     )
 
 
@@ -348,15 +237,7 @@ def _denied(
     details = {"name": request.name, "group": request.group, "kind": request.resource,
                "causes": [{"message": text}]}  # fmt: skip
     details = {k: v for k, v in details.items() if v}
-    return APIError(_REASONS.get(reason, 422), reason, f"{target} is forbidden: {text}", details)
-
-
-def _dig(obj: Mapping[str, Any], keys: Sequence[str]) -> Any:
-    for key in keys:
-        if not isinstance(obj, Mapping):
-            return None
-        obj = obj.get(key)  # type: ignore[assignment]
-    return obj
+    return APIError(REASONS.get(reason, 422), reason, f"{target} is forbidden: {text}", details)
 
 
 class Admission:
@@ -379,6 +260,8 @@ class Admission:
                 return self._store.get((RBAC_GROUP, plural), (namespace, name))
 
             check_escalation(self._authorizer, target.user, obj, role_of)
+        if rt.group == ADMISSION_GROUP:  # policies never judge policies (no circular lock-out)
+            return []
         meta = (obj or old or {}).get("metadata") or {}
         request = AdmissionRequest(
             operation, rt.group, target.version, rt.plural, target.subresource, rt.kind,

@@ -263,8 +263,9 @@ class NamespaceStrategy(TypedStrategy):
         self._label(obj)
 
     def prepare_update(self, new: Obj, old: Obj, subresource: str, version: str) -> Obj:
-        new["spec"] = clone(old["spec"])
-        new["status"] = clone(old["status"])
+        # an object another writer stored without them decodes with an empty spec and status
+        new["spec"] = clone(old.get("spec") or {})
+        new["status"] = clone(old.get("status") or {})
         self._label(new)
         return new
 

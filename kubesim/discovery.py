@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from kubesim.errors import path_not_found
+from kubesim.openapi import OpenAPI
 from kubesim.resources import ResourceType, version_priority
 
 __all__ = ["KUBERNETES_VERSION", "Discovery"]
@@ -47,16 +48,20 @@ class Discovery:
     def __init__(self, types: Sequence[ResourceType], server_address: str) -> None:
         self._types = list(types)
         self.server_address = server_address
+        self._openapi = OpenAPI(self._types, version_info()["gitVersion"])
 
     def answer(self, path: str) -> dict[str, Any]:
         """The document of a discovery path (`/version`, `/api`, `/apis`, `/api/v1`,
-        `/apis/GROUP`, `/apis/GROUP/VERSION`); the router's 404 for any other."""
+        `/apis/GROUP`, `/apis/GROUP/VERSION`, `/openapi/v3...`); the router's 404 for any
+        other."""
         parts = tuple(p for p in path.split("/") if p)
         fixed: dict[tuple[str, ...], Callable[[], dict[str, Any]]] = {
             ("version",): version_info, ("api",): self.api_versions, ("apis",): self.group_list,
         }  # fmt: skip
         if parts in fixed:
             return fixed[parts]()
+        if parts[:1] == ("openapi",):
+            return self._openapi.answer(parts)
         if parts[:1] == ("api",) and len(parts) == 2:
             return self.resource_list("", parts[1])
         if parts[:1] == ("apis",) and len(parts) == 2:

@@ -17,7 +17,7 @@ currently held:` and a line per missing right.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Final
 
 from kubesim.access import UserInfo
@@ -54,7 +54,8 @@ def check_escalation(authorizer: Authorizer, user: UserInfo, obj: Obj, role_of: 
         if _may(authorizer, user, "escalate", (_ROLES[kind], namespace, str(meta["name"]))):
             return
         rules = list(obj.get("rules") or [])
-    missing = [atom for atom in _atoms(rules) if not _held(authorizer, user, namespace, atom)]
+    held = authorizer.holder(user, namespace)
+    missing = _compacted(atom for atom in _atoms(rules) if not _held(held, namespace, atom))
     if missing:
         plural = _BINDINGS.get(kind) or _ROLES[kind]
         groups = "[" + " ".join(go_quote(g) for g in user.authenticated_groups()) + "]"
@@ -67,6 +68,24 @@ def check_escalation(authorizer: Authorizer, user: UserInfo, obj: Obj, role_of: 
         raise APIError(403, "Forbidden", message, details)
 
 
+def _compacted(missing: Iterable[Obj]) -> list[Obj]:
+    """RBAC's CompactRules: the missing rights of one group, resource and name become one rule
+    with their verbs, as kube-apiserver words its refusal (a line per resource, not per verb)."""
+    simple: dict[tuple[str, str, str | None], Obj] = {}
+    other: list[Obj] = []
+    for atom in missing:
+        if "nonResourceURLs" in atom:
+            other.append(atom)
+            continue
+        names = atom.get("resourceNames") or [None]
+        key = (atom["apiGroups"][0], atom["resources"][0], names[0])
+        if key in simple:
+            simple[key]["verbs"].append(atom["verbs"][0])
+        else:
+            simple[key] = {**atom, "verbs": list(atom["verbs"])}
+    return [*other, *simple.values()]
+
+
 def _may(authorizer: Authorizer, user: UserInfo, verb: str, role: tuple[str, str, str]) -> bool:
     """`user` may `verb` (bind, escalate) the role (plural, namespace, name)."""
     plural, namespace, name = role
@@ -75,34 +94,35 @@ def _may(authorizer: Authorizer, user: UserInfo, verb: str, role: tuple[str, str
     return authorizer.authorize(user, info) is None
 
 
-def _atoms(rules: Iterable[Mapping[str, Any]]) -> list[Obj]:
-    """Each rule taken apart into rules of one verb, group, resource (or URL) and name."""
-    atoms: list[Obj] = []
+def _atoms(rules: Iterable[Mapping[str, Any]]) -> Iterator[Obj]:
+    """RBAC's BreakdownRule: each rule taken apart into rules of one group, resource, verb and
+    name (or URL and verb), one at a time: a huge role is never held whole in memory."""
     for rule in rules:
-        for verb in rule.get("verbs") or []:
-            for url in rule.get("nonResourceURLs") or []:
-                atoms.append({"verbs": [verb], "nonResourceURLs": [url]})
-            for group in rule.get("apiGroups") or []:
-                for resource in rule.get("resources") or []:
+        if not isinstance(rule, Mapping):
+            continue
+        verbs = rule.get("verbs") or []
+        for group in rule.get("apiGroups") or []:
+            for resource in rule.get("resources") or []:
+                for verb in verbs:
                     for name in rule.get("resourceNames") or [None]:
                         atom: Obj = {"apiGroups": [group], "resources": [resource], "verbs": [verb]}
                         if name is not None:
                             atom["resourceNames"] = [name]
-                        atoms.append(atom)
-    return atoms
+                        yield atom
+        for url in rule.get("nonResourceURLs") or []:
+            for verb in verbs:
+                yield {"verbs": [verb], "nonResourceURLs": [url]}
 
 
-def _held(authorizer: Authorizer, user: UserInfo, namespace: str, atom: Mapping[str, Any]) -> bool:
+def _held(held: Callable[[RequestInfo], bool], namespace: str, atom: Mapping[str, Any]) -> bool:
     """The author's rules in `namespace` cover `atom` (wildcards only by wildcards)."""
     [verb] = atom["verbs"]
     if "nonResourceURLs" in atom:
-        info = RequestInfo("GET", atom["nonResourceURLs"][0], verb, False)
-        return authorizer.authorize(user, info) is None
+        return held(RequestInfo("GET", atom["nonResourceURLs"][0], verb, False))
     resource, _, subresource = atom["resources"][0].partition("/")
-    info = RequestInfo("", "", verb, True, api_group=atom["apiGroups"][0], resource=resource,
-                       subresource=subresource, namespace=namespace,
-                       name=(atom.get("resourceNames") or [""])[0])  # fmt: skip
-    return authorizer.authorize(user, info) is None
+    return held(RequestInfo("", "", verb, True, api_group=atom["apiGroups"][0],
+                            resource=resource, subresource=subresource, namespace=namespace,
+                            name=(atom.get("resourceNames") or [""])[0]))  # fmt: skip
 
 
 def _text(atom: Mapping[str, Any]) -> str:

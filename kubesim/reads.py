@@ -9,6 +9,8 @@ import bisect
 import itertools
 import json
 import random
+import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -33,6 +35,7 @@ from kubesim.store import CompactedError, ObjectKey, Store, Watcher
 __all__ = ["ReadRegistry", "Result", "Target", "WatchPlan", "parse_rv"]
 
 Obj = dict[str, Any]
+_INT64: Final = (-(2**63), 2**63 - 1)
 TOO_LARGE_WAIT: Final = 3.0  # kube-apiserver waits this long for its cache to catch up
 _EXPIRED_LIST: Final = "The resourceVersion for the provided list is too old."
 _EXPIRED_CONTINUE: Final = (
@@ -107,13 +110,26 @@ def _list_options_invalid(*errors: FieldError) -> APIError:
 
 
 def _int_param(query: Mapping[str, str], name: str) -> int | None:
+    """An int64 query parameter as the parameter codec converts it (strconv.ParseInt): a 400
+    with Go's words for anything else."""
     text = query.get(name, "")
     if not text:
         return None
-    try:
-        return int(text)
-    except ValueError:
-        raise bad_request(f'{name}: Invalid value: "{text}": must be an integer') from None
+    if not re.fullmatch(r"[+-]?[0-9]+", text):
+        raise bad_request(f'strconv.ParseInt: parsing "{text}": invalid syntax')
+    value = int(text)
+    if not _INT64[0] <= value <= _INT64[1]:
+        raise bad_request(f'strconv.ParseInt: parsing "{text}": value out of range')
+    return value
+
+
+def _watch_timeout(seconds: int | None) -> float:
+    """time.Duration(timeoutSeconds) * time.Second, wrapping as Go's int64 does (a wrapped
+    negative ends the watch at once); unset or 0 is kube-apiserver's random 30 to 60 minutes."""
+    if not seconds:
+        return 1800.0 * (1.0 + random.random())
+    nanos = (seconds * 1_000_000_000 + 2**63) % 2**64 - 2**63
+    return min(nanos / 1e9, threading.TIMEOUT_MAX)
 
 
 def _encode_continue(rv: int, key: ObjectKey) -> str:
@@ -319,8 +335,7 @@ class ReadRegistry:
                     "NotOlderThan and allowWatchBookmarks is true",
                 )
             )
-        seconds = _int_param(query, "timeoutSeconds")
-        timeout = float(seconds) if seconds else 1800.0 * (1.0 + random.random())
+        timeout = _watch_timeout(_int_param(query, "timeoutSeconds"))
         plan = WatchPlan(
             rt,
             target.version,

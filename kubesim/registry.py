@@ -5,6 +5,7 @@ strategy's prepare and validation (422), admission (404 for a missing namespace)
 
 from __future__ import annotations
 
+import contextlib
 import random
 import uuid
 from collections.abc import Callable, Mapping
@@ -12,6 +13,7 @@ from typing import Any, Final
 
 from kubesim.access import Authenticator
 from kubesim.codec import clone, decode_json, format_time, now
+from kubesim.decoding import decode_body, dry_run_of
 from kubesim.errors import (
     APIError,
     already_exists,
@@ -24,7 +26,6 @@ from kubesim.errors import (
 )
 from kubesim.fields import FieldError, GoLiteral
 from kubesim.meta import (
-    ObjectMetaError,
     validate_object_meta,
     validate_object_meta_update,
 )
@@ -35,7 +36,6 @@ from kubesim.resources import ResourceType
 from kubesim.reviews import answer_review
 from kubesim.selectors import Selector
 from kubesim.store import ObjectKey, Store
-from kubesim.typed import TypedDecodeError
 
 __all__ = ["Registry"]
 
@@ -44,26 +44,12 @@ _SUFFIX_ALPHABET: Final = "bcdfghjklmnpqrstvwxz2456789"
 _NAMESPACES: Final = ("", "namespaces")
 
 
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int | float):
-        return "number"
-    return "array" if isinstance(value, list) else "string"
+def _key(obj: Obj) -> ObjectKey:
+    return (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
 
 
-def _dry_run(query: Mapping[str, str]) -> bool:
-    value = query.get("dryRun", "")
-    if value not in ("", "All"):
-        raise bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
-    return value == "All"
-
-
-def _field_validation(query: Mapping[str, str]) -> str:
-    value = query.get("fieldValidation", "") or "Warn"
-    if value not in ("Ignore", "Warn", "Strict"):
-        raise bad_request(f"fieldValidation parameter unsupported: {value}")
-    return value
+class _Raced(Exception):  # noqa: N818 - not an error: another write came first, try again
+    pass
 
 
 Admit = Callable[[str, Target, Obj | None, Obj | None], list[str]]
@@ -82,48 +68,6 @@ class Registry(ReadRegistry):
         self.admit: Admit | None = None  # the server's admission, once it has one
         self.authorizer: Authorizer | None = None  # RBAC's, for access reviews; None: allow all
 
-    # -- decoding ---------------------------------------------------------------------------
-
-    def _decode(
-        self, rt: ResourceType, version: str, body: Any, query: Mapping[str, str]
-    ) -> tuple[Obj, list[str]]:
-        """The request body as the object to store, plus `Warning` texts for dropped fields."""
-        field_validation = _field_validation(query)
-        cannot = f'{rt.kind} in version "{version}" cannot be handled as a {rt.kind}'
-        if body is None:
-            raise bad_request("Object 'Kind' is missing in 'null'")
-        if not isinstance(body, dict):
-            raise bad_request(
-                f"{cannot}: json: cannot unmarshal {_json_kind(body)} into Go "
-                f"value of type map[string]interface {{}}"
-            )
-        expected = rt.api_version(version)
-        api_version = body.get("apiVersion") or expected
-        kind = body.get("kind") or rt.kind
-        if api_version not in [rt.api_version(v) for v in rt.versions]:
-            raise bad_request(
-                f"the API version in the data ({api_version}) does not match the "
-                f"expected API version ({expected})"
-            )
-        if kind != rt.kind and not rt.strategy.unstructured:
-            raise bad_request(
-                f'no kind "{kind}" is registered for version "{api_version}" in '
-                f'scheme "pkg/api/legacyscheme/scheme.go:30"'
-            )
-        try:
-            obj, dropped = rt.strategy.decode(
-                {**body, "apiVersion": expected, "kind": kind}, version
-            )
-        except (ObjectMetaError, TypedDecodeError) as exc:
-            raise bad_request(f"{cannot}: {exc}") from None
-        obj["apiVersion"] = rt.api_version(rt.storage_version)
-        if field_validation == "Strict" and dropped:
-            raise bad_request(
-                "strict decoding error: " + ", ".join(f'unknown field "{path}"' for path in dropped)
-            )
-        warnings = [] if field_validation == "Ignore" else [f'unknown field "{p}"' for p in dropped]
-        return obj, warnings
-
     def _errors(self, rt: ResourceType, version: str, obj: Obj) -> list[FieldError]:
         errors = validate_object_meta(
             obj["metadata"], namespaced=rt.namespaced, name_check=rt.strategy.name_errors
@@ -138,8 +82,8 @@ class Registry(ReadRegistry):
         rt = target.rt
         if not rt.stored:
             return self._review(target, body, query)
-        dry_run = _dry_run(query)
-        obj, warnings = self._decode(rt, target.version, body, query)
+        dry_run = dry_run_of(query)
+        obj, warnings = decode_body(rt, target.version, body, query)
         meta = obj["metadata"]
         if rt.namespaced:
             meta.setdefault("namespace", target.namespace)
@@ -150,8 +94,7 @@ class Registry(ReadRegistry):
                 )
         else:
             meta.pop("namespace", None)
-        with self.store.lock:
-            return self._create(target, obj, dry_run, warnings)
+        return self._create(target, obj, dry_run, warnings)
 
     def _create(self, target: Target, obj: Obj, dry_run: bool, warnings: list[str]) -> Result:
         rt, version = target.rt, target.version
@@ -172,17 +115,18 @@ class Registry(ReadRegistry):
         namespace, name = meta.get("namespace", ""), meta["name"]
         if rt.namespaced and self.store.get(_NAMESPACES, ("", namespace)) is None:
             raise not_found("", "namespaces", namespace)
-        if self.admit is not None and target.user is not None:
+        if self.admit is not None and target.user is not None:  # never under the store's lock
             warnings = [*warnings, *self.admit("CREATE", target, obj, None)]
-        if self.store.get(rt.id, (namespace, name)) is not None:
-            raise already_exists(rt.group, rt.plural, name)
-        stored = obj if dry_run else self.store.commit(rt.id, (namespace, name), obj)
+        with self.store.lock:
+            if self.store.get(rt.id, (namespace, name)) is not None:
+                raise already_exists(rt.group, rt.plural, name)
+            stored = obj if dry_run else self.store.commit(rt.id, (namespace, name), obj)
         return self.result(201, rt, self.out(rt, version, stored), warnings)
 
     def _review(self, target: Target, body: Any, query: Mapping[str, str]) -> Result:
         """A review (reviews.py): answered, never stored."""
         rt = target.rt
-        obj, warnings = self._decode(rt, target.version, body, query)
+        obj, warnings = decode_body(rt, target.version, body, query)
         spec = obj.setdefault("spec", {})
         status = answer_review(rt.kind, spec, target.user, self._authenticator, self.authorizer)
         answer = {
@@ -198,8 +142,8 @@ class Registry(ReadRegistry):
 
     def update(self, target: Target, body: Any, query: Mapping[str, str]) -> Result:
         rt, name, namespace = target.rt, target.name, target.namespace
-        dry_run = _dry_run(query)
-        obj, warnings = self._decode(rt, target.version, body, query)
+        dry_run = dry_run_of(query)
+        obj, warnings = decode_body(rt, target.version, body, query)
         meta = obj["metadata"]
         if meta.get("name", "") != name:
             raise bad_request(
@@ -215,14 +159,17 @@ class Registry(ReadRegistry):
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)
-        with self.store.lock:
+        while True:  # GuaranteedUpdate: again from the new object when another write came first
             old = self.store.get(rt.id, target.key)
             if old is None:
                 if rt.strategy.allow_create_on_update and not target.subresource:
                     meta.pop("resourceVersion", None)
                     return self._create(target, obj, dry_run, warnings)
                 raise not_found(rt.group, rt.plural, name)
-            return self._update(target, old, obj, dry_run, warnings, uid_precondition=True)
+            with contextlib.suppress(_Raced):
+                return self._update(
+                    target, old, clone(obj), dry_run, warnings, uid_precondition=True
+                )
 
     def patch(
         self, target: Target, body: bytes, content_type: str, query: Mapping[str, str]
@@ -235,17 +182,18 @@ class Registry(ReadRegistry):
             document = decode_json(body)
         except ValueError as exc:
             raise bad_request(f"error decoding patch: {exc}") from None
-        dry_run = _dry_run(query)
-        with self.store.lock:
+        dry_run = dry_run_of(query)
+        while True:  # the patch applies to the object it is stored over
             old = self.store.get(rt.id, target.key)
             if old is None:
                 raise not_found(rt.group, rt.plural, target.name)
             current = clone(self.out(rt, target.version, old))
             patched = apply_patch(kind, current, document, rt.strategy.merge_lists)
-            obj, warnings = self._decode(rt, target.version, patched, query)
+            obj, warnings = decode_body(rt, target.version, patched, query)
             if rt.namespaced:
                 obj["metadata"].setdefault("namespace", target.namespace)
-            return self._update(target, old, obj, dry_run, warnings, uid_precondition=False)
+            with contextlib.suppress(_Raced):
+                return self._update(target, old, obj, dry_run, warnings, uid_precondition=False)
 
     def _check_preconditions(
         self, rt: ResourceType, old_meta: Obj, meta: Obj, uid_precondition: bool
@@ -311,14 +259,17 @@ class Registry(ReadRegistry):
         )
         if errors:
             raise invalid(rt.group, rt.kind, name, errors)
-        if self.admit is not None and target.user is not None:
+        if self.admit is not None and target.user is not None:  # never under the store's lock
             warnings = [*warnings, *self.admit("UPDATE", target, new, old)]
-        if new == old or dry_run:
-            return self.result(200, rt, self.out(rt, version, new), warnings)
         key: ObjectKey = (old_meta.get("namespace", ""), name)
-        stored = self.store.commit(rt.id, key, new)
-        if meta.get("deletionTimestamp") and not meta.get("finalizers"):
-            self.store.commit(rt.id, key, None)  # the last finalizer is gone: delete now
+        with self.store.lock:
+            if self.store.get(rt.id, key) is not old:
+                raise _Raced
+            if new == old or dry_run:
+                return self.result(200, rt, self.out(rt, version, new), warnings)
+            stored = self.store.commit(rt.id, key, new)
+            if meta.get("deletionTimestamp") and not meta.get("finalizers"):
+                self.store.commit(rt.id, key, None)  # the last finalizer is gone: delete now
         return self.result(200, rt, self.out(rt, version, stored), warnings)
 
     # -- delete -----------------------------------------------------------------------------
@@ -326,9 +277,9 @@ class Registry(ReadRegistry):
     def delete(self, target: Target, body: Any, query: Mapping[str, str]) -> Result:
         rt, name = target.rt, target.name
         options = body if isinstance(body, dict) else {}
-        dry_run = _dry_run(query) or "All" in (options.get("dryRun") or [])
+        dry_run = dry_run_of(query) or "All" in (options.get("dryRun") or [])
         preconditions = options.get("preconditions") or {}
-        with self.store.lock:
+        while True:
             old = self.store.get(rt.id, target.key)
             if old is None:
                 raise not_found(rt.group, rt.plural, name)
@@ -343,14 +294,24 @@ class Registry(ReadRegistry):
                         f"Precondition failed: {label} in precondition: {wanted}, "
                         f"{label} in object meta: {meta[field]}",
                     )
-            return self._delete(target, old, dry_run)
+            with contextlib.suppress(_Raced):
+                return self._delete(target, old, dry_run)
 
     def _delete(self, target: Target, old: Obj, dry_run: bool) -> Result:
-        rt, version = target.rt, target.version
+        """Admission, then (under the store's lock, if `old` is still what is stored) the
+        deletion; raises _Raced when another write came first."""
         meta = old["metadata"]
-        if self.admit is not None and target.user is not None:
+        if self.admit is not None and target.user is not None:  # never under the store's lock
             self.admit("DELETE", target, None, old)
         key: ObjectKey = (meta.get("namespace", ""), meta["name"])
+        with self.store.lock:
+            if self.store.get(target.rt.id, key) is not old:
+                raise _Raced
+            return self._deleted(target, old, key, dry_run)
+
+    def _deleted(self, target: Target, old: Obj, key: ObjectKey, dry_run: bool) -> Result:
+        rt, version = target.rt, target.version
+        meta = old["metadata"]
         if meta.get("finalizers"):
             if meta.get("deletionTimestamp"):
                 return self.result(200, rt, self.out(rt, version, old))
@@ -377,12 +338,19 @@ class Registry(ReadRegistry):
         selector = Selector(
             query.get("labelSelector", ""), query.get("fieldSelector", ""), rt.strategy.field_labels
         )
-        dry_run = _dry_run(query)
+        dry_run = dry_run_of(query)
         deleted: list[Obj] = []
-        with self.store.lock:
-            for obj in self.store.items(rt.id, target.namespace or None):
-                if selector.matches(obj):
-                    result = self._delete(target, obj, dry_run)
-                    deleted.append(obj if result.body.get("kind") == "Status" else result.body)
-            rv = self.store.resource_version
+        for obj in self.store.items(rt.id, target.namespace or None):
+            if not selector.matches(obj):
+                continue
+            current: Obj | None = obj
+            while current is not None and selector.matches(current):
+                try:
+                    result = self._delete(target, current, dry_run)
+                except _Raced:  # written meanwhile: judged again as it is now
+                    current = self.store.get(rt.id, _key(current))
+                    continue
+                deleted.append(current if result.body.get("kind") == "Status" else result.body)
+                break
+        rv = self.store.resource_version
         return self.result(200, rt, self.list_body(target, {"resourceVersion": str(rv)}, deleted))

@@ -96,6 +96,10 @@ class Strategy:
     def has_subresource(self, name: str, version: str) -> bool:
         return False
 
+    def schema(self, version: str) -> Mapping[str, Any] | None:
+        """The OpenAPI v3 schema of an object in `version`, where the type has one."""
+        return None
+
     def bookmark(self, api_version: str, kind: str, rv: int) -> Obj:
         return {
             "kind": kind,
@@ -121,6 +125,7 @@ class ResourceType:
     subresource_verbs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # a CRD version's additionalPrinterColumns (`kubectl get`'s Table); None for built-in kinds
     printer_columns: Mapping[str, tuple[Mapping[str, Any], ...]] | None = None
+    definition: Mapping[str, Any] | None = None  # the CustomResourceDefinition it comes from
 
     @property
     def id(self) -> ResourceId:
@@ -163,6 +168,9 @@ class CustomResourceStrategy(Strategy):
 
     def has_subresource(self, name: str, version: str) -> bool:
         return name == "status" and self._status.get(version, False)
+
+    def schema(self, version: str) -> Mapping[str, Any] | None:
+        return self._schemas.get(version)
 
     def decode(self, body: Obj, version: str) -> tuple[Obj, list[str]]:
         obj = clone(body)
@@ -258,6 +266,7 @@ def _resource_from_crd(doc: Mapping[str, Any], source: Path) -> ResourceType:
         printer_columns={
             v["name"]: tuple(v.get("additionalPrinterColumns") or ()) or _AGE for v in served
         },
+        definition=doc,
     )
 
 

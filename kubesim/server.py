@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -25,7 +24,9 @@ from kubesim.access import (
 )
 from kubesim.admission import Admission, admission_types
 from kubesim.builtins import builtin_types
-from kubesim.codec import SERVER_CLOCK, Clock, clone, encode_json, format_time
+from kubesim.codec import SERVER_CLOCK, Clock, encode_json
+from kubesim.controls import StorageControls
+from kubesim.definitions import definition_type, store_definitions
 from kubesim.discovery import Discovery
 from kubesim.errors import (
     APIError,
@@ -35,6 +36,7 @@ from kubesim.errors import (
     unauthorized,
 )
 from kubesim.faults import Faults
+from kubesim.impersonation import impersonate
 from kubesim.rbac import RBAC_GROUP, Authorizer, rbac_types
 from kubesim.reads import Result, Target
 from kubesim.registry import Registry
@@ -54,7 +56,7 @@ DEFAULT_NAMESPACES: Final = ("default", "kube-system", "kube-public", "kube-node
 _STOP_GRACE: Final = 2.0
 
 
-class APIServer:
+class APIServer(StorageControls):
     """A strict Kubernetes API server for tests and the demo: the CRDs from `crd_paths`, the
     built-in types (`builtins`, `workloads`, `rbac`), over real HTTP on `host:port` (HTTPS with
     `tls`), authorizing every request with RBAC when `rbac` is on."""
@@ -74,7 +76,8 @@ class APIServer:
         anonymous: bool = False,
         clock: Clock | None = None,
     ) -> None:
-        built_in = [*builtin_types(), *review_types(), *workload_types(), *rbac_types()]
+        built_in = [*builtin_types(), *review_types(), *workload_types(), *rbac_types(),
+                    definition_type()]  # fmt: skip
         self._types: list[ResourceType] = [*built_in, *admission_types(), *load_crds(crd_paths)]
         self._store = Store(watch_history)
         self._clock = clock or (lambda: datetime.now(UTC))  # what it stamps, Date included
@@ -103,6 +106,7 @@ class APIServer:
         self._thread: threading.Thread | None = None
         self._streams = 0
         self._streams_done = threading.Condition()
+        store_definitions(self._store, self._types, self._clock)
         namespaces_target = Target(self._registry.served("", "v1", "namespaces"), "v1")
         for name in namespaces:
             self._registry.create(namespaces_target, {"metadata": {"name": name}}, {})
@@ -199,48 +203,6 @@ class APIServer:
     def resource_version(self) -> str:
         return str(self._store.resource_version)
 
-    def get_object(
-        self, group: str, version: str, plural: str, namespace: str, name: str
-    ) -> dict[str, Any] | None:
-        rt = self._registry.served(group, version, plural)
-        obj = self._store.get(rt.id, (namespace if rt.namespaced else "", name))
-        return None if obj is None else clone(self._registry.out(rt, version, obj))
-
-    def put_object(
-        self, group: str, version: str, plural: str, obj: Mapping[str, Any]
-    ) -> dict[str, Any]:
-        """Write straight to storage, like another writer editing etcd: no validation, no
-        audit, no faults; server-owned metadata is kept or filled, a new resourceVersion is
-        assigned and watches see the change."""
-        rt = self._registry.served(group, version, plural)
-        new = clone(dict(obj))
-        meta = new.setdefault("metadata", {})
-        key = (meta.get("namespace", "") if rt.namespaced else "", meta["name"])
-        with self._store.lock:
-            old_meta = (self._store.get(rt.id, key) or {}).get("metadata", {})
-            meta.setdefault("uid", old_meta.get("uid", str(uuid.uuid4())))
-            meta.setdefault(
-                "creationTimestamp", old_meta.get("creationTimestamp", format_time(self._clock()))
-            )
-            if rt.strategy.sets_generation:
-                meta.setdefault("generation", old_meta.get("generation", 1))
-            meta.pop("resourceVersion", None)
-            new["apiVersion"] = rt.api_version(rt.storage_version)
-            new.setdefault("kind", rt.kind)
-            stored = self._store.commit(rt.id, key, new)
-        return clone(self._registry.out(rt, version, stored))
-
-    def delete_object(
-        self, group: str, version: str, plural: str, namespace: str, name: str
-    ) -> bool:
-        rt = self._registry.served(group, version, plural)
-        key = (namespace if rt.namespaced else "", name)
-        with self._store.lock:
-            if self._store.get(rt.id, key) is None:
-                return False
-            self._store.commit(rt.id, key, None)
-            return True
-
     # -- serving --------------------------------------------------------------------------------
 
     def _serve(self, handler: Handler) -> None:
@@ -252,17 +214,11 @@ class APIServer:
         query = {k: v[0] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
         info = request_info(handler.command, split.path, query)
         try:
+            user = self._caller(handler)
             body = handler.read_body()
-        except APIError as too_large:
-            self._answer(
-                handler, info, too_large.code, too_large.status(), headers=too_large.headers
-            )
-            return
-        user = self._auth.authenticate(
-            handler.headers.get("Authorization"), handler.client_certificate()
-        )
-        if user is None:
-            self._answer(handler, info, 401, unauthorized().status())
+        except APIError as refused:  # any body left is not read: the connection closes
+            handler.close_connection = handler.close_connection or handler.body_pending()
+            self._answer(handler, info, refused.code, refused.status(), headers=refused.headers)
             return
         info = replace(info, user=user.username)
         denied = self._authorizer.authorize(user, info) if self._authorizer else None
@@ -279,7 +235,9 @@ class APIServer:
             if not accepts_json(handler.headers.get("Accept")):
                 raise not_acceptable()
             if not info.is_resource:
-                self._answer(handler, info, 200, self._non_resource(info))
+                if info.method not in ("GET", "HEAD"):
+                    raise method_not_allowed()
+                self._answer(handler, info, 200, self._discovery.answer(info.path))
             elif info.verb == "watch":
                 self._watch(handler, info, query)
             else:
@@ -298,10 +256,14 @@ class APIServer:
             _log.exception("apiserver: %s %s failed", handler.command, handler.path)
             self._answer(handler, info, 500, internal(str(exc)).status())
 
-    def _non_resource(self, info: RequestInfo) -> dict[str, Any]:
-        if info.method not in ("GET", "HEAD"):
-            raise method_not_allowed()
-        return self._discovery.answer(info.path)
+    def _caller(self, handler: Handler) -> UserInfo:
+        """Who the request runs as, from its headers alone (authentication, then
+        impersonation): the body is read only for a caller kube-apiserver would serve."""
+        headers = handler.headers
+        user = self._auth.authenticate(headers.get("Authorization"), handler.client_certificate())
+        if user is None:
+            raise unauthorized()
+        return impersonate(headers, user, self._authorizer.authorize if self._authorizer else None)
 
     def _resource(
         self,
@@ -313,15 +275,16 @@ class APIServer:
     ) -> Result:
         registry = self._registry
         target = replace(registry.target(info), user=user)
+        kind = target.rt.kind
 
         def options() -> Any:
-            return handler.object_body(body) if body.strip() else None
+            return handler.object_body(body, "DeleteOptions") if body.strip() else None
 
         verbs: dict[str, Callable[[], Result]] = {
             "get": lambda: registry.get(target),
             "list": lambda: registry.list_objects(target, query),
-            "create": lambda: registry.create(target, handler.object_body(body), query),
-            "update": lambda: registry.update(target, handler.object_body(body), query),
+            "create": lambda: registry.create(target, handler.object_body(body, kind), query),
+            "update": lambda: registry.update(target, handler.object_body(body, kind), query),
             "patch": lambda: registry.patch(
                 target, body, handler.headers.get("Content-Type", ""), query
             ),

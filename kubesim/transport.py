@@ -25,6 +25,7 @@ from kubesim.codec import decode_json, now
 from kubesim.errors import APIError, bad_request, unsupported_media_type
 from kubesim.fields import go_quote
 from kubesim.protobuf import PROTOBUF, decode_protobuf
+from kubesim.yaml_body import YAMLBodyError, load_yaml
 
 __all__ = ["MAX_BODY", "HTTPServer", "Handler", "ServingTLS", "accepts_json"]
 
@@ -51,16 +52,6 @@ class ServingTLS:
             context.load_verify_locations(self.client_ca_file)
             context.verify_mode = ssl.CERT_OPTIONAL  # a token may authenticate instead
         return context
-
-
-class _YAMLBody(yaml.SafeLoader):
-    """YAML bodies as kube-apiserver reads them (YAML to JSON): timestamps stay strings."""
-
-
-_YAMLBody.yaml_implicit_resolvers = {
-    first: [(tag, regex) for tag, regex in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 class HTTPServer(ThreadingHTTPServer):
@@ -159,36 +150,56 @@ class Handler(BaseHTTPRequestHandler):
         _log.debug("%s %s", self.address_string(), format % args)
 
     def read_body(self) -> bytes:
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            chunks: list[bytes] = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    self.rfile.readline()
-                    return b"".join(chunks)
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
-        length = int(self.headers.get("Content-Length") or 0)
-        if length > MAX_BODY:
-            self.close_connection = True
-            raise APIError(
-                413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}"
-            )
-        return self.rfile.read(length) if length else b""
+        """The body, at most kube-apiserver's MaxRequestBodyBytes whether its length is given
+        or chunked (a 413 past it, and the connection closed with the rest unread)."""
+        if "chunked" not in self.headers.get("Transfer-Encoding", "").lower():
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_BODY:
+                raise self._too_large()
+            return self.rfile.read(length) if length else b""
+        chunks: list[bytes] = []
+        read = 0
+        while True:
+            line = self.rfile.readline(1024).split(b";")[0].strip()
+            try:
+                size = int(line or b"0", 16)
+            except ValueError:
+                self.close_connection = True
+                raise bad_request("malformed chunked encoding") from None
+            if size == 0:
+                self.rfile.readline(1024)
+                return b"".join(chunks)
+            read += size
+            if read > MAX_BODY:
+                raise self._too_large()
+            chunks.append(self.rfile.read(size))
+            self.rfile.readline(1024)
 
-    def object_body(self, body: bytes) -> Any:
+    def body_pending(self) -> bool:
+        return "chunked" in self.headers.get("Transfer-Encoding", "").lower() or bool(
+            int(self.headers.get("Content-Length") or 0)
+        )
+
+    def _too_large(self) -> APIError:
+        self.close_connection = True
+        return APIError(
+            413, "RequestEntityTooLarge", f"Request entity too large: limit is {MAX_BODY}"
+        )
+
+    def object_body(self, body: bytes, kind: str) -> Any:
         """The request's object, from JSON or YAML (the media types kube-apiserver decodes
-        besides protobuf), or protobuf for the kinds `kubesim.protobuf` knows."""
+        besides protobuf), or protobuf for the kinds `kubesim.protobuf` knows; `kind` is the
+        type the resource decodes into, named in a YAML body's refusal."""
         media = self.headers.get("Content-Type", "application/json").split(";")[0]
         media = media.strip().lower()
         try:
             if media in ("application/json", ""):
                 return decode_json(body or b"null")
             if media == "application/yaml":
-                return yaml.load(body, Loader=_YAMLBody)
+                return _yaml(body, kind)
             if media == PROTOBUF and (decoded := decode_protobuf(body)) is not None:
                 return decoded
-        except (ValueError, yaml.YAMLError) as exc:
+        except ValueError as exc:
             raise bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
         raise unsupported_media_type(["application/json", "application/yaml", PROTOBUF])
 
@@ -236,6 +247,20 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
+
+
+def _yaml(body: bytes, kind: str) -> Any:
+    """YAMLToJSON's failure is the decoder's, summarised as the handler's transformDecodeError
+    does it (a non-JSON body is shown as the hex of its first 30 bytes)."""
+    try:
+        return load_yaml(body)
+    except (YAMLBodyError, yaml.YAMLError) as exc:
+        reason = str(exc) if isinstance(exc, YAMLBodyError) else f"yaml: {exc}".replace("\n", " ")
+        head = body[:30].decode("utf-8", "replace") if body[:1] == b"{" else body[:30].hex()
+        summary = head + (" ..." if len(body) > 30 else "") if body else "<empty>"
+        raise bad_request(
+            f"the object provided is unrecognized (must be of type {kind}): {reason} ({summary})"
+        ) from None
 
 
 def accepts_json(accept: str | None) -> bool:

@@ -131,6 +131,8 @@ def _value(value: Any, kind: GoType, where: str, struct: str, pruned: list[str])
         )
 
     if isinstance(kind, Struct):
+        if not isinstance(value, dict):  # encoding/json names the struct that holds the field
+            raise mismatch()
         return decode(value, kind, where, pruned)
     if isinstance(kind, MapOf):
         if not isinstance(value, dict):

@@ -6,6 +6,9 @@ may `escalate`; `system:masters` is never checked. Through the real client over 
 
 from __future__ import annotations
 
+import http.client
+import json
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -125,3 +128,66 @@ def test_a_binding_to_a_role_that_does_not_exist_is_its_404(server: APIServer) -
     with pytest.raises(ApiException) as refused:
         _create_binding(server, "missing")
     assert refused.value.status == 404
+
+
+def test_missing_rights_are_compacted_a_line_per_resource(server: APIServer) -> None:
+    """ConfirmNoEscalation words its refusal after RBAC's CompactRules: one line per group,
+    resource and name, their verbs together (a huge role is no huge answer)."""
+    role = {"apiVersion": f"{RBAC}/v1", "kind": "Role",
+            "metadata": {"name": "wide", "namespace": "cluster1"},
+            "rules": [{"apiGroups": [""], "resources": ["pods", "secrets"],
+                       "verbs": ["get", "list", "watch"]}]}  # fmt: skip
+    _allow_roles(server)
+    with api_client(server, "manager") as api, pytest.raises(ApiException) as refused:
+        client.RbacAuthorizationV1Api(api).create_namespaced_role("cluster1", role)
+    assert refused.value.status == 403
+    assert json.loads(refused.value.body)["message"].split("\n")[1:] == [
+        '{APIGroups:[""], Resources:["pods"], Verbs:["get" "list" "watch"]}',
+        '{APIGroups:[""], Resources:["secrets"], Verbs:["get" "list" "watch"]}',
+    ]
+
+
+def _allow_roles(server: APIServer, *extra: dict[str, Any]) -> None:
+    rules = [{"apiGroups": [RBAC], "resources": ["roles"], "verbs": ["create"]}, *extra]
+    grant = _grant("roles", "roles", MANAGER.username)
+    apply_objects(kube_of(server, "admin"), [_role("roles", rules), grant])
+
+
+@pytest.mark.slow
+def test_a_huge_roles_check_stalls_no_other_client(server: APIServer) -> None:
+    """kube-apiserver checks outside any lock of its storage: while a role of 600,000 rights
+    (all held, so its answer is small and quick) is checked, another client's writes go
+    through, and the role's 201 comes after them."""
+    _allow_roles(server, {"apiGroups": [""], "resources": ["*"], "verbs": ["*"]})
+    resources = [f"r{i:04}" for i in range(2000)]
+    verbs = [f"v{i:03}" for i in range(300)]
+    huge = {"apiVersion": f"{RBAC}/v1", "kind": "Role",
+            "metadata": {"name": "huge", "namespace": "cluster1"},
+            "rules": [{"apiGroups": [""], "resources": resources, "verbs": verbs}]}  # fmt: skip
+    order: list[str] = []
+    answer: list[int] = []
+    sent = threading.Event()
+
+    def create_huge() -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
+        connection.request("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/cluster1/roles",
+                           json.dumps(huge), {"Authorization": "Bearer manager",
+                                              "Content-Type": "application/json"})  # fmt: skip
+        sent.set()
+        reply = connection.getresponse()
+        reply.read()
+        answer.append(reply.status)
+        connection.close()
+        order.append("huge")
+
+    with api_client(server, "admin") as api:
+        core = client.CoreV1Api(api)
+        core.list_namespace()  # the client is ready before the role is sent
+        checking = threading.Thread(target=create_huge)
+        checking.start()
+        sent.wait(60)
+        for index in range(3):
+            core.create_namespace({"metadata": {"name": f"meanwhile-{index}"}})
+        order.append("others")
+        checking.join()
+    assert (order, answer) == (["others", "huge"], [201])
