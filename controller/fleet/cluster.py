@@ -1,50 +1,88 @@
 """`addon-status fleet CLUSTER`: one cluster's hub copy described, as `kubectl describe` and
-`flux events` show one object: its state, every condition (the collectors' and `Ready`
-included), the resources its health rules watch, the installed versions and the history,
-newest first. Pure: the copy and `now` in, text or a document out. What the copy does not
-carry (`--hub-copy conditions` copies the conditions only) is said to be absent, not invented.
+`flux events` show one object: its state (the path's when OCM's view says it is broken,
+docs/spec.md §12.2), every condition of the copy (the collectors' and `Ready` included), OCM's
+conditions beside them (the cluster's availability, the ManagedClusterAddOn's), the resources
+its health rules watch, the installed versions and the history, newest first. Pure: the copy,
+OCM's objects and `now` in, text or a document out. What the copy does not carry
+(`--hub-copy conditions` copies the conditions only) is said to be absent, not invented.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
-from controller.fleet.view import age, row_of
+from controller.fleet.paths import keep_addon, keep_cluster, with_path
+from controller.fleet.view import Row, age, row_of
 from statemachines.conditions import parse_time
 
-__all__ = ["CLUSTER_SCHEMA", "cluster_document", "describe"]
+__all__ = ["CLUSTER_SCHEMA", "ClusterOcm", "cluster_document", "describe"]
+
+
+@dataclass(frozen=True)
+class ClusterOcm:
+    """OCM's objects of one cluster as read (None: absent): the ManagedClusterAddOn the hub
+    side writes (`name`), the agent's own (the same but on ACM), the ManagedCluster."""
+
+    name: str
+    addon: Mapping[str, Any] | None
+    agent: Mapping[str, Any] | None
+    cluster: Mapping[str, Any] | None
+
+    def row(self, cluster: str, copy: Mapping[str, Any] | None, now: datetime) -> Row:
+        base = None if copy is None else row_of(copy)
+        verdict = None if self.addon is None else keep_addon(self.addon)[1]
+        agent = None if self.agent is None else keep_addon(self.agent)[1]
+        available = None if self.cluster is None else keep_cluster(self.cluster)[1]
+        found = with_path(base, cluster, verdict=verdict, agent=agent,
+                          availability=available, now=now)  # fmt: skip
+        return found or Row(cluster, "", "Unknown", None, None, "no hub copy", None, ())
+
+    def conditions(self) -> list[tuple[str, dict[str, Any]]]:
+        """(whose, condition) of every OCM condition read."""
+        found = [("ManagedCluster", c) for c in _conditions(self.cluster)]
+        found += [(f"ManagedClusterAddOn {self.name}", c) for c in _conditions(self.addon)]
+        if self.agent is not None and self.agent is not self.addon:
+            name = (self.agent.get("metadata") or {}).get("name")
+            found += [(f"ManagedClusterAddOn {name}", c) for c in _conditions(self.agent)]
+        return found
+
 
 CLUSTER_SCHEMA: Final = "addon-status.fleet.cluster/v1"  # the document's `kind`
 _RESOURCES_HEALTHY: Final = "ResourcesHealthy"
 
 
-def cluster_document(copy: Mapping[str, Any]) -> dict[str, Any]:
+def cluster_document(
+    cluster: str, copy: Mapping[str, Any] | None, ocm: ClusterOcm, now: datetime
+) -> dict[str, Any]:
     """The machine shape of one cluster (`-o json` / `-o yaml`): its row, and the copy's
-    conditions, versions and history as stored (history newest first)."""
-    status = _mapping(copy.get("status"))
+    conditions, versions and history as stored (history newest first), and OCM's conditions."""
+    status = _mapping((copy or {}).get("status"))
     return {
         "kind": CLUSTER_SCHEMA,
-        **row_of(copy).to_json(),
+        **ocm.row(cluster, copy, now).to_json(),
         "conditions": _list(status.get("conditions")),
         "versions": _list(status.get("versions")),
         "history": _list(status.get("history")),
         "lastKnownGood": status.get("lastKnownGood"),
+        "ocm": [{"object": whose, **condition} for whose, condition in ocm.conditions()],
     }
 
 
-def describe(copy: Mapping[str, Any], now: datetime) -> str:
+def describe(cluster: str, copy: Mapping[str, Any] | None, ocm: ClusterOcm, now: datetime) -> str:
     """The text a person reads."""
-    row = row_of(copy)
-    status = _mapping(copy.get("status"))
+    row = ocm.row(cluster, copy, now)
+    status = _mapping((copy or {}).get("status"))
     lines = [
         f"Cluster:   {row.cluster}",
         f"State:     {row.state}" + (f" ({row.reason})" if row.reason else ""),
         f"Since:     {age(row.since, now)}",
         f"Message:   {_cell(row.message)}",
         "",
-        "Conditions:",
+        "Conditions:" if copy is not None else
+        "Conditions: (no hub copy)",
         *_table(
             ("TYPE", "STATUS", "REASON", "AGE", "MESSAGE"),
             [
@@ -52,7 +90,17 @@ def describe(copy: Mapping[str, Any], now: datetime) -> str:
                 for c in _list(status.get("conditions"))
             ],
         ),
-    ]
+        "",
+        "OCM:",
+        *_table(
+            ("OBJECT", "TYPE", "STATUS", "REASON", "AGE", "MESSAGE"),
+            [
+                (whose, c.get("type"), c.get("status"), c.get("reason"), _age(c, now),
+                 c.get("message"))
+                for whose, c in ocm.conditions()
+            ],
+        ),
+    ]  # fmt: skip
     resources = [c for c in _list(status.get("conditions")) if c.get("type") == _RESOURCES_HEALTHY]
     lines += ["", "Resources:", *(
         [f"  {c.get('status')} {c.get('reason')}: {c.get('message') or '-'}" for c in resources]
@@ -103,3 +151,7 @@ def _mapping(value: object) -> Mapping[str, Any]:
 
 def _list(value: object) -> list[dict[str, Any]]:
     return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
+def _conditions(obj: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    return _list(_mapping((obj or {}).get("status")).get("conditions"))

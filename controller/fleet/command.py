@@ -19,12 +19,13 @@ import os
 import queue
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from shutil import get_terminal_size
 from typing import TYPE_CHECKING, Any, TextIO
 
-from controller.fleet.view import OUTPUTS, SORT_KEYS, UNKNOWN, Filters, Output, render, render_rows
+from controller.fleet.view import OUTPUTS, SORT_KEYS, UNKNOWN, Filters, Output, Row, render_rows
+from controller.hub.path import PATH_REASONS
 from statemachines.names import ConditionType
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["add_fleet_parser", "run_fleet", "watch_fleet"]
 
 _CLEAR = "\x1b[H\x1b[2J"  # cursor home, clear screen: a redraw in place
-_STATES = [*(t.value for t in ConditionType), UNKNOWN]
+_STATES = [*(t.value for t in ConditionType), UNKNOWN, *PATH_REASONS]
 _BY_CASE = {state.lower(): state for state in _STATES}
 
 
@@ -74,6 +75,16 @@ def add_fleet_parser(sub: Any) -> None:
         "--copy-name", default="observability-addon", metavar="NAME",
         help="the hub copies: the ObservabilityAddon of this name in each cluster namespace "
         "(objects of other names are no cluster's)",
+    )  # fmt: skip
+    fleet.add_argument(
+        "--addon-name", default="addon-status", metavar="NAME",
+        help="the ManagedClusterAddOn the hub side writes (addon-status; on ACM "
+        "observability-controller): its verdict on a broken path",
+    )  # fmt: skip
+    fleet.add_argument(
+        "--agent-addon", default="", metavar="NAME",
+        help="the agent's own ManagedClusterAddOn, whose OCM conditions say whether it runs "
+        "(default: --addon-name; on ACM addon-status)",
     )  # fmt: skip
     fleet.add_argument("--watch", action="store_true", help="keep the view live until Ctrl-C")
     fleet.add_argument(
@@ -118,7 +129,8 @@ def add_fleet_parser(sub: Any) -> None:
 
 def run_fleet(args: argparse.Namespace) -> int:
     from controller.fleet.clock import HubClock
-    from controller.fleet.copies import list_clusters, list_hub_copies, selected_clusters
+    from controller.fleet.copies import list_clusters, list_hub_copies, list_ocm, selected_clusters
+    from controller.fleet.paths import join
     from controller.kube.api import KubeError
     from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource, kubeconfig_path
     from controller.kube.rest import RestKube
@@ -134,7 +146,7 @@ def run_fleet(args: argparse.Namespace) -> int:
     output = Output(args.format, headers=not args.no_headers, sort_by=args.sort_by)
     width = get_terminal_size((160, 24)).columns
     if args.cluster_name:
-        return _one_cluster(kube, args.cluster_name, args.copy_name, args.format, hub_now)
+        return _one_cluster(kube, args, hub_now)
     try:  # the ManagedClusters a selector picks: one list, kept for a --watch
         chosen = selected_clusters(kube, args.selector) if args.selector else None
     except KubeError as error:
@@ -142,13 +154,14 @@ def run_fleet(args: argparse.Namespace) -> int:
         return 1
     if args.watch:
 
-        def show(copies: Iterable[Mapping[str, Any]], now: datetime) -> str:
+        def show(rows: Iterable[Row], now: datetime) -> str:
             if chosen is not None:
-                copies = [c for c in copies if (c.get("metadata") or {}).get("namespace") in chosen]
-            return render(copies, now, filters=filters, output=output, width=width)
+                rows = [r for r in rows if r.cluster in chosen]
+            return render_rows(list(rows), now, filters=filters, output=output, width=width)
 
         with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):  # how a watch ends
             watch_fleet(kube, show, out=sys.stdout, interval=args.interval, name=args.copy_name,
+                        addon=args.addon_name, agent_addon=args.agent_addon,
                         now=hub_now)  # fmt: skip
         return _closed_quietly()
     try:
@@ -157,29 +170,55 @@ def run_fleet(args: argparse.Namespace) -> int:
     except KubeError as error:
         print(f"addon-status fleet: {error}", file=sys.stderr)
         return 1
+    ocm = list_ocm(kube, args.addon_name, args.agent_addon)
+    if ocm.problem:
+        print(f"addon-status fleet: {ocm.problem}", file=sys.stderr)
+    now = hub_now()
     rows = [
-        r for r in listing.rows if r.cluster in clusters and (chosen is None or r.cluster in chosen)
+        r for r in join(listing.rows, clusters, ocm, now) if chosen is None or r.cluster in chosen
     ]
     with contextlib.suppress(BrokenPipeError):  # `fleet | head`: the reader has seen enough
-        view = render_rows(rows, hub_now(), filters=filters, output=output, width=width)
+        view = render_rows(rows, now, filters=filters, output=output, width=width)
         print(view)
     return _closed_quietly()
 
 
-def _one_cluster(
-    kube: Kube, cluster: str, name: str, output: str, now: Callable[[], datetime]
-) -> int:
-    """`fleet CLUSTER`: 0 with the cluster described, 1 when its copy cannot be read."""
-    from controller.fleet.cluster import cluster_document, describe
-    from controller.kube.api import ADDON, KubeError
+def _one_cluster(kube: Kube, args: argparse.Namespace, now: Callable[[], datetime]) -> int:
+    """`fleet CLUSTER`: 0 with the cluster described (its copy, and OCM's conditions beside),
+    1 when neither its copy nor its ManagedClusterAddOn can be read."""
+    from controller.fleet.cluster import ClusterOcm, cluster_document, describe
+    from controller.hub.ocm import MANAGED_CLUSTER, MANAGED_CLUSTER_ADDON
+    from controller.kube.api import ADDON, ApiResource, KubeError, NotFoundError
+
+    cluster, output = args.cluster_name, args.format
+
+    def read(resource: ApiResource, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            return kube.get(resource, namespace, name)
+        except NotFoundError:
+            return None
 
     try:
-        copy = kube.get(ADDON, cluster, name)
+        copy = read(ADDON, cluster, args.copy_name)
+        addon = read(MANAGED_CLUSTER_ADDON, cluster, args.addon_name)
     except KubeError as error:
         print(f"addon-status fleet: {error}", file=sys.stderr)
         return 1
+    if copy is None and addon is None:
+        neither = f"cluster {cluster} has neither a hub copy {args.copy_name}"
+        print(f"addon-status fleet: {neither} nor a ManagedClusterAddOn {args.addon_name}",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    agent = addon
+    try:
+        if args.agent_addon and args.agent_addon != args.addon_name:
+            agent = read(MANAGED_CLUSTER_ADDON, cluster, args.agent_addon)
+        managed = read(MANAGED_CLUSTER, "", cluster)
+    except KubeError:
+        agent, managed = addon, None  # OCM's kinds not served or not readable: the copy alone
+    ocm = ClusterOcm(args.addon_name, addon, agent, managed)
     if output in ("json", "yaml"):
-        document = cluster_document(copy)
+        document = cluster_document(cluster, copy, ocm, now())
         if output == "json":
             print(json.dumps(document))
         else:
@@ -189,7 +228,7 @@ def _one_cluster(
     elif output == "name":
         print(cluster)
     else:
-        print(describe(copy, now()))
+        print(describe(cluster, copy, ocm, now()))
     return _closed_quietly()
 
 
@@ -206,7 +245,7 @@ def _closed_quietly() -> int:
 
 def watch_fleet(
     kube: Kube,
-    show: Callable[[Iterable[Mapping[str, Any]], datetime], str],
+    show: Callable[[Iterable[Row], datetime], str],
     *,
     out: TextIO,
     err: TextIO | None = None,
@@ -215,50 +254,75 @@ def watch_fleet(
     watch_seconds: int = 300,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
     name: str = "observability-addon",
+    addon: str = "addon-status",
+    agent_addon: str = "",
 ) -> None:
-    """Draw `show(copies, now)` until `stop` is set (or Ctrl-C): on a terminal every
-    `interval` seconds in place, elsewhere once per change. Read failures are retried with
-    backoff and the last good view stays; on a terminal the failure shows under the view,
-    elsewhere it goes once to `err` (so that `out` stays one frame after another)."""
-    from controller.hub.ocm import CLUSTER_LABEL
+    """Draw `show(rows, now)` until `stop` is set (or Ctrl-C): on a terminal every `interval`
+    seconds in place, elsewhere once per change of a row. The hub copies, the cluster
+    namespaces and OCM's word on each cluster are each followed by an informer (paged lists,
+    then a watch). Read failures are retried with backoff and the last good view stays; on a
+    terminal the failure shows under the view, elsewhere it goes once to `err` (so that `out`
+    stays one frame after another). A hub that serves no OCM kind shows the copies' states."""
+    from controller.fleet.paths import OcmListing, join, keep_addon, keep_cluster
+    from controller.fleet.view import row_of
+    from controller.hub.ocm import CLUSTER_LABEL, MANAGED_CLUSTER, MANAGED_CLUSTER_ADDON
     from controller.kube.api import ADDON, NAMESPACE
     from controller.kube.backoff import Backoff
-    from controller.kube.reflector import Reflector, Selection
+    from controller.kube.informer import Handlers, Informer
+    from controller.kube.reflector import Selection
 
     stop, err = stop or threading.Event(), err or sys.stderr
-    updates: queue.Queue[tuple[str, Any]] = queue.Queue()
-    clusters = Reflector(
-        kube,
-        Selection(NAMESPACE, label_selector=CLUSTER_LABEL),
-        name="fleet-clusters",
-        on_listed=lambda items, version: updates.put(("clusters", items)),
-        on_event=lambda event: updates.put((f"cluster-{event.type}", event.object)),
-        on_failed=lambda error: updates.put(("error", f"hub unreachable, retrying: {error}")),
-        backoff=Backoff(initial=0.5, maximum=30.0),
-        watch_seconds=watch_seconds,
+    updates: queue.Queue[str] = queue.Queue()  # "": something changed; else a failure's words
+    changed = Handlers[Any](
+        added=lambda *_: updates.put(""), deleted=lambda *_: updates.put(""),
+        updated=lambda key, old, new: updates.put("") if old != new else None,
+        listed=lambda version: updates.put(""),
+    )  # fmt: skip
+    common: dict[str, Any] = {"backoff": Backoff(initial=0.5, maximum=30.0),
+                              "watch_seconds": watch_seconds, "handlers": changed}  # fmt: skip
+    told: dict[str, Any] = {"on_failed": lambda e: updates.put(f"hub unreachable, retrying: {e}")}
+    clusters: Informer[bool] = Informer(
+        kube, Selection(NAMESPACE, label_selector=CLUSTER_LABEL), name="fleet-clusters",
+        keep=lambda obj: True, **common, **told,
+    )  # fmt: skip
+    copies = Informer(
+        kube, Selection(ADDON, name=name), name="fleet", keep=row_of, **common, **told
     )
-    reader = Reflector(
-        kube,
-        Selection(ADDON, name=name),
-        name="fleet",
-        on_listed=lambda items, version: updates.put(("list", items)),
-        on_event=lambda event: updates.put((event.type, event.object)),
-        on_failed=lambda error: updates.put(("error", f"hub unreachable, retrying: {error}")),
-        backoff=Backoff(initial=0.5, maximum=30.0),
-        watch_seconds=watch_seconds,
-    )
-    clusters.start()
-    reader.start()
+
+    def addons(name: str, called: str) -> Informer[Any]:  # OCM's kinds: a hub may serve none
+        return Informer(kube, Selection(MANAGED_CLUSTER_ADDON, name=name), name=called,
+                        keep=lambda obj: keep_addon(obj)[1], **common)  # fmt: skip
+
+    verdicts = agents = addons(addon, "fleet-addons")
+    if agent_addon and agent_addon != addon:
+        agents = addons(agent_addon, "fleet-agents")
+    managed = Informer(kube, Selection(MANAGED_CLUSTER), name="fleet-managed-clusters",
+                       keep=lambda obj: keep_cluster(obj)[1] or {}, **common)  # fmt: skip
+    informers = {clusters, copies, verdicts, agents, managed}
+
+    def rows() -> list[Row] | None:
+        if not (clusters.synced and copies.synced):
+            return None
+        ocm = OcmListing(
+            {key.split("/")[0]: v for key, v in verdicts.items().items()},
+            {key.split("/")[0]: v for key, v in agents.items().items()},
+            {key: v or None for key, v in managed.items().items()},
+        )
+        return join(list(copies.items().values()), frozenset(clusters.items()), ocm, now())
+
+    for informer in informers:
+        informer.start()
     try:
-        _draw(updates, show, out=out, err=err, interval=interval, stop=stop, now=now)
+        _draw(updates, rows, show, out=out, err=err, interval=interval, stop=stop, now=now)
     finally:
-        reader.stop(timeout=1.0)
-        clusters.stop(timeout=1.0)
+        for informer in informers:
+            informer.stop(timeout=1.0)
 
 
 def _draw(
-    updates: queue.Queue[tuple[str, Any]],
-    show: Callable[[Iterable[Mapping[str, Any]], datetime], str],
+    updates: queue.Queue[str],
+    rows: Callable[[], list[Row] | None],
+    show: Callable[[Iterable[Row], datetime], str],
     *,
     out: TextIO,
     err: TextIO,
@@ -266,87 +330,35 @@ def _draw(
     stop: threading.Event,
     now: Callable[[], datetime],
 ) -> None:
-    fleet = _Fleet()
-    drawn: dict[tuple[str, str], Mapping[str, Any]] | None = None  # the copies last drawn
+    drawn: list[Row] | None = None  # the rows last drawn
     problem, tty = "", out.isatty()
     while not stop.is_set():
-        changed = _drain(updates, fleet, timeout=interval)
-        if changed is None:
+        told = _drain(updates, timeout=interval)
+        if not told and not tty:
             continue
-        copies = fleet.shown()
-        if isinstance(changed, str):
-            if changed != problem and not tty:
-                print(f"addon-status fleet: {changed}", file=err, flush=True)
-            problem = changed
-        elif changed:
-            problem = ""
+        for words in told:  # in order: a failure is told once, a change after it clears it
+            if words and words != problem and not tty:
+                print(f"addon-status fleet: {words}", file=err, flush=True)
+            problem = words
+        current = rows()
+        if current is None:
+            continue
         if tty:
-            frame = show(copies.values(), now())
+            frame = show(current, now())
             out.write(_CLEAR + frame + (f"\n{problem}\n" if problem else "\n"))
-        elif changed is True and copies != drawn:  # a fresh list of the same copies: nothing new
-            out.write(show(copies.values(), now()) + "\n\n")
-            drawn = dict(copies)
+        elif "" in told and current != drawn:  # a fresh list of the same rows: nothing new
+            out.write(show(current, now()) + "\n\n")
+            drawn = current
         out.flush()
 
 
-class _Fleet:
-    """What `--watch` has seen: the hub copies and the cluster namespaces (None: not listed)."""
-
-    def __init__(self) -> None:
-        self.copies: dict[tuple[str, str], Mapping[str, Any]] = {}
-        self.clusters: set[str] | None = None
-        self.listed = False  # the copies, once
-
-    def shown(self) -> dict[tuple[str, str], Mapping[str, Any]]:
-        clusters = self.clusters or set()
-        return {key: copy for key, copy in self.copies.items() if key[0] in clusters}
-
-    def cluster_event(self, kind: str, payload: Any) -> None:
-        if kind == "clusters":
-            self.clusters = {_key(item)[1] for item in payload}
-        elif kind == "cluster-DELETED":
-            (self.clusters or set()).discard(_key(payload)[1])
-        else:
-            self.clusters = (self.clusters or set()) | {_key(payload)[1]}
-
-
-def _drain(
-    updates: queue.Queue[tuple[str, Any]],
-    fleet: _Fleet,
-    *,
-    timeout: float,
-) -> bool | str | None:
-    """Apply what the readers sent within `timeout`: True when a copy or the clusters changed,
-    False when nothing did, an error's text, or None before both first lists arrived."""
-    changed: bool | str = False
-    copies = fleet.copies
+def _drain(updates: queue.Queue[str], *, timeout: float) -> list[str]:
+    """What the informers told within `timeout`, in order: "" a change, else a failure's
+    words."""
+    told: list[str] = []
     try:
-        kind, payload = updates.get(timeout=timeout)
+        told.append(updates.get(timeout=timeout))
         while True:
-            if kind.startswith("cluster"):
-                fleet.cluster_event(kind, payload)
-                changed = True
-            elif kind == "list":
-                fleet.listed = True
-                copies.clear()
-                copies.update((_key(c), c) for c in payload)
-                changed = True
-            elif kind == "error":
-                changed = str(payload)
-            elif kind == "DELETED":
-                copies.pop(_key(payload), None)
-                changed = True
-            else:
-                copies[_key(payload)] = payload
-                changed = True
-            kind, payload = updates.get_nowait()
+            told.append(updates.get_nowait())
     except queue.Empty:
-        pass
-    if fleet.clusters is None or not fleet.listed:
-        return changed if isinstance(changed, str) else None
-    return changed
-
-
-def _key(copy: Mapping[str, Any]) -> tuple[str, str]:
-    meta = copy.get("metadata") or {}
-    return str(meta.get("namespace", "")), str(meta.get("name", ""))
+        return told

@@ -16,12 +16,21 @@ import gc
 from dataclasses import dataclass
 from typing import Any, Final
 
+from controller.fleet.paths import Ocm, OcmListing, keep_addon, keep_cluster
 from controller.fleet.view import Row, row_of
-from controller.hub.ocm import CLUSTER_LABEL, MANAGED_CLUSTER
-from controller.kube.api import ADDON, ALL_NAMESPACES, NAMESPACE, ApiResource, Kube
+from controller.hub.ocm import CLUSTER_LABEL, MANAGED_CLUSTER, MANAGED_CLUSTER_ADDON
+from controller.kube.api import ADDON, ALL_NAMESPACES, NAMESPACE, ApiResource, Kube, KubeError
 from controller.kube.pager import PAGE, list_all
 
-__all__ = ["COPY_NAME", "PAGE", "Listing", "list_clusters", "list_hub_copies", "selected_clusters"]
+__all__ = [
+    "COPY_NAME",
+    "PAGE",
+    "Listing",
+    "list_clusters",
+    "list_hub_copies",
+    "list_ocm",
+    "selected_clusters",
+]
 
 COPY_NAME: Final = "observability-addon"  # what every spoke names its hub copy
 
@@ -77,3 +86,26 @@ def _name(item: dict[str, Any]) -> str | None:
     meta = item.get("metadata")
     name = meta.get("name") if isinstance(meta, dict) else None
     return name if isinstance(name, str) else None
+
+
+def list_ocm(kube: Kube, addon: str, agent_addon: str = "") -> OcmListing:
+    """OCM's word on every cluster (docs/spec.md §12.2). A hub that serves no OCM kind, or
+    forbids reading it, leaves the copies' word alone: `problem` says why."""
+    agent_addon = agent_addon or addon
+    try:
+        verdicts = _addons(kube, addon)
+        agents = verdicts if agent_addon == addon else _addons(kube, agent_addon)
+        clusters = list_all(kube, MANAGED_CLUSTER, ALL_NAMESPACES, keep=keep_cluster).items
+    except KubeError as error:
+        return OcmListing(
+            {}, {}, {}, f"OCM's view not read ({error.detail}): states are the copies'"
+        )
+    return OcmListing(verdicts, agents, dict(clusters))
+
+
+def _addons(kube: Kube, name: str) -> dict[str, Ocm]:
+    listed = list_all(
+        kube, MANAGED_CLUSTER_ADDON, ALL_NAMESPACES, keep=keep_addon,
+        field_selector=f"metadata.name={name}",
+    )  # fmt: skip
+    return dict(listed.items)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import json
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,7 +23,7 @@ from kubernetes import client
 from controller.cli import main
 from controller.fleet.command import watch_fleet
 from controller.fleet.copies import list_hub_copies
-from controller.fleet.view import Filters, Output, render
+from controller.fleet.view import Filters, Output, Row, render_rows
 from controller.hub.mirror import cluster_namespace
 from controller.hub.ocm import MANAGED_CLUSTER
 from controller.kube.connection import Connection
@@ -197,8 +197,8 @@ class Screen(io.StringIO):
 def watching(kubeconfig: Path) -> Iterator[Screen]:
     """`watch_fleet` on a thread of its own, JSON frames on a Screen, stopped on exit."""
 
-    def show(copies: Iterable[Mapping[str, Any]], now: datetime) -> str:
-        return render(copies, now, filters=Filters(), output=Output("json"))
+    def show(rows: Iterable[Row], now: datetime) -> str:
+        return render_rows(list(rows), now, filters=Filters(), output=Output("json"))
 
     screen, stop = Screen(), threading.Event()
     api = RestKube(KubeconfigSource(kubeconfig).current())

@@ -9,14 +9,14 @@ import io
 import itertools
 import json
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from itertools import count
 from typing import Any
 
 from controller.fleet.command import watch_fleet
-from controller.fleet.view import Filters, Output, render
+from controller.fleet.view import Filters, Output, Row, render_rows
 from controller.hub.mirror import cluster_namespace
 from controller.kube.api import ADDON, NAMESPACE, UnavailableError
 from controller.kube.fake import FakeKube
@@ -66,8 +66,8 @@ def watching(kube: FakeKube, err: io.StringIO | None = None) -> Iterator[Pipe]:
     def now() -> datetime:
         return START + timedelta(seconds=next(seconds))
 
-    def show(copies: Iterable[Mapping[str, Any]], at: datetime) -> str:
-        return render(copies, at, filters=Filters(), output=Output("json"))  # a frame is one line
+    def show(rows: Iterable[Row], at: datetime) -> str:
+        return render_rows(list(rows), at, filters=Filters(), output=Output("json"))  # one line
 
     out, stop = Pipe(), threading.Event()
     thread = threading.Thread(
