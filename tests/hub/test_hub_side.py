@@ -494,3 +494,31 @@ def _cluster_states(registry: CollectorRegistry) -> dict[tuple[str, str, str], f
         if family.name == "addon_status_hub_cluster_state"
         for s in family.samples
     }
+
+
+def test_a_managed_cluster_addon_a_list_map_could_not_hold_is_mirrored_as_one(
+    hub: Hub, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Stored under a laxer schema (or by a server that is not kube-apiserver): an entry that is
+    no object and a second `Degraded`. kube-apiserver's list map keeps one entry a type, so the
+    hub side writes it back as one, and mirrors the copy; no traceback, no endless retry."""
+    hub.cluster("cluster1")
+    hub.set_copy("cluster1", seed("Degraded", "ForwardFailure"))
+    broken = hub.addon("cluster1")
+    degraded = cond("Degraded", "False", "Old")
+    broken["status"] = {"conditions": ["junk", degraded, OTHER, {**degraded, "reason": "Older"}]}
+    hub.server.put_object(MCA.group, MCA.version, MCA.plural, broken)  # no validation
+    registry = CollectorRegistry()
+    with replica(hub, registry=registry) as made:
+        eventually(
+            lambda: (
+                hub.conditions("cluster1")[0] == standard(seed("Degraded", "ForwardFailure"))[0]
+            ),
+            "the mirror",
+        )
+        assert made.side.wait_idle(5)
+    assert [c["type"] for c in hub.conditions("cluster1")] == [
+        "Degraded", "ManifestApplied", "Disabled", "NotSupported",
+    ]  # fmt: skip
+    assert sample(registry, "addon_status_hub_mirror_errors_total", kind="invalid") == 0
+    assert "Traceback" not in caplog.text
