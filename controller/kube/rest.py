@@ -204,21 +204,9 @@ class RestKube:
 
     # --- inside
 
-    def _call(
-        self,
-        method: str,
-        path: str,
-        *,
-        what: str,
-        body: Mapping[str, Any] | None = None,
-        query: builtins.list[tuple[str, str]] | None = None,
-        quote_server: bool = True,
-        content_type: str = "application/json",
-    ) -> dict[str, Any]:
-        answer = self._answer(
-            method, path, what=what, body=body, query=query, quote_server=quote_server,
-            content_type=content_type,
-        )  # fmt: skip
+    def _call(self, method: str, path: str, *, what: str, **request: Any) -> dict[str, Any]:
+        """The JSON object a 2xx answer holds (`request`: as `_answer` takes it)."""
+        answer = self._answer(method, path, what=what, **request)
         try:
             data = json.loads(answer)
         except ValueError as error:
