@@ -25,6 +25,7 @@ from shutil import get_terminal_size
 from typing import TYPE_CHECKING, Any, TextIO
 
 from controller.fleet.view import OUTPUTS, SORT_KEYS, UNKNOWN, Filters, Output, render, render_rows
+from controller.terminal import escaped
 from statemachines.names import ConditionType
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ def run_fleet(args: argparse.Namespace) -> int:
     try:
         client = KubeconfigSource(kubeconfig_path(args.kubeconfig), args.context).current()
     except KubeconfigError as error:
-        print(f"addon-status fleet: {error}", file=sys.stderr)
+        print(f"addon-status fleet: {escaped(error)}", file=sys.stderr)
         return 2
     kube = RestKube(client, request_timeout=30.0)
     hub_now = HubClock(client)
@@ -138,7 +139,7 @@ def run_fleet(args: argparse.Namespace) -> int:
     try:  # the ManagedClusters a selector picks: one list, kept for a --watch
         chosen = selected_clusters(kube, args.selector) if args.selector else None
     except KubeError as error:
-        print(f"addon-status fleet: {error}", file=sys.stderr)
+        print(f"addon-status fleet: {escaped(error)}", file=sys.stderr)
         return 1
     if args.watch:
 
@@ -155,7 +156,7 @@ def run_fleet(args: argparse.Namespace) -> int:
         listing = list_hub_copies(kube, args.copy_name)
         clusters = list_clusters(kube)
     except KubeError as error:
-        print(f"addon-status fleet: {error}", file=sys.stderr)
+        print(f"addon-status fleet: {escaped(error)}", file=sys.stderr)
         return 1
     rows = [
         r for r in listing.rows if r.cluster in clusters and (chosen is None or r.cluster in chosen)
@@ -176,7 +177,7 @@ def _one_cluster(
     try:
         copy = kube.get(ADDON, cluster, name)
     except KubeError as error:
-        print(f"addon-status fleet: {error}", file=sys.stderr)
+        print(f"addon-status fleet: {escaped(error)}", file=sys.stderr)
         return 1
     if output in ("json", "yaml"):
         document = cluster_document(copy)
@@ -276,13 +277,13 @@ def _draw(
         copies = fleet.shown()
         if isinstance(changed, str):
             if changed != problem and not tty:
-                print(f"addon-status fleet: {changed}", file=err, flush=True)
+                print(f"addon-status fleet: {escaped(changed)}", file=err, flush=True)
             problem = changed
         elif changed:
             problem = ""
         if tty:
             frame = show(copies.values(), now())
-            out.write(_CLEAR + frame + (f"\n{problem}\n" if problem else "\n"))
+            out.write(_CLEAR + frame + (f"\n{escaped(problem)}\n" if problem else "\n"))
         elif changed is True and copies != drawn:  # a fresh list of the same copies: nothing new
             out.write(show(copies.values(), now()) + "\n\n")
             drawn = dict(copies)

@@ -138,6 +138,20 @@ def test_a_missing_cr_is_one_line_and_exit_1(kubeconfig: Path) -> None:
     assert "Traceback" not in stderr
 
 
+def test_a_servers_words_at_start_are_one_escaped_line(server: APIServer, kubeconfig: Path) -> None:
+    """What the API server said when `run` cannot start reaches a terminal: its control
+    characters are written out, so that it cannot clear the screen or forge a line."""
+    evil = "\x1b[2J\r\naddon-status run stopped\u202e"
+    server.faults.fail_next(100, 403, message=evil, match=lambda info: info.resource == PLURAL)
+    process = launch("--kubeconfig", str(kubeconfig), *LOOPBACK, *REPORTS)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 1, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("addon-status run: cannot start: ")
+    assert "\\x1b[2J\\x0d\\x0aaddon-status run stopped\\u202e" in last
+    assert "\x1b" not in stderr
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
