@@ -119,7 +119,7 @@ def add_fleet_parser(sub: Any) -> None:
 
 def run_fleet(args: argparse.Namespace) -> int:
     from controller.fleet.clock import HubClock
-    from controller.fleet.copies import list_clusters, list_hub_copies, selected_clusters
+    from controller.fleet.copies import list_clusters, list_hub_copies
     from controller.kube.api import KubeError
     from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource, kubeconfig_path
     from controller.kube.rest import RestKube
@@ -136,11 +136,9 @@ def run_fleet(args: argparse.Namespace) -> int:
     width = get_terminal_size((160, 24)).columns
     if args.cluster_name:
         return _one_cluster(kube, args.cluster_name, args.copy_name, args.format, hub_now)
-    try:  # the ManagedClusters a selector picks: one list, kept for a --watch
-        chosen = selected_clusters(kube, args.selector) if args.selector else None
-    except KubeError as error:
-        print(f"addon-status fleet: {escaped(error)}", file=sys.stderr)
-        return 1
+    chosen, code = _selected(kube, args.selector)
+    if code:
+        return code
     if args.watch:
 
         def show(copies: Iterable[Mapping[str, Any]], now: datetime) -> str:
@@ -165,6 +163,22 @@ def run_fleet(args: argparse.Namespace) -> int:
         view = render_rows(rows, hub_now(), filters=filters, output=output, width=width)
         print(view)
     return _closed_quietly()
+
+
+def _selected(kube: Kube, selector: str) -> tuple[frozenset[str] | None, int]:
+    """The ManagedClusters `selector` picks (one list, kept for a --watch; None without one),
+    or the exit code when they cannot be read."""
+    from controller.fleet.copies import selected_clusters
+    from controller.kube.api import InvalidError, KubeError
+
+    try:
+        return (selected_clusters(kube, selector) if selector else None), 0
+    except InvalidError as error:  # the hub parses the selector, as for kubectl: a bad flag
+        print(f"addon-status fleet: -l/--selector: {escaped(error)}", file=sys.stderr)
+        return None, 2
+    except KubeError as error:
+        print(f"addon-status fleet: {escaped(error)}", file=sys.stderr)
+        return None, 1
 
 
 def _one_cluster(
