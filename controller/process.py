@@ -40,6 +40,7 @@ from controller.ops.logs import configure_logging
 from controller.ops.metrics import MetricsServer, WatchMetrics, WorkQueueMetrics
 from controller.ops.probes import Check, ProbeServer
 from controller.ops.role import Role
+from controller.terminal import escaped
 from statemachines.errors import AddonStatusError
 
 __all__ = [
@@ -328,7 +329,7 @@ def serve_until_signalled(command: str, start: Callable[[], _Running]) -> int:
         try:
             running = start()
         except (AddonStatusError, OSError) as error:
-            print(f"addon-status {command}: cannot start: {error}", file=sys.stderr)
+            print(f"addon-status {command}: cannot start: {escaped(error)}", file=sys.stderr)
             return 1
         try:
             stopping.wait()  # no polling: the handler sets it

@@ -9,7 +9,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TextIO
 
-from controller.kube.api import ApiResource, Kube
+from controller.kube.api import ApiResource, Kube, KubeError
+from controller.terminal import escaped
 
 __all__ = ["Access", "Finding", "bad", "good", "may", "report"]
 
@@ -57,7 +58,8 @@ class Access:
 
 def may(kube: Kube, access: Access, subject: Mapping[str, Any] | None = None) -> bool:
     """Whether RBAC allows `access` to the caller, or to `subject` (`user`, `groups`). Raises
-    KubeError (403 when the caller may not ask about someone else)."""
+    KubeError (403 when the caller may not ask about someone else; a review whose status is
+    not an object with a boolean `allowed`, which client-go would not decode either)."""
     attributes = {
         "verb": access.verb, "group": access.resource.group,
         "version": access.resource.version, "resource": access.resource.plural,
@@ -66,24 +68,30 @@ def may(kube: Kube, access: Access, subject: Mapping[str, Any] | None = None) ->
     spec: dict[str, Any] = {"resourceAttributes": attributes, **(subject or {})}
     review = _REVIEW if subject else _SELF_REVIEW
     body = {"apiVersion": review.api_version, "kind": review.kind, "spec": spec}
-    answer = kube.create(review, "", body)
-    return (answer.get("status") or {}).get("allowed") is True
+    status = kube.create(review, "", body).get("status")
+    status = {} if status is None else status  # absent or null: Go's zero value, denied
+    allowed = status.get("allowed", False) if isinstance(status, dict) else None
+    if not isinstance(allowed, bool):
+        raise KubeError(f"create {review.kind}: the API server answered a malformed review")
+    return allowed
 
 
 def report(findings: Iterable[Finding | str], out: TextIO | None = None) -> bool:
-    """Print each finding as it comes (a heading for a string); True when none failed."""
+    """Print each finding as it comes (a heading for a string), what the server said in it
+    escaped; True when none failed."""
     out = out or sys.stdout
     marks = ("✔", "✘", "►") if _can_print(out, "✔✘►") else ("ok", "FAIL", "==")
     failed = False
     for finding in findings:
         if isinstance(finding, str):
-            print(f"{marks[2]} {finding}", file=out, flush=True)
+            print(f"{marks[2]} {escaped(finding)}", file=out, flush=True)
             continue
         failed |= not finding.ok
         if finding.ok:
-            print(f"{marks[0]} {finding.what}", file=out, flush=True)
+            print(f"{marks[0]} {escaped(finding.what)}", file=out, flush=True)
         else:
-            print(f"{marks[1]} {finding.what}: {finding.fix}", file=out, flush=True)
+            print(f"{marks[1]} {escaped(finding.what)}: {escaped(finding.fix)}", file=out,
+                  flush=True)  # fmt: skip
     return not failed
 
 

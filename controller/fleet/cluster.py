@@ -5,6 +5,8 @@ conditions beside them (the cluster's availability, the ManagedClusterAddOn's), 
 its health rules watch, the installed versions and the history, newest first. Pure: the copy,
 OCM's objects and `now` in, text or a document out. What the copy does not carry
 (`--hub-copy conditions` copies the conditions only) is said to be absent, not invented.
+Every string of the copy and of OCM's objects is the hub's: shown with its control characters
+escaped.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any, Final
 
 from controller.fleet.paths import keep_addon, keep_cluster, with_path
 from controller.fleet.view import Row, age, row_of
+from controller.terminal import escaped
 from statemachines.conditions import parse_time
 
 __all__ = ["CLUSTER_SCHEMA", "ClusterOcm", "cluster_document", "describe"]
@@ -76,8 +79,8 @@ def describe(cluster: str, copy: Mapping[str, Any] | None, ocm: ClusterOcm, now:
     row = ocm.row(cluster, copy, now)
     status = _mapping((copy or {}).get("status"))
     lines = [
-        f"Cluster:   {row.cluster}",
-        f"State:     {row.state}" + (f" ({row.reason})" if row.reason else ""),
+        f"Cluster:   {escaped(row.cluster)}",
+        f"State:     {escaped(row.state)}" + (f" ({escaped(row.reason)})" if row.reason else ""),
         f"Since:     {age(row.since, now)}",
         f"Message:   {_cell(row.message)}",
         "",
@@ -103,12 +106,13 @@ def describe(cluster: str, copy: Mapping[str, Any] | None, ocm: ClusterOcm, now:
     ]  # fmt: skip
     resources = [c for c in _list(status.get("conditions")) if c.get("type") == _RESOURCES_HEALTHY]
     lines += ["", "Resources:", *(
-        [f"  {c.get('status')} {c.get('reason')}: {c.get('message') or '-'}" for c in resources]
+        [f"  {escaped(c.get('status'))} {escaped(c.get('reason'))}: "
+         f"{escaped(c.get('message') or '-')}" for c in resources]
         or ["  (no health rule reported)"]
     )]  # fmt: skip
     versions = _list(status.get("versions"))
     lines += ["", "Versions:", *(
-        [f"  {v.get('name')}: {v.get('version')}" for v in versions]
+        [f"  {escaped(v.get('name'))}: {escaped(v.get('version'))}" for v in versions]
         or ["  (none known on the hub copy)"]
     )]  # fmt: skip
     history = _list(status.get("history"))
@@ -134,8 +138,7 @@ def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> list[str]:
 def _cell(value: Any) -> str:
     text = "-" if value is None or value == "" else str(value)
     first, _, rest = text.partition("\n")
-    printable = "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in first)
-    return printable + (" …" if rest.strip() else "")
+    return escaped(first) + (" …" if rest.strip() else "")
 
 
 def _age(entry: Mapping[str, Any], now: datetime) -> str:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from controller.fleet.view import OUTPUTS, SORT_KEYS, UNKNOWN, Filters, Output, Row, render_rows
 from controller.hub.path import PATH_REASONS
+from controller.terminal import escaped
 from statemachines.names import ConditionType
 
 if TYPE_CHECKING:
@@ -129,7 +130,7 @@ def add_fleet_parser(sub: Any) -> None:
 
 def run_fleet(args: argparse.Namespace) -> int:
     from controller.fleet.clock import HubClock
-    from controller.fleet.copies import list_clusters, list_hub_copies, list_ocm, selected_clusters
+    from controller.fleet.copies import list_clusters, list_hub_copies, list_ocm
     from controller.fleet.paths import join
     from controller.kube.api import KubeError
     from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource, kubeconfig_path
@@ -138,7 +139,7 @@ def run_fleet(args: argparse.Namespace) -> int:
     try:
         client = KubeconfigSource(kubeconfig_path(args.kubeconfig), args.context).current()
     except KubeconfigError as error:
-        print(f"addon-status fleet: {error}", file=sys.stderr)
+        print(f"addon-status fleet: {escaped(error)}", file=sys.stderr)
         return 2
     kube = RestKube(client, request_timeout=30.0)
     hub_now = HubClock(RestKube(client, request_timeout=5.0))
@@ -147,11 +148,9 @@ def run_fleet(args: argparse.Namespace) -> int:
     width = get_terminal_size((160, 24)).columns
     if args.cluster_name:
         return _one_cluster(kube, args, hub_now)
-    try:  # the ManagedClusters a selector picks: one list, kept for a --watch
-        chosen = selected_clusters(kube, args.selector) if args.selector else None
-    except KubeError as error:
-        print(f"addon-status fleet: {error}", file=sys.stderr)
-        return 1
+    chosen, code = _selected(kube, args.selector)
+    if code:
+        return code
     if args.watch:
 
         def show(rows: Iterable[Row], now: datetime) -> str:
@@ -168,11 +167,11 @@ def run_fleet(args: argparse.Namespace) -> int:
         listing = list_hub_copies(kube, args.copy_name)
         clusters = list_clusters(kube)
     except KubeError as error:
-        print(f"addon-status fleet: {error}", file=sys.stderr)
+        print(f"addon-status fleet: {escaped(error)}", file=sys.stderr)
         return 1
     ocm = list_ocm(kube, args.addon_name, args.agent_addon)
     if ocm.problem:
-        print(f"addon-status fleet: {ocm.problem}", file=sys.stderr)
+        print(f"addon-status fleet: {escaped(ocm.problem)}", file=sys.stderr)
     now = hub_now()
     rows = [
         r for r in join(listing.rows, clusters, ocm, now) if chosen is None or r.cluster in chosen
@@ -181,6 +180,22 @@ def run_fleet(args: argparse.Namespace) -> int:
         view = render_rows(rows, now, filters=filters, output=output, width=width)
         print(view)
     return _closed_quietly()
+
+
+def _selected(kube: Kube, selector: str) -> tuple[frozenset[str] | None, int]:
+    """The ManagedClusters `selector` picks (one list, kept for a --watch; None without one),
+    or the exit code when they cannot be read."""
+    from controller.fleet.copies import selected_clusters
+    from controller.kube.api import InvalidError, KubeError
+
+    try:
+        return (selected_clusters(kube, selector) if selector else None), 0
+    except InvalidError as error:  # the hub parses the selector, as for kubectl: a bad flag
+        print(f"addon-status fleet: -l/--selector: {escaped(error)}", file=sys.stderr)
+        return None, 2
+    except KubeError as error:
+        print(f"addon-status fleet: {escaped(error)}", file=sys.stderr)
+        return None, 1
 
 
 def _one_cluster(kube: Kube, args: argparse.Namespace, now: Callable[[], datetime]) -> int:
@@ -202,11 +217,11 @@ def _one_cluster(kube: Kube, args: argparse.Namespace, now: Callable[[], datetim
         copy = read(ADDON, cluster, args.copy_name)
         addon = read(MANAGED_CLUSTER_ADDON, cluster, args.addon_name)
     except KubeError as error:
-        print(f"addon-status fleet: {error}", file=sys.stderr)
+        print(f"addon-status fleet: {escaped(error)}", file=sys.stderr)
         return 1
     if copy is None and addon is None:
         neither = f"cluster {cluster} has neither a hub copy {args.copy_name}"
-        print(f"addon-status fleet: {neither} nor a ManagedClusterAddOn {args.addon_name}",
+        print(f"addon-status fleet: {escaped(neither)} nor a ManagedClusterAddOn {args.addon_name}",
               file=sys.stderr)  # fmt: skip
         return 1
     agent = addon
@@ -338,14 +353,14 @@ def _draw(
             continue
         for words in told:  # in order: a failure is told once, a change after it clears it
             if words and words != problem and not tty:
-                print(f"addon-status fleet: {words}", file=err, flush=True)
+                print(f"addon-status fleet: {escaped(words)}", file=err, flush=True)
             problem = words
         current = rows()
         if current is None:
             continue
         if tty:
             frame = show(current, now())
-            out.write(_CLEAR + frame + (f"\n{problem}\n" if problem else "\n"))
+            out.write(_CLEAR + frame + (f"\n{escaped(problem)}\n" if problem else "\n"))
         elif "" in told and current != drawn:  # a fresh list of the same rows: nothing new
             out.write(show(current, now()) + "\n\n")
             drawn = current

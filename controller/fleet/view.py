@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import fnmatch
 import json
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from controller.terminal import escaped
 from statemachines.conditions import STANDARD_TYPES, format_time, parse_time, standard_true_in
 from statemachines.names import ConditionType
 
@@ -259,7 +259,8 @@ def summary_line(summary: Summary) -> str:
     text = f"{summary.clusters} cluster{'s' if summary.clusters != 1 else ''}: {states}"
     longest = summary.longest_degraded
     if longest is not None:
-        text += f"; longest Degraded: {longest.cluster} for {age(longest.since, summary.now)}"
+        text += f"; longest Degraded: {escaped(longest.cluster)} for "
+        text += age(longest.since, summary.now)
     return text + f"; {summary.changed_recently} changed state in the last hour"
 
 
@@ -274,7 +275,7 @@ def as_table(
     Without `headers`, the rows alone."""
     cells = [
         tuple(
-            _printable(text)
+            escaped(text)  # a hub copy may carry an escape sequence, or forge a row
             for text in (
                 r.cluster,
                 r.state,
@@ -297,17 +298,6 @@ def as_table(
         return "\n".join(lines)
     shown = "" if total == len(rows) else f" (shown: {len(rows)} of {total})"
     return "\n".join([*lines, "", summary_line(summary) + shown])
-
-
-_CONTROL: Final = re.compile("[\x00-\x1f\x7f-\x9f]")
-
-
-def _printable(text: str) -> str:
-    """A cell as the terminal must show it: a control character (an escape sequence a hub copy
-    may carry to forge a row or move the cursor) written out as `\\xNN`, never sent raw."""
-    if text.isascii() and text.isprintable():  # most cells: no search needed
-        return text
-    return _CONTROL.sub(lambda found: f"\\x{ord(found.group()):02x}", text)
 
 
 def _first_line(message: str) -> str:
@@ -362,7 +352,7 @@ def render_rows(
 
         return yaml.safe_dump(_document(shown, summary, total=len(rows)), sort_keys=False).rstrip()
     if output.format == "name":
-        return "\n".join(row.cluster for row in shown)
+        return "\n".join(escaped(row.cluster) for row in shown)
     wide = output.format == "wide"
     return as_table(shown, summary, total=len(rows), width=10**9 if wide else width,
                     headers=output.headers)  # fmt: skip

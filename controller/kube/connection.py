@@ -37,7 +37,7 @@ import urllib3
 from urllib3 import HTTPHeaderDict
 
 from controller.kube.api import ConnectionSetupError
-from controller.kube.deadlines import POOL_CLASSES
+from controller.kube.deadlines import POOL_CLASSES, remaining
 from controller.kube.exec_plugin import ExecPlugin, plugin_of, run_plugin
 from controller.kube.proxy import proxy_for
 
@@ -137,11 +137,12 @@ class Connection:
             headers.add(name, value)  # a group a header, as client-go sends them
         if body is not None:
             headers["Content-Type"] = content_type
-        authorization = self._authorization()
+        connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+        left = remaining()  # a plugin runs within the call's deadline, else within a read's
+        authorization = self._authorization(read if left is None else left)
         if authorization:
             headers["Authorization"] = authorization
         url = self.server + path + (f"?{urlencode(list(query))}" if query else "")
-        connect, read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
         return self._pool.request(
             method,
             url,
@@ -166,8 +167,8 @@ class Connection:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _authorization(self) -> str | None:
-        token = self._token or self._from_file() or self._from_plugin()
+    def _authorization(self, budget: float) -> str | None:
+        token = self._token or self._from_file() or self._from_plugin(budget)
         if token and not (token.isascii() and token.isprintable()):  # never a header to split
             raise ConnectionSetupError("the bearer token holds a line break or control character")
         return f"Bearer {token}" if token else None
@@ -188,7 +189,7 @@ class Connection:
                     self._file_token = (seen, self._token_file.read_text("utf-8").strip())
             return self._file_token[1] if self._file_token else None
 
-    def _from_plugin(self) -> str | None:
+    def _from_plugin(self, budget: float) -> str | None:
         if self._exec is None:
             return None
         credential = self._exec_credential
@@ -198,7 +199,7 @@ class Connection:
             if missing or (credential.expires and credential.expires <= now):
                 before = credential.certificate
                 credential.token, credential.certificate, credential.expires = run_plugin(
-                    self._exec, self._cluster_info
+                    self._exec, self._cluster_info, budget
                 )
                 if credential.certificate is not None and credential.certificate != before:
                     self._present(self._exec.command, credential.certificate)

@@ -22,7 +22,14 @@ from typing import Any, Final
 from urllib3 import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.connection import HTTPConnection, HTTPSConnection
 
-__all__ = ["POOL_CLASSES", "Deadline", "WatchedConnection", "WatchedTLSConnection", "within"]
+__all__ = [
+    "POOL_CLASSES",
+    "Deadline",
+    "WatchedConnection",
+    "WatchedTLSConnection",
+    "remaining",
+    "within",
+]
 
 
 class Deadline:
@@ -72,6 +79,13 @@ def within(seconds: float) -> Iterator[Deadline]:
     finally:
         _CALL.reset(token)
         deadline.stop()
+
+
+def remaining() -> float | None:
+    """The seconds left to the running call (what else it does, such as running a credential
+    plugin, counts too); None outside a call."""
+    deadline = _CALL.get()
+    return None if deadline is None else deadline.at - time.monotonic()
 
 
 class _Alarm:

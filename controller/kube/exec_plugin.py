@@ -1,13 +1,17 @@
 """A kubeconfig user's `exec` credential plugin, run as client-go runs one (the ExecCredential
 contract, client.authentication.k8s.io v1 and v1beta1): its command resolved as the
 kubeconfig's paths, `args` and `env`, `KUBERNETES_EXEC_INFO` (with `spec.cluster` when it asks),
-no terminal; it prints a token or a client certificate and key, and when they expire."""
+no terminal; it prints a token or a client certificate and key, and when they expire. It runs
+within the call that needs it (what is left of the call's `--request-timeout`), in a process
+group of its own, killed when it ends or times out: no child of it outlives it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -35,10 +39,11 @@ class ExecPlugin:
 
 
 def run_plugin(
-    plugin: ExecPlugin, cluster: dict[str, Any]
+    plugin: ExecPlugin, cluster: dict[str, Any], timeout: float
 ) -> tuple[str | None, tuple[bytes, bytes] | None, datetime | None]:
     """Run the plugin as client-go does (KUBERNETES_EXEC_INFO, no terminal, the cluster when
-    it asks for it); its token or client certificate and key, and when they expire."""
+    it asks for it) for at most `timeout` seconds; its token or client certificate and key,
+    and when they expire."""
     if plugin.interactive_mode == "Always":
         raise ConnectionSetupError(
             f"exec plugin {plugin.command} needs a terminal (interactiveMode: Always), which "
@@ -49,15 +54,7 @@ def run_plugin(
         spec["cluster"] = cluster
     info = {"apiVersion": plugin.api_version, "kind": "ExecCredential", "spec": spec}
     env = {**os.environ, **dict(plugin.env), "KUBERNETES_EXEC_INFO": json.dumps(info)}
-    try:
-        done = subprocess.run(
-            [plugin.command, *plugin.args], env=env, capture_output=True, timeout=60,
-            check=False, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise ConnectionSetupError(
-            f"exec plugin {plugin.command}: {type(error).__name__}"
-        ) from None
+    done = _run(plugin, env, timeout)
     sys.stderr.write(done.stderr.decode("utf-8", "replace"))  # passed on, as client-go does
     if done.returncode != 0:
         raise ConnectionSetupError(
@@ -84,6 +81,39 @@ def run_plugin(
         f"exec plugin {plugin.command} printed an ExecCredential with neither a token nor a "
         "client certificate and key"
     )
+
+
+def _run(
+    plugin: ExecPlugin, env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[bytes]:
+    try:
+        process = subprocess.Popen(
+            [plugin.command, *plugin.args], env=env, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        )  # fmt: skip
+    except OSError as error:
+        raise ConnectionSetupError(
+            f"exec plugin {plugin.command}: {type(error).__name__}"
+        ) from None
+    try:
+        out, err = process.communicate(timeout=max(timeout, 0.0))
+    except subprocess.TimeoutExpired:
+        finished = process.poll() is not None  # only a child of it holds its output open
+        _kill_group(process.pid)
+        out, err = process.communicate()
+        if not finished:
+            raise ConnectionSetupError(
+                f"exec plugin {plugin.command} did not finish within the call's "
+                f"{max(timeout, 0.0):.3g}s (--request-timeout)"
+            ) from None
+    finally:  # its children do not outlive it (a group's id is not handed out while it lives)
+        _kill_group(process.pid)
+    return subprocess.CompletedProcess(process.args, process.returncode, out, err)
+
+
+def _kill_group(group: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # none of it is left
+        os.killpg(group, signal.SIGKILL)
 
 
 # What in a plugin's stderr may be a credential: a long run of a token's characters (a JWT,

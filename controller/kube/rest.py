@@ -237,7 +237,9 @@ class RestKube:
                     timeout=self._timeout, stream=True,
                 )  # fmt: skip
                 answer = read_answer(response, what, deadline=deadline.at)
-            except (HTTPError, OSError, ConnectionSetupError) as error:
+            except ConnectionSetupError as error:  # the credential plugin's, not the server's
+                raise error_for(f"{what}: {error}", status=None) from error
+            except (HTTPError, OSError) as error:
                 raise too_late(what) if deadline.fired else unanswered(error, what) from error
         if not 200 <= response.status <= 299:
             raise refused(response, answer, what, quote_server=quote_server, connection=self._api)
@@ -265,7 +267,9 @@ class RestKube:
                     return response
                 # the server's Status says why (an RBAC 403 names the verb and resource)
                 answer = read_answer(response, what, deadline=deadline.at)
-            except (HTTPError, OSError, ConnectionSetupError) as error:
+            except ConnectionSetupError as error:
+                raise error_for(f"{what}: {error}", status=None) from error
+            except (HTTPError, OSError) as error:
                 raise too_late(what) if deadline.fired else unanswered(error, what) from error
         raise refused(response, answer, what, connection=self._api)
 

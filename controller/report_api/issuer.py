@@ -6,20 +6,26 @@ The Secret `SECRET` in the controller's namespace holds a CA (`ca.crt`, `ca.key`
 ten years) and the serving pair it signed (`tls.crt`, `tls.key`: one year, for the report
 Service's DNS names). Reporters trust `ca.crt`, which the ConfigMap `SECRET-ca` publishes (a
 reporter mounts it; a Secret's private keys stay in the Secret). Both replicas share one pair:
-the first to find no Secret creates it, the other reads it after its 409. A pair with less than
-30 days left, or for other names, is issued again from the same CA (reporters keep trusting
-it), by whichever replica sees it first; every replica looks again every hour and rewrites its
-files, which the server reloads (`controller.report_api.tls`).
+the first to find no Secret creates it, the other reads it after its 409 (the ConfigMap alike).
+A pair with less than 30 days left, for other names, whose key is not its certificate's or
+that its CA did not sign is issued again from the same CA (reporters keep trusting it); a CA
+that cannot sign (its key is not its own, it cannot be read) or expires within a year is
+replaced and published. Whichever replica sees it first renews it, keeping the Secret's other
+keys, and logs it once; every replica looks again every hour and rewrites its files, which the
+server reloads (`controller.report_api.tls`) and which are removed when the process exits.
 """
 
 from __future__ import annotations
 
+import atexit
 import base64
 import binascii
+import copy
 import datetime as dt
 import ipaddress
 import logging
 import os
+import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
@@ -30,7 +36,7 @@ from typing import Any, Final
 from controller.kube.api import CONFIG_MAP, SECRET, ConflictError, Kube, KubeError, NotFoundError
 from controller.kube.runnable import Runnable
 
-__all__ = ["REPORT_SERVICE", "SelfIssued", "issue", "renewal_reason"]
+__all__ = ["REPORT_SERVICE", "SelfIssued", "ca_problem", "issue", "renewal_reason"]
 
 log = logging.getLogger(__name__)
 
@@ -102,25 +108,100 @@ def issue(
     return {"ca.crt": ca[0], "ca.key": ca[1], "tls.crt": served, "tls.key": pem_key(key)}
 
 
-def renewal_reason(data: Mapping[str, bytes], names: list[str], now: dt.datetime) -> str | None:
-    """Why the Secret's pair must be issued again; None when it serves."""
-    from cryptography import x509
-
-    if not all(data.get(k) for k in ("ca.crt", "ca.key", "tls.crt", "tls.key")):
-        return "it lacks ca.crt, ca.key, tls.crt or tls.key"
+def ca_problem(data: Mapping[str, bytes], now: dt.datetime) -> str | None:
+    """Why the Secret's CA cannot go on signing pairs that verify against it (a new CA is
+    then issued and published); None when it can."""
     try:
-        cert = x509.load_pem_x509_certificate(data["tls.crt"])
-        ca = x509.load_pem_x509_certificate(data["ca.crt"])
-        held = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
-    except (ValueError, x509.ExtensionNotFound):
-        return "its certificate cannot be read"
-    if sorted(held.value.get_values_for_type(x509.DNSName)) != sorted(names):
-        return "it is for other names"
-    if cert.not_valid_after_utc - now < RENEW_BEFORE:
-        return f"it expires at {cert.not_valid_after_utc:%Y-%m-%dT%H:%M:%SZ}"
+        ca, key = _loaded_ca(data)
+    except _UnusableError as unusable:
+        return unusable.why
+    if _spki(key.public_key()) != _spki(ca.public_key()):
+        return "its ca.key is not its CA's key"
     if ca.not_valid_after_utc - now < LIFETIME:
         return "its CA expires within a year"
     return None
+
+
+def renewal_reason(data: Mapping[str, bytes], names: list[str], now: dt.datetime) -> str | None:
+    """Why the Secret's pair must be issued again (its CA's problem first); None when it
+    serves: its key is its certificate's, its CA signed it, for `names`, 30 days or more."""
+    problem = ca_problem(data, now)
+    if problem is not None:
+        return problem
+    try:
+        cert, held = _loaded_pair(data)
+    except _UnusableError as unusable:
+        return unusable.why
+    if sorted(held) != sorted(names):
+        return "it is for other names"
+    if cert.not_valid_after_utc - now < RENEW_BEFORE:
+        return f"it expires at {cert.not_valid_after_utc:%Y-%m-%dT%H:%M:%SZ}"
+    return None
+
+
+class _UnusableError(Exception):
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def _loaded_ca(data: Mapping[str, bytes]) -> tuple[Any, Any]:
+    """The CA certificate and its key, an ECDSA CA's; _UnusableError says why not."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    if not (data.get("ca.crt") and data.get("ca.key")):
+        raise _UnusableError("it lacks ca.crt or ca.key")
+    try:
+        ca = x509.load_pem_x509_certificate(data["ca.crt"])
+        key = _private_key(data["ca.key"])
+        constraints = ca.extensions.get_extension_for_class(x509.BasicConstraints).value
+    except (ValueError, TypeError) as error:
+        raise _UnusableError("its CA cannot be read") from error
+    except x509.ExtensionNotFound:
+        constraints = x509.BasicConstraints(ca=False, path_length=None)
+    if not constraints.ca or not isinstance(key, ec.EllipticCurvePrivateKey):
+        raise _UnusableError("its CA is not an ECDSA certificate authority")
+    return ca, key
+
+
+def _loaded_pair(data: Mapping[str, bytes]) -> tuple[Any, list[str]]:
+    """The serving certificate, whose key `tls.key` is and which `ca.crt` signed, and its DNS
+    names; _UnusableError says why not."""
+    from cryptography import exceptions, x509
+
+    if not (data.get("tls.crt") and data.get("tls.key")):
+        raise _UnusableError("it lacks tls.crt or tls.key")
+    try:
+        cert = x509.load_pem_x509_certificate(data["tls.crt"])
+        key = _private_key(data["tls.key"])
+        held = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except (ValueError, TypeError, x509.ExtensionNotFound) as error:
+        raise _UnusableError("its certificate cannot be read") from error
+    if _spki(key.public_key()) != _spki(cert.public_key()):
+        raise _UnusableError("its tls.key is not its certificate's key")
+    try:
+        cert.verify_directly_issued_by(x509.load_pem_x509_certificate(data["ca.crt"]))
+    except (ValueError, TypeError, exceptions.InvalidSignature) as error:
+        raise _UnusableError("its certificate was not issued by its CA") from error
+    return cert, list(held.get_values_for_type(x509.DNSName))
+
+
+def _private_key(pem: bytes) -> Any:
+    """A PEM private key without a password; ValueError or TypeError when it is none."""
+    from cryptography.exceptions import UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+
+    try:
+        return serialization.load_pem_private_key(pem, password=None)
+    except UnsupportedAlgorithm as error:
+        raise ValueError("unsupported key") from error
+
+
+def _spki(public_key: Any) -> bytes:
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+    return bytes(public_key.public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo))
 
 
 @dataclass
@@ -136,6 +217,7 @@ class SelfIssued:
     def __post_init__(self) -> None:
         self.names = service_names(self.namespace)
         self.directory = Path(tempfile.mkdtemp(prefix="addon-status-serving-"))
+        atexit.register(shutil.rmtree, self.directory, ignore_errors=True)  # the private key
         self._written: bytes = b""
         self._stop = threading.Event()
         self.refresher = Runnable("serving-cert", self._refresh, self._stop.set)
@@ -153,9 +235,12 @@ class SelfIssued:
             except ConflictError:
                 continue  # another replica wrote it meanwhile: read theirs
             self._write(data)
-            self._publish(data["ca.crt"])
+            try:
+                self._publish(data["ca.crt"])
+            except ConflictError:
+                continue  # another replica published meanwhile: read theirs
             return data
-        raise ConflictError(f"Secret {self.namespace}/{self.secret}: still conflicting", status=409)
+        raise ConflictError(f"{self.namespace}/{self.secret}: still conflicting", status=409)
 
     def _current(self) -> dict[str, bytes]:
         try:
@@ -172,16 +257,20 @@ class SelfIssued:
         why = renewal_reason(data, self.names, self.now())
         if why is None:
             return data
-        ca = (data["ca.crt"], data["ca.key"]) if data.get("ca.key") and "CA" not in why else None
-        try:
-            data = issue(self.names, self.now(), ca)
-        except ValueError:
-            data = issue(self.names, self.now())  # an unreadable CA: a new one
-        body = encoded_secret(self.secret, self.namespace, data)
-        body["metadata"]["resourceVersion"] = found["metadata"]["resourceVersion"]
+        new_ca = ca_problem(data, self.now()) is not None
+        signer = None if new_ca else (data["ca.crt"], data["ca.key"])
+        pair = issue(self.names, self.now(), signer)
+        body = copy.deepcopy(found)  # its other keys, labels and annotations kept
+        body["data"] = {**(found.get("data") or {}), **_encoded(pair)}
         self.kube.replace(SECRET, self.namespace, self.secret, body)
-        log.info("renewed the report API's serving certificate", extra={"why": why})
-        return data
+        where = f"{self.namespace}/{self.secret}"
+        if new_ca:  # reporters must read the new CA from the ConfigMap
+            log.warning("renewed the report API's serving certificate from a new CA",
+                        extra={"why": why, "object": where})  # fmt: skip
+        else:
+            log.info("renewed the report API's serving certificate",
+                     extra={"why": why, "object": where})  # fmt: skip
+        return {**data, **pair}
 
     def _write(self, data: Mapping[str, bytes]) -> None:
         if data["tls.crt"] + data["tls.key"] == self._written:
@@ -218,9 +307,12 @@ class SelfIssued:
 
 
 def encoded_secret(name: str, namespace: str, data: Mapping[str, bytes]) -> dict[str, Any]:
-    encoded = {key: base64.b64encode(value).decode() for key, value in data.items()}
     return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
-            "metadata": {"name": name, "namespace": namespace}, "data": encoded}  # fmt: skip
+            "metadata": {"name": name, "namespace": namespace}, "data": _encoded(data)}  # fmt: skip
+
+
+def _encoded(data: Mapping[str, bytes]) -> dict[str, str]:
+    return {key: base64.b64encode(value).decode() for key, value in data.items()}
 
 
 def decoded_secret(obj: Mapping[str, Any]) -> dict[str, bytes]:

@@ -75,6 +75,7 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run_report(args: argparse.Namespace) -> int:
     from controller.reporter.client import ReportRejected, ReportUnavailable
+    from controller.terminal import escaped
 
     client = _client(args)
     if client is None:
@@ -88,10 +89,10 @@ def run_report(args: argparse.Namespace) -> int:
             version=args.version,
         )
     except ReportRejected as error:
-        print(f"rejected: {error}", file=sys.stderr)
+        print(f"rejected: {escaped(error)}", file=sys.stderr)
         return 1
     except ReportUnavailable as error:
-        print(f"no verdict: {error}", file=sys.stderr)
+        print(f"no verdict: {escaped(error)}", file=sys.stderr)
         return 2
     except ValueError as error:  # e.g. a token no header can carry; the message never quotes it
         print(f"--token-file: {error}", file=sys.stderr)

@@ -144,6 +144,19 @@ def test_a_label_selector_on_the_managed_clusters_slices_the_fleet(
     assert capsys.readouterr().out.split() == ["prod-1"]
 
 
+@pytest.mark.parametrize("selector", ["env in (", "a=b=c", "env=prod,"])
+def test_a_malformed_selector_is_a_bad_flag_exit_2(
+    hub: APIServer, kubeconfig: Path, capsys: pytest.CaptureFixture[str], selector: str
+) -> None:
+    """`fleet --help`: 2 for a bad flag. The hub parses the selector, as kube-apiserver does
+    for kubectl, and refuses it with 400."""
+    for watch in ([], ["--watch"]):
+        assert main(["fleet", "--kubeconfig", str(kubeconfig), "-l", selector, *watch]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and err.startswith("addon-status fleet: -l/--selector: ")
+        assert "unable to parse requirement" in err
+
+
 @pytest.mark.parametrize("written", ["degraded", "DEGRADED", "Degraded"])
 def test_a_state_is_read_in_any_case(
     kubeconfig: Path, capsys: pytest.CaptureFixture[str], written: str

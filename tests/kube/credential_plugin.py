@@ -18,11 +18,13 @@ def exec_plugin(
     exit_code: int = 0,
     certificate: tuple[bytes, bytes] | None = None,
     complaint: str = "",
+    stall: Path | None = None,
 ) -> ExecPlugin:
     """A credential plugin as `kubectl` runs one: it appends the KUBERNETES_EXEC_INFO it was
     given (with its arguments as `argv` and $REGION as `region`) to `runs` and prints an
     ExecCredential of that info's apiVersion (or, with `exit_code`, writes `complaint` and
-    the token to stderr and fails)."""
+    the token to stderr and fails; or, with `stall`, starts a child that writes its process id
+    there, and neither of them ever ends)."""
     script = directory / "credential-plugin"
     status: dict[str, str] = {"token": token}
     if certificate:  # what a plugin for a client certificate prints instead of a token
@@ -38,6 +40,11 @@ def exec_plugin(
         f"if {str(runs)!r} != 'None':\n"
         "    seen = {**info, 'argv': sys.argv[1:], 'region': os.environ.get('REGION')}\n"
         f"    open({str(runs)!r}, 'a').write(json.dumps(seen) + '\\n')\n"
+        f"if {str(stall)!r} != 'None':\n"
+        "    import time\n"
+        "    if os.fork() == 0:\n"
+        f"        open({str(stall)!r}, 'w').write(str(os.getpid()))\n"
+        "    time.sleep(3600)\n"
         f"if {exit_code}:\n"
         f"    sys.stderr.write({complaint!r} + ' token: ' + {token!r} + '\\n')\n"
         f"    sys.exit({exit_code})\n"

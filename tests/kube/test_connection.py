@@ -17,19 +17,31 @@ import proxy
 import pytest
 import urllib3
 
+from controller.kube.api import CONFIG_MAP, KubeError
 from controller.kube.connection import Connection, ConnectionSetupError
 from controller.kube.kubeconfig import client_for
 from controller.kube.proxy import proxy_for
+from controller.kube.rest import RestKube
 from kubesim import APIServer, ServingTLS, UserInfo
 from statemachines.errors import AddonStatusError
 from tests.certificates import Authority, write_whole
 from tests.kube.credential_plugin import exec_plugin
 from tests.kube.mount import SecretMount
+from tests.support import eventually
 
 pytestmark = pytest.mark.integration
 TOKEN, OTHER = "s3cr3t-token-value", "0ther-token-value"
 TOKENS = {TOKEN: UserInfo("agent"), OTHER: UserInfo("rotated-agent")}
 VIA = "http://proxy:3128"  # HTTPS_PROXY in the NO_PROXY cases, without a scheme there
+
+
+def running(pid: int) -> bool:
+    """Whether process `pid` runs (a zombie waiting to be reaped does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 def users(server: APIServer) -> list[str]:
@@ -121,6 +133,23 @@ class TestCredentials:
         assert jwt not in message
         assert jwt in capfd.readouterr().err, "passed on to stderr, as client-go does"
         assert server.audit == [], "no request without a credential"
+
+    @pytest.mark.slow
+    def test_a_stalled_exec_plugin_ends_with_the_call_naming_it_and_its_children(
+        self, server: APIServer, tmp_path: Path
+    ) -> None:
+        """A plugin that never answers holds a call no longer than its --request-timeout as a
+        whole: the call fails naming the plugin (not the API server), and the plugin is killed
+        with the children it started (its own process group)."""
+        child = tmp_path / "child.pid"
+        plugin = exec_plugin(tmp_path, token=TOKEN, stall=child)
+        kube = RestKube(Connection(server.url, exec_plugin=plugin), request_timeout=3.0)
+        with pytest.raises(KubeError) as caught:
+            kube.get(CONFIG_MAP, "default", "settings")
+        assert plugin.command in str(caught.value) and "API server" not in str(caught.value)
+        pid = int(child.read_text())
+        eventually(lambda: not running(pid), what="the plugin's child killed")
+        assert server.audit == []
 
     def test_an_exec_plugin_gets_its_args_env_version_and_the_cluster_it_asked_for(
         self, server: APIServer, tmp_path: Path

@@ -38,7 +38,7 @@ MISSING_TOKEN_FILE = kubeconfig_yaml(server="https://127.0.0.1:6443", token=TOKE
 
 
 def token_of(source: KubeconfigSource) -> str:
-    header = source.current()._authorization() or ""  # what each request will carry
+    header = source.current()._authorization(10.0) or ""  # what each request will carry
     return header.removeprefix("Bearer ")
 
 

@@ -6,8 +6,10 @@ they build a working server, or fail at start naming the flag."""
 from __future__ import annotations
 
 import argparse
+import http.server
 import json
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -275,3 +277,37 @@ def test_run_exits_2_with_one_line_for_report_flags_that_do_not_fit(
     assert main(["run", "--kubeconfig", str(kubeconfig), *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--" in err
+
+
+def test_a_hostile_servers_rejection_is_one_escaped_line(
+    token_files: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The report client may be pointed at any server: its words cannot clear the screen or
+    forge a line on the caller's terminal."""
+    evil = "\x1b[2J\r\nverdict: accepted\u202e"
+    body = json.dumps({"error": {"reason": evil, "field": evil, "message": evil}}).encode()
+
+    class Hostile(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(422)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    hostile = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hostile)
+    threading.Thread(target=hostile.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{hostile.server_address[1]}"
+        code, _, err = run(capsys, "--url", url, "--reason", "UpdateSuccessful",
+                           "--token-file", token_files["operator"])  # fmt: skip
+    finally:
+        hostile.shutdown()
+        hostile.server_close()
+    assert code == 1 and err.count("\n") == 1
+    assert "\\x1b[2J\\x0d\\x0averdict: accepted\\u202e" in err
+    assert not [c for c in err.rstrip("\n") if not c.isprintable()]

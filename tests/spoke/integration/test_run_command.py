@@ -64,8 +64,10 @@ def kubeconfig(server: APIServer, tmp_path: Path) -> Path:
     return path
 
 
-def launch(*argv: str) -> subprocess.Popen[str]:
+def launch(*argv: str, tmpdir: Path | None = None) -> subprocess.Popen[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("KUBE", "ADDON_STATUS_"))}
+    if tmpdir is not None:
+        env["TMPDIR"] = str(tmpdir)
     return subprocess.Popen(
         [sys.executable, "-c", MAIN, *argv],
         cwd=ROOT,
@@ -98,6 +100,33 @@ def test_runs_until_sigterm_and_logs_json_without_the_token(
     assert records[-1]["message"] == "addon-status run stopped"
 
 
+def test_the_self_issued_key_pair_is_removed_when_run_exits(
+    server: APIServer, kubeconfig: Path, tmp_path: Path
+) -> None:
+    """`--issue-serving-cert` writes the pair for the server into a directory of its own; the
+    private key does not outlive the process."""
+    Addon(api_client(server, TOKEN)).create()
+    tmpdir = tmp_path / "tmp"
+    tmpdir.mkdir()
+    issuing = ["--report-address", "127.0.0.1:0", "--issue-serving-cert", "serving-cert",
+               "--operator-identity", "system:serviceaccount:x:operator"]  # fmt: skip
+    process = launch("--kubeconfig", str(kubeconfig), *LOOPBACK, *issuing, tmpdir=tmpdir)
+    try:
+        deadline = time.monotonic() + 30
+        while server.count_requests(verbs=("update",), resource=PLURAL, subresource="status") < 1:
+            assert process.poll() is None, process.communicate()[1]
+            assert time.monotonic() < deadline, "the controller wrote no status"
+            time.sleep(0.05)
+        [written] = tmpdir.iterdir()
+        assert (written / "tls.key").is_file()
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=15)
+    finally:
+        process.kill()
+    assert process.returncode == 0, stderr
+    assert list(tmpdir.iterdir()) == []
+
+
 def test_a_missing_cr_is_one_line_and_exit_1(kubeconfig: Path) -> None:
     process = launch("--kubeconfig", str(kubeconfig), *LOOPBACK, *REPORTS)
     _, stderr = process.communicate(timeout=30)
@@ -107,6 +136,20 @@ def test_a_missing_cr_is_one_line_and_exit_1(kubeconfig: Path) -> None:
         " exist (kind ObservabilityAddon; set --addon-name / --addon-namespace)"
     )
     assert "Traceback" not in stderr
+
+
+def test_a_servers_words_at_start_are_one_escaped_line(server: APIServer, kubeconfig: Path) -> None:
+    """What the API server said when `run` cannot start reaches a terminal: its control
+    characters are written out, so that it cannot clear the screen or forge a line."""
+    evil = "\x1b[2J\r\naddon-status run stopped\u202e"
+    server.faults.fail_next(100, 403, message=evil, match=lambda info: info.resource == PLURAL)
+    process = launch("--kubeconfig", str(kubeconfig), *LOOPBACK, *REPORTS)
+    _, stderr = process.communicate(timeout=30)
+    assert process.returncode == 1, stderr
+    last = stderr.strip().splitlines()[-1]
+    assert last.startswith("addon-status run: cannot start: ")
+    assert "\\x1b[2J\\x0d\\x0aaddon-status run stopped\\u202e" in last
+    assert "\x1b" not in stderr
 
 
 @pytest.mark.parametrize(
