@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache, lru_cache
 from typing import Any, Final
 
+from kubesim.cel_ast import Node, read
 from kubesim.fields import FieldError
 from kubesim.meta import coerce_metadata
 from kubesim.resources import ResourceType, Strategy
@@ -24,6 +25,7 @@ __all__ = [
     "admission_types",
     "compiled",
     "environment",
+    "program",
     "well_formed",
 ]
 
@@ -249,3 +251,9 @@ def _dig(obj: Mapping[str, Any], keys: Sequence[str]) -> Any:
             return None
         obj = obj.get(key)  # type: ignore[assignment]
     return obj
+
+
+@lru_cache(maxsize=_CACHED)
+def program(expression: str) -> Node:
+    """The checked AST of `expression`, for kubesim/cel_eval.py; raises ValueError as compiled."""
+    return read(compiled(expression).serialize())
