@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from kubesim.admission_kinds import program
+from kubesim.admission_kinds import declare, program
 from kubesim.cel_eval import CelError, CostExceeded, Evaluation
 
 __all__ = ["decide"]
@@ -41,8 +41,11 @@ class _OutOfBudget(Exception):  # noqa: N818 - cel.ErrOutOfBudget
 class _Variables(Mapping[str, Any]):
     """The lazy `variables` of one evaluation context (cel/lazy.MapValue)."""
 
-    def __init__(self, declared: Sequence[Mapping[str, Any]], data: Mapping[str, Any]) -> None:
-        self._expressions = {str(v["name"]): str(v["expression"]) for v in declared}
+    def __init__(self, variables: Sequence[Mapping[str, Any]], data: Mapping[str, Any]) -> None:
+        # each compiled with the variables before it (composition.go)
+        self._expressions = {str(v["name"]): (str(v["expression"]), declare(variables[:i]))
+                             for i, v in enumerate(variables)}  # fmt: skip
+        self.declared = declare(variables)
         self.data = data
         self._values: dict[str, Any] = {}
         self.cost = 0  # spent since the last expression took it
@@ -54,7 +57,7 @@ class _Variables(Mapping[str, Any]):
             self._values[name] = CelError(f'composited variable "{name}" refers to itself')
             evaluation = Evaluation({**self.data, "variables": self})
             try:
-                value = evaluation.run(program(self._expressions[name]))
+                value = evaluation.run(program(*self._expressions[name]))
             except (CelError, CostExceeded) as error:
                 value = CelError(f'composited variable "{name}" fails to evaluate: {error}')
             self.cost += evaluation.cost
@@ -80,7 +83,7 @@ def _evaluate(expression: str, variables: _Variables, remaining: int) -> tuple[A
     evaluation = Evaluation({**variables.data, "variables": variables})
     outcome: Any
     try:
-        outcome = evaluation.run(program(expression))
+        outcome = evaluation.run(program(expression, variables.declared))
     except (CelError, CostExceeded) as error:
         outcome = CelError(f"expression '{expression}' resulted in error: {error}")
     for cost in (variables.cost, evaluation.cost):

@@ -104,8 +104,12 @@ class Evaluation:
         if kind is Const:
             return node.value  # type: ignore[union-attr]
         if kind is Ident:
+            name = node.name  # type: ignore[union-attr]
+            if name.startswith("variables."):  # cel-go: `variables`, then its field
+                self._charge(2)
+                return self.values["variables"][name[10:]]
             self._charge(1)
-            return self._resolve(node.name)  # type: ignore[union-attr]
+            return self._resolve(name)
         if kind is Select:
             return self._select(node)  # type: ignore[arg-type]
         if kind is Call:
