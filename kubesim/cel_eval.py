@@ -23,7 +23,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final, overload
 
 from kubesim.cel_ast import Call, Comprehension, Const, Ident, ListLit, MapLit, Node, Select
-from kubesim.cel_std import CelError, CelType, call, call_cost
+from kubesim.cel_std import call, call_cost
+from kubesim.cel_values import CelError, CelType
 
 __all__ = ["PER_CALL_LIMIT", "CelError", "CostExceeded", "Evaluation", "Joined"]
 
