@@ -21,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Final
 
-from kubesim.admission_kinds import declare, program
+from kubesim.admission_kinds import Declared, declare, program
+from kubesim.cel_ast import Node
 from kubesim.cel_eval import CelError, CostExceeded, Evaluation
 
 __all__ = ["decide"]
@@ -57,7 +58,7 @@ class _Variables(Mapping[str, Any]):
             self._values[name] = CelError(f'composited variable "{name}" refers to itself')
             evaluation = Evaluation({**self.data, "variables": self})
             try:
-                value = evaluation.run(program(*self._expressions[name]))
+                value = evaluation.run(_program(*self._expressions[name]))
             except (CelError, CostExceeded) as error:
                 value = CelError(f'composited variable "{name}" fails to evaluate: {error}')
             self.cost += evaluation.cost
@@ -77,13 +78,20 @@ class _Variables(Mapping[str, Any]):
         return name in self._expressions
 
 
+def _program(expression: str, declared: Declared) -> Node:
+    try:
+        return program(expression, declared)
+    except ValueError as error:  # as activation.go words an expression that did not compile
+        raise CelError(f"compilation error: {error}") from None
+
+
 def _evaluate(expression: str, variables: _Variables, remaining: int) -> tuple[Any, int]:
     """(the value, or the CelError of `expression '...' resulted in error: ...`; the budget
     left). Raises _OutOfBudget (activation.go's Evaluate)."""
     evaluation = Evaluation({**variables.data, "variables": variables})
     outcome: Any
     try:
-        outcome = evaluation.run(program(expression, variables.declared))
+        outcome = evaluation.run(_program(expression, variables.declared))
     except (CelError, CostExceeded) as error:
         outcome = CelError(f"expression '{expression}' resulted in error: {error}")
     for cost in (variables.cost, evaluation.cost):

@@ -86,7 +86,7 @@ class Evaluation:
     def __init__(self, values: Mapping[str, Any], limit: int = PER_CALL_LIMIT) -> None:
         self.values, self.limit, self.cost = values, limit, 0
         self._scopes: list[dict[str, Any]] = []
-        self._owned: set[int] = set()  # accumulators a comprehension may extend in place
+        self._owned: list[list[Any]] = []  # accumulators a comprehension may extend in place
 
     def run(self, node: Node) -> Any:
         """The value of `node`; raises CelError or CostExceeded."""
@@ -180,7 +180,7 @@ class Evaluation:
         self._charge(0 if folded else call_cost(function, args))
         if function == "_+_" and all(_is_list(a) for a in args):
             left, right = args
-            if isinstance(node.args[0], Ident) and id(left) in self._owned:
+            if isinstance(node.args[0], Ident) and any(left is o for o in self._owned):
                 left.extend(right)  # a macro's accumulator: nothing else holds it
                 return left
             if len(left) + len(right) <= _COPIED:
@@ -214,9 +214,10 @@ class Evaluation:
         else:
             raise CelError("no such overload")
         accu = self._eval(node.accu_init)
-        if isinstance(accu, list):
+        owned = isinstance(accu, list)
+        if owned:
             accu = list(accu)  # the macro's own, extended in place (see _call)
-            self._owned.add(id(accu))
+            self._owned.append(accu)
         scope: dict[str, Any] = {node.accu_var: accu}
         self._scopes.append(scope)
         try:
@@ -237,7 +238,8 @@ class Evaluation:
             return self._eval(node.result)
         finally:
             self._scopes.pop()
-            self._owned.discard(id(accu))
+            if owned:
+                self._owned.pop()
 
 
 def _is_list(value: Any) -> bool:
