@@ -19,7 +19,7 @@ checker left the overload to the runtime (cel-go charges those 1 and would build
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Final, overload
 
 from kubesim.cel_ast import Call, Comprehension, Const, Ident, ListLit, MapLit, Node, Select
@@ -100,27 +100,25 @@ class Evaluation:
         if self.cost > self.limit:
             raise CostExceeded
 
-    def _eval(self, node: Node) -> Any:  # noqa: PLR0911
-        kind = type(node)
-        if kind is Const:
-            return node.value  # type: ignore[union-attr]
-        if kind is Ident:
-            name = node.name  # type: ignore[union-attr]
-            if name.startswith("variables."):  # cel-go: `variables`, then its field
-                self._charge(2)
-                return self.values["variables"][name[10:]]
-            self._charge(1)
-            return self._resolve(name)
-        if kind is Select:
-            return self._select(node)  # type: ignore[arg-type]
-        if kind is Call:
-            return self._call(node)  # type: ignore[arg-type]
-        if kind is Comprehension:
-            return self._fold(node)  # type: ignore[arg-type]
-        if kind is ListLit:
-            self._charge(_LIST_COST)
-            return [self._eval(e) for e in node.elements]  # type: ignore[union-attr]
-        assert isinstance(node, MapLit)
+    def _eval(self, node: Node) -> Any:
+        return _STEPS[type(node)](self, node)
+
+    def _const(self, node: Const) -> Any:
+        return node.value
+
+    def _ident(self, node: Ident) -> Any:
+        name = node.name
+        if name.startswith("variables."):  # cel-go: `variables`, then its field
+            self._charge(2)
+            return self.values["variables"][name[10:]]
+        self._charge(1)
+        return self._resolve(name)
+
+    def _list(self, node: ListLit) -> list[Any]:
+        self._charge(_LIST_COST)
+        return [self._eval(e) for e in node.elements]
+
+    def _map(self, node: MapLit) -> dict[Any, Any]:
         self._charge(_MAP_COST)
         built: dict[Any, Any] = {}
         for key_node, value_node in node.entries:
@@ -240,6 +238,13 @@ class Evaluation:
             self._scopes.pop()
             if owned:
                 self._owned.pop()
+
+
+_STEPS: Final[dict[type, Callable[[Evaluation, Any], Any]]] = {
+    Const: Evaluation._const, Ident: Evaluation._ident, Select: Evaluation._select,
+    Call: Evaluation._call, Comprehension: Evaluation._fold, ListLit: Evaluation._list,
+    MapLit: Evaluation._map,
+}  # fmt: skip
 
 
 def _is_list(value: Any) -> bool:

@@ -10,7 +10,7 @@ import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final
 
 from kubesim.cel_ast import UInt
 from kubesim.cel_convert import CONVERSIONS, GETTERS, convert, time_get
@@ -23,8 +23,16 @@ def _traversal(n: int) -> int:
     return math.ceil(n * 0.1)
 
 
+_SIZED: Final = frozenset({"startsWith", "endsWith", "string", "bytes", "@in", "_<_",
+                           "_<=_", "_>_", "_>=_", "_==_", "_!=_", "_+_", "matches",
+                           "contains"})  # fmt: skip
+
+
 def call_cost(function: str, args: Sequence[Any]) -> int:  # noqa: PLR0911
     """cel-go's CostTracker.costCall for the overload these arguments dispatch to."""
+    if function not in _SIZED or not any(isinstance(a, str | bytes | Sequence | Mapping)
+                                         for a in args):  # fmt: skip
+        return 1  # what cel-go charges any other call, or one of scalars
     if function in ("startsWith", "endsWith") or (
         function in ("string", "bytes") and isinstance(args[0], str | bytes)
     ):

@@ -79,6 +79,8 @@ def equal(a: Any, b: Any) -> bool:
 
 
 def order(a: Any, b: Any) -> int:
+    if type(a) is int and type(b) is int:  # the common case, first
+        return int(a > b) - int(a < b)
     if is_number(a) and is_number(b):
         if (isinstance(a, float) and math.isnan(a)) or (isinstance(b, float) and math.isnan(b)):
             raise CelError("NaN values cannot be ordered")
