@@ -234,8 +234,11 @@ def _policy_errors(spec: Mapping[str, Any]) -> list[FieldError]:
     for section, keys in (("matchConditions", ("expression",)), ("variables", ("expression",)),
                           ("validations", ("expression", "messageExpression"))):  # fmt: skip
         for index, item in enumerate(spec.get(section) or []):
-            # a variable sees those before it, the others all of them (composition.go)
-            seen = declare(variables[:index]) if section == "variables" else declared
+            # a variable sees those before it (composition.go), a match condition none (it is
+            # compiled statelessly), the validations all of them
+            seen = {"variables": declare(variables[:index]), "matchConditions": ()}.get(
+                section, declared
+            )
             for key in keys:
                 text = (item or {}).get(key)
                 where = f"spec.{section}[{index}].{key}"

@@ -35,6 +35,8 @@ OUT_OF_BUDGET = (
 # `variables.s.contains(variables.s)` over 9,700 characters costs 970 * 970 (cel-go: a tenth of
 # each string's length, multiplied) and 4 for the selections: 940,904, under the per-call limit
 COSTLY = {"name": "s", "expression": "'" + "x" * 9700 + "'"}
+LONG = "'" + "x" * 9700 + "'"
+CONDITIONS = [{"name": f"m{i}", "expression": f"{LONG}.contains({LONG})"} for i in range(3)]
 HUNDRED = {"name": "n", "expression": repr(list(range(100)))}
 
 
@@ -161,19 +163,25 @@ def test_variables_read_by_one_validation_can_exhaust_the_bindings_budget(
 
 
 def test_match_conditions_have_their_own_smaller_budget(api: client.ApiClient) -> None:
-    """Three conditions of 940,904 are over the match conditions' 2,500,000 (the validations'
-    10,000,000 would hold them)."""
-    conditions = [{"name": f"m{i}", "expression": f"variables.c{i}"} for i in range(3)]
-    install(api, variables=costly(3), matchConditions=conditions,
-            validations=[{"expression": "true"}])  # fmt: skip
+    """Three conditions of 940,900 each are over the match conditions' 2,500,000 (the
+    validations' 10,000,000 would hold them). A condition sees no variables: kube-apiserver
+    compiles it without them at create."""
+    install(api, matchConditions=CONDITIONS, validations=[{"expression": "true"}])
     assert refusal(api) == (422, "Invalid", OUT_OF_BUDGET)
 
 
 def test_match_conditions_out_of_budget_with_ignore_do_not_match(api: client.ApiClient) -> None:
-    conditions = [{"name": f"m{i}", "expression": f"variables.c{i}"} for i in range(3)]
-    install(api, "Ignore", variables=costly(3), matchConditions=conditions,
-            validations=[{"expression": "false"}])  # fmt: skip
+    install(api, "Ignore", matchConditions=CONDITIONS, validations=[{"expression": "false"}])
     create(api)
+
+
+def test_a_match_condition_cannot_name_a_variable(api: client.ApiClient) -> None:
+    condition = {"name": "m", "expression": "variables.c0"}
+    with pytest.raises(ApiException) as refused:
+        install(api, variables=costly(1), matchConditions=[condition],
+                validations=[{"expression": "true"}])  # fmt: skip
+    assert refused.value.status == 422
+    assert "spec.matchConditions[0].expression" in json.loads(refused.value.body)["message"]
 
 
 def test_message_expressions_spend_what_the_validations_left(api: client.ApiClient) -> None:
@@ -181,7 +189,10 @@ def test_message_expressions_spend_what_the_validations_left(api: client.ApiClie
     context of their own): the first is over what is left, which fails every validation, even
     one that held (validator.go)."""
     validations = [
-        {"expression": f"variables.c{i}", "messageExpression": f"'m' + string(variables.c{i})"}
+        {
+            "expression": f"variables.c{i}",
+            "messageExpression": f"variables.c{i} ? 'held' : 'failed'",
+        }
         for i in range(10)
     ]
     install(api, variables=costly(10), validations=validations)
