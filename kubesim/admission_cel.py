@@ -8,8 +8,8 @@ policy/validating/validator.go; webhook/matchconditions/matcher.go):
   2,500,000: an evaluation that takes the budget below zero ends them all with
   `validation failed due to running out of cost budget, no further validation rules will be
   run`; the messageExpressions spend what the validations left;
-- `variables` are lazy: each is evaluated the first time an expression reads it (again for the
-  matchConditions, the validations and the messages, each with its own), and its cost is
+- `variables` are lazy: each is evaluated the first time an expression reads it (once for the
+  validations, once more for the messages, which have a context of their own), and its cost is
   charged to the budget of the expression that read it. A variable that fails is an error of
   each expression that reads it: `composited variable "x" fails to evaluate: ...`.
 
