@@ -5,35 +5,33 @@ update and delete that reaches storage, after the object's own validation.
 A binding names a policy and what to do when it denies (`validationActions`: Deny, Warn,
 Audit). A request is matched by the policy's `matchConstraints.resourceRules` (and the
 binding's `matchResources`, when set: both must match), then by every `matchConditions`
-expression; the `variables` are evaluated in order, then each `validations` expression. A false
-validation denies with its `messageExpression`, else its `message`, else `failed expression:
-<expression>`, and its `reason` (Invalid, 422, unless set); an expression that fails to
-evaluate follows `failurePolicy` (Fail denies with the error, Ignore admits). The denial is
+expression, then each `validations` expression (admission_cel.py: how they are evaluated, the
+variables lazily, within kube-apiserver's CEL cost limits). A false validation denies with its
+`messageExpression`, else its `message`, else `failed expression: <expression>`, and its
+`reason` (Invalid, 422, unless set); an expression that fails to evaluate follows
+`failurePolicy` (Fail denies with the error, Ignore admits). The denial is
 kube-apiserver's: `<resource> "<name>" is forbidden: ValidatingAdmissionPolicy '<policy>' with
 binding '<binding>' denied request: <message>`.
 
 The CEL variables are `object`, `oldObject` (null where there is none), `request` (kind,
 resource, subResource, name, namespace, operation, userInfo) and `variables`; the kinds and
-how their expressions are compiled are admission_kinds.py's. A variable that fails to
-evaluate fails the expressions that name it (kube-apiserver evaluates variables lazily).
-Policies and bindings themselves are never judged by policies (policy/generic skips the
-admission configuration resources), and admission never runs under the store's lock.
+how their expressions are compiled are admission_kinds.py's. Policies and bindings themselves
+are never judged by policies (policy/generic skips the admission configuration resources), and
+admission never runs under the store's lock.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from kubesim.access import UserInfo
+from kubesim.admission_cel import decide
 from kubesim.admission_kinds import (
     ADMISSION_GROUP,
     REASONS,
     admission_types,
-    compiled,
-    environment,
     well_formed,
 )
 from kubesim.errors import APIError, qualified
@@ -46,22 +44,6 @@ from kubesim.store import Store
 __all__ = ["ADMISSION_GROUP", "Admission", "AdmissionRequest", "Policies", "admission_types"]
 
 Obj = dict[str, Any]
-
-
-class _Failed(Exception):  # noqa: N818 - an evaluation's outcome
-    pass
-
-
-def _evaluate(expression: str, data: Mapping[str, Any]) -> Any:
-    from cel_expr_python import cel
-
-    try:
-        value = compiled(expression).eval(environment().Activation(data=dict(data)))
-    except Exception as error:  # the runtime's own failure is the expression's
-        raise _Failed(str(error)) from None
-    if value.type() == cel.Type.ERROR:
-        raise _Failed(re.sub(r"^[A-Z_]+: ", "", str(value.value())))
-    return value.value()
 
 
 # --- evaluation ----------------------------------------------------------------------------
@@ -124,7 +106,7 @@ class Policies:
                 continue
             if spec.get("matchResources") and not _matches(spec["matchResources"], request):
                 continue
-            denial = _decide(policy["spec"], request)
+            denial = decide(policy["spec"], request.variables())
             if denial is None:
                 continue
             message, reason = denial
@@ -136,56 +118,6 @@ class Policies:
             if "Deny" in actions:
                 raise _denied(request, names, message, reason)
         return warnings
-
-
-def _decide(spec: Mapping[str, Any], request: AdmissionRequest) -> tuple[str, str] | None:
-    """(message, reason) when the policy denies `request`, else None."""
-    fail = spec.get("failurePolicy", "Fail") == "Fail"
-    data = request.variables()
-    try:
-        for condition in spec.get("matchConditions") or []:
-            if _evaluate(condition["expression"], {**data, "variables": {}}) is not True:
-                return None
-    except _Failed as error:
-        return (str(error), "Invalid") if fail else None
-    variables: dict[str, Any] = {}
-    broken: dict[str, str] = {}
-    for variable in spec.get("variables") or []:
-        try:
-            variables[variable["name"]] = _evaluate(
-                variable["expression"], {**data, "variables": variables}
-            )
-        except _Failed as error:
-            broken[variable["name"]] = str(error)
-    data["variables"] = variables
-    for validation in spec.get("validations") or []:
-        expression = str(validation["expression"])
-        try:
-            named = [n for n in broken if re.search(rf"\bvariables\.{re.escape(n)}\b", expression)]
-            if named:
-                raise _Failed(broken[named[0]])
-            if _evaluate(expression, data) is True:
-                continue
-        except _Failed as error:
-            if fail:
-                return f"expression '{expression}' resulted in error: {error}", "Invalid"
-            continue
-        return _message(validation, data), str(validation.get("reason") or "Invalid")
-    return None
-
-
-def _message(validation: Mapping[str, Any], data: Mapping[str, Any]) -> str:
-    message = ""
-    if validation.get("messageExpression"):
-        try:
-            found = _evaluate(validation["messageExpression"], data)
-        except _Failed:
-            found = None
-        if isinstance(found, str) and "\n" not in found and len(found) <= 5120:
-            message = found.strip()
-    if not message and validation.get("message"):
-        message = str(validation["message"]).strip()
-    return message or f"failed expression: {str(validation['expression']).strip()}"
 
 
 def _matches(constraints: Any, request: AdmissionRequest) -> bool:

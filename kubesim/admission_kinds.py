@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Any, Final
 
+from kubesim.cel_ast import Node, read
 from kubesim.fields import FieldError
 from kubesim.meta import coerce_metadata
 from kubesim.resources import ResourceType, Strategy
@@ -23,7 +24,9 @@ __all__ = [
     "REASONS",
     "admission_types",
     "compiled",
+    "declare",
     "environment",
+    "program",
     "well_formed",
 ]
 
@@ -40,6 +43,11 @@ _GO_TYPES: Final = {"BOOL": "bool", "INT": "int", "UINT": "uint", "DOUBLE": "dou
                     "TIMESTAMP": "google.protobuf.Timestamp",
                     "DURATION": "google.protobuf.Duration", "LIST": "list", "MAP": "map",
                     "TYPE": "type"}  # fmt: skip
+_CEL_IDENTIFIER: Final = re.compile(r"[_a-zA-Z][_a-zA-Z0-9]*")
+_RESERVED: Final = frozenset({"true", "false", "null", "in", "as", "break", "const",
+                              "continue", "else", "for", "function", "if", "import", "let",
+                              "loop", "package", "namespace", "return", "var", "void",
+                              "while"})  # fmt: skip
 REASONS: Final = {"Invalid": 422, "Forbidden": 403, "Unauthorized": 401,
                    "RequestEntityTooLarge": 413}  # fmt: skip
 _UNSUPPORTED: Final = (
@@ -52,23 +60,72 @@ _UNSUPPORTED: Final = (
 )
 
 
-@cache
-def environment() -> Any:
+Declared = tuple[tuple[str, str], ...]  # the variables an expression sees: (name, type name)
+
+
+@lru_cache(maxsize=256)
+def environment(declared: Declared = ()) -> Any:
+    """`object`, `request`... of type dyn, and each declared variable as `variables.<name>` of
+    the type its expression returns (kube-apiserver's composition types `variables` so)."""
     from cel_expr_python import cel
 
-    dyn = cel.Type.DYN
-    names = ("object", "oldObject", "request", "params", "namespaceObject", "variables")
-    return cel.NewEnv(variables=dict.fromkeys(names, dyn))
+    names = ("object", "oldObject", "request", "params", "namespaceObject")
+    typed = {f"variables.{name}": _cel_type(type_name) for name, type_name in declared}
+    return cel.NewEnv(variables=dict.fromkeys(names, cel.Type.DYN) | typed)
+
+
+def _cel_type(name: str) -> Any:
+    """The type cel-expr-python names `name` (`LIST<MAP<STRING, INT>>`); dyn for any other."""
+    from cel_expr_python import cel
+
+    outer, _, inner = name.partition("<")
+    if outer == "LIST" and inner:
+        return cel.Type.List(_cel_type(inner[:-1]))
+    if outer == "MAP" and inner:
+        depth = 0
+        for at, char in enumerate(inner[:-1]):
+            depth += {"<": 1, ">": -1}.get(char, 0)
+            if char == "," and depth == 0:
+                return cel.Type.Map(_cel_type(inner[:at]), _cel_type(inner[at + 1 : -1].strip()))
+    plain = ("BOOL", "INT", "UINT", "DOUBLE", "STRING", "BYTES", "NULL", "TIMESTAMP", "DURATION")
+    return getattr(cel.Type, name) if name in plain else cel.Type.DYN
 
 
 @lru_cache(maxsize=_CACHED)
-def compiled(expression: str) -> Any:
+def compiled(expression: str, declared: Declared = ()) -> Any:
     """The program of `expression`; raises ValueError with cel's first error."""
     try:
-        return environment().compile(expression)
+        return environment(declared).compile(expression)
     except RuntimeError as error:
         first = str(error).splitlines()[0]
         raise ValueError(re.sub(r"^[A-Z_]+: (ERROR: )?", "", first)) from None
+
+
+@lru_cache(maxsize=_CACHED)
+def program(expression: str, declared: Declared = ()) -> Node:
+    """The checked AST of `expression`, for kubesim/cel_eval.py; raises ValueError as compiled."""
+    return read(compiled(expression, declared).serialize())
+
+
+def declare(variables: Sequence[Any]) -> Declared:
+    """Each variable with the type its expression returns, compiled with those before it (dyn
+    where it does not compile), as composition.go's CompileAndStoreVariables declares them."""
+    named = tuple((str(v["name"]), str(v.get("expression"))) for v in variables
+                  if isinstance(v, Mapping) and isinstance(v.get("name"), str))  # fmt: skip
+    return _declare(tuple((n, e) for n, e in named if _CEL_IDENTIFIER.fullmatch(n)))
+
+
+@lru_cache(maxsize=_CACHED)
+def _declare(named: tuple[tuple[str, str], ...]) -> Declared:
+    if not named:
+        return ()
+    declared = _declare(named[:-1])
+    name, text = named[-1]
+    try:
+        found = compiled(text, declared).return_type().name()
+    except ValueError:
+        found = "DYN"
+    return (*declared, (name, found))
 
 
 # --- the two kinds -------------------------------------------------------------------------
@@ -165,16 +222,30 @@ def _policy_errors(spec: Mapping[str, Any]) -> list[FieldError]:
                                                ["Fail", "Ignore"]))  # fmt: skip
     if not (spec.get("matchConstraints") or {}).get("resourceRules"):
         errors.append(FieldError.required("spec.matchConstraints.resourceRules", ""))
+    variables = spec.get("variables") or []
+    declared = declare(variables)
+    for index, variable in enumerate(variables):
+        name = (variable or {}).get("name")
+        where = f"spec.variables[{index}].name"
+        if not name or not str(name).strip():
+            errors.append(FieldError.required(where, "name is not specified"))
+        elif not _CEL_IDENTIFIER.fullmatch(name) or name in _RESERVED:
+            errors.append(FieldError.invalid(where, name, "must be a valid CEL identifier"))
     for section, keys in (("matchConditions", ("expression",)), ("variables", ("expression",)),
                           ("validations", ("expression", "messageExpression"))):  # fmt: skip
         for index, item in enumerate(spec.get(section) or []):
+            # a variable sees those before it (composition.go), a match condition none (it is
+            # compiled statelessly), the validations all of them
+            seen = {"variables": declare(variables[:index]), "matchConditions": ()}.get(
+                section, declared
+            )
             for key in keys:
                 text = (item or {}).get(key)
                 where = f"spec.{section}[{index}].{key}"
                 if not text and key == "expression":
                     errors.append(FieldError.required(where, ""))
                 elif text:
-                    errors += _expression_errors(where, text, _RETURNS.get((section, key)))
+                    errors += _expression_errors(where, text, _RETURNS.get((section, key)), seen)
     for index, item in enumerate(spec.get("validations") or []):
         reason = (item or {}).get("reason")
         if reason is not None and reason not in REASONS:
@@ -183,11 +254,13 @@ def _policy_errors(spec: Mapping[str, Any]) -> list[FieldError]:
     return errors
 
 
-def _expression_errors(where: str, text: str, returns: str | None) -> list[FieldError]:
+def _expression_errors(
+    where: str, text: str, returns: str | None, declared: Declared
+) -> list[FieldError]:
     """Compiled (type-checked) as kube-apiserver compiles it, and of the type it must return
     (the checker's type, not what one evaluation happens to give)."""
     try:
-        found = compiled(text).return_type()
+        found = compiled(text, declared).return_type()
     except ValueError as error:
         return [FieldError.invalid(where, text, f"compilation failed: {error}")]
     if returns is not None and found.name() != returns:

@@ -114,3 +114,30 @@ def test_compiled_expressions_are_cached_boundedly() -> None:
     for index in range(limit + 10):
         compiled(f"{index} > 0")
     assert compiled.cache_info().currsize <= limit
+
+
+def test_variables_are_typed_by_their_expressions(server: APIServer) -> None:
+    """kube-apiserver's composition declares each variable with the type its expression returns
+    (and only those before it, to a variable): a bool variable is a validation by itself, a
+    string variable plus an int does not compile, and a variable cannot name a later one."""
+    variables = [{"name": "name", "expression": "'x'"},
+                 {"name": "short", "expression": "size(variables.name) < 3"}]  # fmt: skip
+    ok = policy(variables=variables, validations=[{"expression": "variables.short"}])
+    assert refusal(server, POLICIES, ok)[0] == 201
+    wrong = policy(variables=variables, validations=[{"expression": "variables.name + 1 > 0"}])
+    wrong["metadata"]["name"] = "wrong"
+    status, message = refusal(server, POLICIES, wrong)
+    assert status == 422
+    assert "spec.validations[0].expression" in message and "no matching overload" in message
+    later = policy(variables=[{"name": "a", "expression": "variables.b"}, *variables])
+    later["metadata"]["name"] = "later"
+    status, message = refusal(server, POLICIES, later)
+    assert status == 422 and "spec.variables[0].expression" in message
+
+
+def test_a_variables_name_must_be_a_cel_identifier(server: APIServer) -> None:
+    status, message = refusal(
+        server, POLICIES, policy(variables=[{"name": "not-an-identifier", "expression": "1"}])
+    )
+    assert (status, "spec.variables[0].name: Invalid value: \"not-an-identifier\": must be a "
+                    "valid CEL identifier" in message) == (422, True)  # fmt: skip
