@@ -98,16 +98,13 @@ class Replica(Process[RunOptions]):
         hub_backoff: tuple[float, float] = (0.5, 60.0),
         watch_seconds: int = 300,
         watch_backoff: Backoff | None = None,
-        max_wait: float = 30.0,
         unready_after: float = 30.0,
     ) -> None:
         """`kube` (an in-memory `Kube` in unit tests) or `api_client` (else the one of
         `--kubeconfig`) is the spoke. `clock` drives the state machines; `io_clock` the
         Lease and hub retries (real time unless a test moves it). `hub_source` replaces the
         `--hub-kubeconfig` file; `hub_backoff` is (first, longest) wait between failed hub
-        calls; `max_wait` is the longest the worker sleeps without looking at `clock` (a
-        faster clock needs a short one); `unready_after` how long a change may wait to be
-        written before /readyz fails."""
+        calls; `unready_after` how long a change may wait to be written before /readyz fails."""
         self.config = (config or options.config()).with_related(*related_objects(options))
         own = api_client is None and kube is None
         if own:
@@ -131,7 +128,7 @@ class Replica(Process[RunOptions]):
             self.close_with(api_client.close)
         self.replication: Replication | None = None  # the hub copy, when there is a hub
         try:
-            self._assemble(clock, watch_seconds, watch_backoff, max_wait, unready_after)
+            self._assemble(clock, watch_seconds, watch_backoff, unready_after)
         except BaseException:
             self.close()
             raise
@@ -141,7 +138,6 @@ class Replica(Process[RunOptions]):
         clock: MachineClock,
         watch_seconds: int,
         watch_backoff: Backoff | None,
-        max_wait: float,
         unready_after: float,
     ) -> None:
         options, config = self.options, self.config
@@ -160,8 +156,8 @@ class Replica(Process[RunOptions]):
             clock=clock,
             record_events=recorder.record,
             role=self.role,
-            max_wait=max_wait,
             unready_after=unready_after,
+            queue_metrics=self.queue_metrics.queue("reconcile-worker"),
         )
         self.watch = addon_watch(
             self.kube,
@@ -316,8 +312,8 @@ def demo_controller(
 ) -> Iterator[Replica]:
     """A running single replica for `addon-status demo`: an unauthenticated spoke API server
     at `spoke_url`, the hub through `hub_kubeconfig`, the report API on loopback without
-    authentication, every port chosen free; the worker looks at the (accelerated) clock every
-    50 ms, so that a dampening window ends on time on the demo's timeline."""
+    authentication, every port chosen free. The demo moves `clock` and ticks the worker, which
+    then fires what is due."""
     loopback = Address(host="127.0.0.1", port=0)
     options = RunOptions(
         metrics_address=loopback,
@@ -330,7 +326,7 @@ def demo_controller(
         request_timeout=5.0,
     )
     with client_for_url(spoke_url) as api:
-        replica = Replica(options, api_client=api, clock=clock, config=config, max_wait=0.05)
+        replica = Replica(options, api_client=api, clock=clock, config=config)
         with replica:
             yield replica
 
