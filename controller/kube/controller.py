@@ -112,6 +112,11 @@ class Controller(Generic[K]):
             found = f"{self.name} has been in one sync for more than {stuck_after:g}s"
         return found
 
+    def problems(self, stuck_after: float) -> list[str]:
+        """`problem`, as a part says it (`controller.kube.runnable.Supervised`)."""
+        problem = self.problem(stuck_after)
+        return [] if problem is None else [problem]
+
     def _run(self) -> None:
         queue = self.queue
         self._released.wait()

@@ -9,10 +9,20 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
-__all__ = ["Runnable", "name_thread"]
+__all__ = ["Runnable", "Supervised", "name_thread"]
 
 log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class Supervised(Protocol):
+    """A part that says why it is not doing its job (the liveness probe asks): one line for each
+    of its threads that died, or whose loop has been inside one sync for more than
+    `stuck_after` seconds; nothing while all is well (or while it is stopped)."""
+
+    def problems(self, stuck_after: float) -> list[str]: ...
 
 
 class Runnable:

@@ -29,7 +29,6 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -37,7 +36,6 @@ from controller.flags import Address, OptionsError
 from controller.kube.api import Kube, NotFoundError
 from controller.kube.backoff import Backoff
 from controller.kube.connection import Connection
-from controller.kube.informer import Informer
 from controller.kube.kubeconfig import KubeconfigSource, client_for, client_for_url
 from controller.kube.rest import RestKube
 from controller.ops.clocks import LeaseClock, MachineClock, SystemClock, utc_now
@@ -168,23 +166,18 @@ class Replica(Process[RunOptions]):
             watch_seconds=watch_seconds,
         )
         self.add("event-recorder", recorder)
-        self.add(
-            "worker",
-            worker,
-            alive=lambda: worker.alive,
-            # A follower is ready too: it answers reports with 503 + Retry-After and closes
-            # the connection, so the retry may reach the leader.
-            ready=lambda: worker.alive,
-        )
+        # A follower is ready too: it answers reports with 503 + Retry-After and closes the
+        # connection, so the retry may reach the leader.
+        self.add("worker", worker, ready=lambda: worker.alive)
         self.readiness["addon"] = lambda: worker.present
         # A leader whose status writes keep failing cannot do its job: say so.
         self.readiness["status-write"] = lambda: worker.writing
-        self.add("watch", self.watch, alive=lambda: self.watch.alive)
+        self.add("watch", self.watch)
         self.evaluations = Evaluations(
             worker.observe_object, metrics=self.queue_metrics.queue("health-rules")
         )
         if config.resources:
-            self.add("health-rules", self.evaluations, alive=lambda: self.evaluations.alive)
+            self.add("health-rules", self.evaluations)
         self.object_watches = object_watches(
             self.kube,
             config.resources,
@@ -195,7 +188,7 @@ class Replica(Process[RunOptions]):
         )
         for informer in self.object_watches:
             self.watch_metrics.watch(informer.name)
-            _add_watch(self, informer)
+            self.add(informer.name, informer)
         self.sink = WorkerSink(worker)
         self.report_server: ReportServer = build_report_server(
             options,
@@ -210,6 +203,7 @@ class Replica(Process[RunOptions]):
         if make is not None:
             self.replication = Replication(make)
             worker.on_status_written.append(self.replication.publish)
+            self.supervise("hub-replication", self.replication.problems)
         self.on_leading(self._begin_term)
         self.on_stepping_down(self._end_term)
 
@@ -294,10 +288,6 @@ class Replica(Process[RunOptions]):
             )
 
         return replicator
-
-
-def _add_watch(process: Process[RunOptions], informer: Informer[Any]) -> None:
-    process.add(informer.name, informer, alive=lambda: informer.alive)
 
 
 @contextmanager

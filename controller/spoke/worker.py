@@ -231,8 +231,7 @@ class Worker:
     def problems(self, stuck_after: float) -> list[str]:
         """Why the worker is not doing its job (liveness): its thread died, or one sync has
         lasted longer than `stuck_after` seconds."""
-        problem = self.loop.problem(stuck_after)
-        return [] if problem is None else [problem]
+        return self.loop.problems(stuck_after)
 
     @property
     def present(self) -> bool:
