@@ -97,7 +97,8 @@ class Put(Enum):
 
 class Inbox:
     """At most `capacity` items, in the order they came; `put` waits for room (no polling: a
-    `take` or a `close` wakes it)."""
+    `take` or a `close` wakes it). Open from the start: what comes before the worker starts
+    waits for its first sync."""
 
     def __init__(self, capacity: int) -> None:
         if capacity < 1:
@@ -105,7 +106,7 @@ class Inbox:
         self.capacity = capacity
         self._items: deque[Item] = deque()
         self._room = threading.Condition()
-        self._closed = True
+        self._closed = False
 
     def open(self) -> None:
         with self._room:

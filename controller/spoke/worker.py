@@ -73,6 +73,7 @@ from controller.spoke.work_items import (
     Put,
     Tick,
     Waiting,
+    answer_future,
     settle_future,
 )
 from statemachines import AddonState, Config, Report, Verdict, VerdictKind
@@ -305,8 +306,7 @@ class Worker:
             for trigger, began in begun:
                 self._metrics.reconcile_duration.labels(trigger).observe(ended - began)
             for done in ticks:
-                if done.set_running_or_notify_cancel():
-                    done.set_result(None)
+                answer_future(done, None)
         return self._next(written)
 
     def _next(self, written: tuple[Written, str] | None) -> Result | None:
