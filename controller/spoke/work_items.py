@@ -131,10 +131,10 @@ class Inbox:
             self._room.notify()
             return self._items.popleft()
 
-    def put_back(self, item: Item) -> None:
-        """`item`, just taken, goes back first (room was kept for it)."""
+    def put_back(self, items: list[Item]) -> None:
+        """`items`, just taken, go back first, in their order."""
         with self._room:
-            self._items.appendleft(item)
+            self._items.extendleft(reversed(items))
 
     def close(self) -> None:
         """Take nothing more; what waits stays for `take` (a stop drains it)."""

@@ -274,6 +274,7 @@ class Worker:
         ticks: list[Future[None]] = []
         written: tuple[Written, str] | None = None
         changes = 0
+        deferred: list[Item] = []  # suspects, for a write of their own: they wait, not the rest
         try:
             reconciler.catch_up()
             for _ in range(len(self._inbox)):  # what came during this sync waits for the next
@@ -282,9 +283,8 @@ class Worker:
                     break
                 suspect = isinstance(item, Judge) and item.report in self._answers.suspects
                 if suspect and reconciler.status.changes:
-                    self._inbox.put_back(item)  # for a write of its own, next
-                    self.loop.queue.add(key)
-                    break
+                    deferred.append(item)
+                    continue
                 trigger = TRIGGERS[type(item)]
                 begun.append((trigger, time.perf_counter()))
                 self._metrics.reconciles.labels(trigger).inc()
@@ -300,6 +300,9 @@ class Worker:
             changes = reconciler.status.changes
             written = reconciler.write()
         finally:
+            self._inbox.put_back(deferred)
+            if deferred and not reconciler.unwritten:  # else the write's retry comes first
+                self.loop.queue.add(key)
             self._answer(written, changes)
             self._note_unwritten()
             ended = time.perf_counter()

@@ -31,6 +31,7 @@ from tests.spoke.support import (
     condition_of,
     hold_writes,
     report,
+    settle,
     true_type,
 )
 from tests.support import eventually
@@ -91,39 +92,70 @@ def test_a_burst_of_reports_costs_one_write_and_each_is_answered_once_it_is_on_t
     assert condition_of(store.status, "Degraded")["reason"] == "ForwardFailure"
 
 
+POISONED = report(R.UPDATE_FAILURE, None, message="poison")
+GOOD = report(R.DISABLED_METRICS, UWL, message="switched off")
+
+
+def _together(
+    worker: Worker, store: ValidatingStore, registry: CollectorRegistry, attempt: int
+) -> list[Future[Verdict]]:
+    """The poisoned report and a good one, waiting for the same write (behind a held one)."""
+    entered, release = hold_writes(store)
+    held = _submit(worker, report(R.UPDATE_SUCCESSFUL, None, message=f"rolled out {attempt}"))
+    assert entered.wait(WAIT)
+    answers = [_submit(worker, POISONED), _submit(worker, GOOD)]
+    _waiting(registry, 2)
+    release.set()
+    assert held.result(WAIT).kind in (VerdictKind.ACCEPTED, VerdictKind.HEARTBEAT)
+    return answers
+
+
+def _sent_back(answers: list[Future[Verdict]]) -> None:
+    """One write carried both: nobody can tell which one it was; each is to send again."""
+    for answer in answers:
+        with pytest.raises(WorkerError) as caught:
+            answer.result(WAIT)
+        assert not isinstance(caught.value, StatusRejectedError)
+
+
 def test_a_rejected_write_of_several_reports_narrows_down_to_the_one_refused(
-    make_worker: WorkerFactory, config: Any
+    make_worker: WorkerFactory,
 ) -> None:
     store = ValidatingStore()
     registry = CollectorRegistry()
     worker = make_worker(store=store, metrics=ControllerMetrics(registry))
     boot(worker, collectors=(MC,))
     stored = store.status
-
-    def together(attempt: int) -> list[Future[Verdict]]:
-        """The poisoned report and a good one, waiting for the same write."""
-        entered, release = hold_writes(store)
-        held = _submit(worker, report(R.UPDATE_SUCCESSFUL, None, message=f"rolled out {attempt}"))
-        assert entered.wait(WAIT)
-        answers = [
-            _submit(worker, report(R.UPDATE_FAILURE, None, message="poison")),
-            _submit(worker, report(R.DISABLED_METRICS, UWL, message="switched off")),
-        ]
-        _waiting(registry, 2)
-        release.set()
-        assert held.result(WAIT).kind in (VerdictKind.ACCEPTED, VerdictKind.HEARTBEAT)
-        return answers
-
-    for answer in together(1):  # one write carried both: nobody can tell which one it was
-        with pytest.raises(WorkerError) as caught:
-            answer.result(WAIT)
-        assert not isinstance(caught.value, StatusRejectedError)
+    _sent_back(_together(worker, store, registry, 1))
     assert store.status["conditions"] != stored["conditions"]  # the held report's write
-    poisoned, good = together(2)  # sent again, together again: now each in a write of its own
+    poisoned, good = _together(worker, store, registry, 2)  # now each in a write of its own
     with pytest.raises(StatusRejectedError, match="poison"):
         poisoned.result(WAIT)
     assert good.result(WAIT).kind is VerdictKind.ACCEPTED
     assert "poison" not in json.dumps(store.status)
+
+
+def test_a_report_sent_back_waits_for_a_write_of_its_own_without_holding_up_the_rest(
+    make_worker: WorkerFactory,
+) -> None:
+    store = ValidatingStore()
+    registry = CollectorRegistry()
+    worker = make_worker(store=store, metrics=ControllerMetrics(registry))
+    boot(worker, collectors=(MC,))
+    _sent_back(_together(worker, store, registry, 1))
+    store.faults["replace_status"] = [error_for("503", status=503) for _ in range(1000)]
+    waits = _submit(worker, report(R.UPDATE_SUCCESSFUL, None, message="rolled out again"))
+    eventually(lambda: len(store.faults["replace_status"]) < 1000, "its write to fail")
+    poisoned = _submit(worker, POISONED)  # a change waits to be written: not with that one
+    ahead = report(R.UPDATE_SUCCESSFUL, None, generation=2**53 + 1)
+    refused = worker.submit(ahead, timeout=WAIT)  # behind it in the inbox, answered at once
+    assert (refused.kind, refused.rule) == (VerdictKind.REFUSED, "FutureGeneration")
+    assert not waits.done() and not poisoned.done()
+    store.faults["replace_status"] = []
+    settle(worker)  # the write is tried now, not after its backoff
+    assert waits.result(WAIT).kind in (VerdictKind.ACCEPTED, VerdictKind.HEARTBEAT)
+    with pytest.raises(StatusRejectedError, match="poison"):
+        poisoned.result(WAIT)
 
 
 def test_reports_ahead_of_the_watch_cost_one_read_a_sync(
