@@ -28,8 +28,9 @@ A write that the API server refuses for its content or size (400, 413, 422, "req
 large") is never retried as it was: the machines go back to what the CR holds. When the write
 carried one report's change and nothing else, that report gets `StatusRejectedError` (the
 report API answers 422 with the API server's reason); otherwise every report rolled back with it
-gets a `WorkerError` (503: send again), and the following writes carry one report each until
-one is stored, so that the report the API server refuses is the one told. A worker that cannot
+gets a `WorkerError` (503: send again) and is remembered: sent again, it is written on its
+own (set aside, without holding up what comes after it, until no other change waits), so that
+the report the API server refuses is the one told and the others are stored. A worker that cannot
 write says so: `writing` turns False once a change has waited longer than `unready_after`
 seconds to be written, and readiness follows it.
 """
