@@ -6,6 +6,13 @@ order they were added (and stops them in reverse), campaigns for a Lease when it
 leader (or leads from start to stop when it does not), and tells its parts when it starts and
 stops leading. It owns the one signal/stop loop (`serve_until_signalled`).
 
+Every thread of a process belongs to one of its parts (or to the process itself: its servers,
+leader election, the calls' deadlines), each started through `controller.kube.runnable`, and
+`/healthz` covers all of them: a part that says what is wrong with it (`Supervised`) fails its
+check, naming the thread and the cause, while one of its threads is dead or one of its loops
+has been inside one sync for longer than `STUCK_CALLS` request timeouts (every call is bounded
+by one; no sync makes nearly that many). Each new cause is logged once.
+
 Leadership is one state, the process's `Role` (`controller.ops.role`): leader election sets its
 verdict, and every writer asks it `may_write()` right before it writes. On stop, a leader steps
 down first (its parts finish what they hold: the spoke drains its worker and hands its last
@@ -33,7 +40,9 @@ from prometheus_client import CollectorRegistry, Gauge
 from controller.flags import OptionsError, ProcessOptions
 from controller.kube.api import Kube
 from controller.kube.connection import Connection
+from controller.kube.deadlines import alarm_problem
 from controller.kube.rest import RestKube
+from controller.kube.runnable import Supervised
 from controller.ops.clocks import LeaseClock, SystemClock
 from controller.ops.leader import LeaderElector, LeaderMetrics
 from controller.ops.logs import configure_logging
@@ -44,6 +53,7 @@ from controller.terminal import escaped
 from statemachines.errors import AddonStatusError
 
 __all__ = [
+    "STUCK_CALLS",
     "Part",
     "Process",
     "lease_seam",
@@ -55,6 +65,7 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 OptionsT = TypeVar("OptionsT", bound=ProcessOptions)
+STUCK_CALLS = 30  # request timeouts one sync may last before liveness calls it stuck
 
 
 class Part(Protocol):
@@ -106,6 +117,7 @@ class Process(Generic[OptionsT]):
         self.queue_metrics = WorkQueueMetrics(self.registry)
         self.liveness: dict[str, Check] = {}
         self.readiness: dict[str, Check] = {}
+        self.stuck_after = STUCK_CALLS * options.request_timeout
         self.elector: LeaderElector | None = None
         self.identity = identity or replica_identity()  # the Lease holder, the Events' instance
         self.role = Role()
@@ -127,6 +139,7 @@ class Process(Generic[OptionsT]):
                 on_stopped_leading=lambda: self._lead(False),
                 metrics=LeaderMetrics(self.registry),
             )
+            self.supervise("leader-election", self.elector.problems)
         Gauge(
             "addon_status_leader",
             "1 while this replica leads (writes and, on a spoke, accepts reports)",
@@ -140,6 +153,10 @@ class Process(Generic[OptionsT]):
         self.metrics_server: MetricsServer | None = None
         self.probes: ProbeServer | None = None
         self._serve = serve
+        if serve:
+            self.supervise("metrics", lambda stuck: _served(self.metrics_server, stuck))
+            self.supervise("probes", lambda stuck: _served(self.probes, stuck))
+        self.supervise("deadlines", lambda stuck: [p] if (p := alarm_problem()) else [])
         self._parts: list[_Added] = []
         self._running: list[_Added] = []
         self._on_leading: list[Callable[[], None]] = []
@@ -155,12 +172,34 @@ class Process(Generic[OptionsT]):
     def add(
         self, name: str, part: Part, *, alive: Check | None = None, ready: Check | None = None
     ) -> None:
-        """Run `part` (started in the order added); `alive` joins /healthz, `ready` /readyz."""
+        """Run `part` (started in the order added); `ready` joins /readyz, and /healthz checks
+        the part's own problems when it is `Supervised` (and `alive` when given)."""
         self._parts.append(_Added(name, part))
-        if alive is not None:
+        if isinstance(part, Supervised):
+            self.supervise(name, part.problems, alive=alive)
+        elif alive is not None:
             self.liveness[name] = alive
         if ready is not None:
             self.readiness[name] = ready
+
+    def supervise(
+        self, name: str, problems: Callable[[float], list[str]], *, alive: Check | None = None
+    ) -> None:
+        """`name` joins /healthz: it fails, saying why, while `problems(stuck_after)` finds
+        any (or `alive` fails); each new cause is logged once."""
+        told = [""]  # the cause last logged
+
+        def check() -> bool | str:
+            found = problems(self.stuck_after)
+            if alive is not None and alive() is not True:
+                found.append(f"{name} is not alive")
+            cause, last = "; ".join(found), told[0]
+            told[0] = cause
+            if cause and cause != last:
+                log.error("liveness fails", extra={"part": name, "cause": cause})
+            return cause or True
+
+        self.liveness[name] = check
 
     def _ready(self) -> bool:
         try:
@@ -290,6 +329,10 @@ class Process(Generic[OptionsT]):
 
     def _lease_held(self) -> bool:
         return self.elector is not None and self.elector.is_leader
+
+
+def _served(server: MetricsServer | ProbeServer | None, stuck_after: float) -> list[str]:
+    return [] if server is None else server.problems(stuck_after)
 
 
 class _Running(Protocol):

@@ -147,6 +147,11 @@ class HubSide:
     def alive(self) -> bool:
         return self.loop.alive and all(i.alive for i in self.caches.informers)
 
+    def problems(self, stuck_after: float) -> list[str]:
+        """The loop died or is stuck in a sync, or an informer died (liveness)."""
+        found = self.loop.problems(stuck_after)
+        return found + [p for i in self.caches.informers for p in i.problems(stuck_after)]
+
     @property
     def synced(self) -> bool:
         """The clusters and their hub copies were listed at least once."""

@@ -8,9 +8,10 @@
   a bug and is logged with its traceback, but never ends the loop.
 
 The loop is a part of its process (`controller.kube.runnable`): `start`, `stop` (the queue shut
-down, draining when asked), `alive`, and `stuck_for` (how long the key in hand has been
-worked on), which the liveness probe reads. Made `held`, it takes no key before `release()`,
-as controller-runtime's workers wait for their caches to be synced.
+down, draining when asked), `alive`, `stuck_for` (how long the key in hand has been worked on)
+and `problem`, which the liveness probe reads: the thread died, or one sync outlasted a bound.
+Made `held`, it takes no key before `release()`, as controller-runtime's workers wait for their
+caches to be synced.
 """
 
 from __future__ import annotations
@@ -102,6 +103,19 @@ class Controller(Generic[K]):
     def stuck_for(self) -> float:
         """Seconds the oldest key in hand has been worked on (0: none)."""
         return max(self.queue.in_progress(), default=0.0)
+
+    def problem(self, stuck_after: float) -> str | None:
+        """Why the loop is not doing its job: its thread died, or the key in hand has been
+        worked on for more than `stuck_after` seconds; None otherwise."""
+        found = self._runner.problem()
+        if found is None and self.stuck_for() > stuck_after:
+            found = f"{self.name} has been in one sync for more than {stuck_after:g}s"
+        return found
+
+    def problems(self, stuck_after: float) -> list[str]:
+        """`problem`, as a part says it (`controller.kube.runnable.Supervised`)."""
+        problem = self.problem(stuck_after)
+        return [] if problem is None else [problem]
 
     def _run(self) -> None:
         queue = self.queue

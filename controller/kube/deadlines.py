@@ -22,6 +22,8 @@ from typing import Any, Final
 from urllib3 import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.connection import HTTPConnection, HTTPSConnection
 
+from controller.kube.runnable import Runnable
+
 __all__ = [
     "POOL_CLASSES",
     "Deadline",
@@ -97,14 +99,14 @@ class _Alarm:
         self._ready = threading.Condition()
         self._due: list[tuple[float, int, Deadline]] = []
         self._order = itertools.count()
-        self._thread: threading.Thread | None = None
+        self.runner: Runnable | None = None
 
     def add(self, deadline: Deadline) -> None:
         with self._ready:
             heapq.heappush(self._due, (deadline.at, next(self._order), deadline))
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="deadlines", daemon=True)
-                self._thread.start()
+            if self.runner is None:  # it lives as long as the process: nothing stops it
+                self.runner = Runnable("deadlines", self._run, lambda: None)
+                self.runner.start()
             if self._due[0][2] is deadline:
                 self._ready.notify()
 
@@ -133,6 +135,14 @@ def _after_fork() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork)
+
+
+def alarm_problem() -> str | None:
+    """Why calls are not bounded any more: the deadlines' thread died (liveness)."""
+    runner = _ALARM.runner
+    return None if runner is None else runner.problem()
+
+
 _CALL: Final[ContextVar[Deadline | None]] = ContextVar("http_call_deadline", default=None)
 
 

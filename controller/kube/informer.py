@@ -99,6 +99,11 @@ class Informer(Generic[T]):
     def alive(self) -> bool:
         return self.reflector.alive
 
+    def problems(self, stuck_after: float) -> list[str]:
+        """Its thread died (a watch may rightly wait on its server for minutes: never stuck)."""
+        problem = self.reflector.problem()
+        return [] if problem is None else [problem]
+
     # --- the store ---------------------------------------------------------------------------
 
     @property

@@ -152,6 +152,9 @@ class Reflector:
     def alive(self) -> bool:
         return self._runner.alive
 
+    def problem(self) -> str | None:
+        return self._runner.problem()
+
     # --- the loop -------------------------------------------------------------------------
 
     def _run(self) -> None:

@@ -188,6 +188,12 @@ class WorkQueue(Generic[K]):
             now = self._clock()
             return [now - since for since in self._processing.values()]
 
+    def due_in(self, key: K) -> float | None:
+        """Seconds until `key`, waiting for later, is queued (None: it does not wait)."""
+        with self._cond:
+            due = self._waiting.get(key)
+            return None if due is None else max(due - self._clock(), 0.0)
+
     def idle(self) -> bool:
         """Nothing ready and nothing in progress (keys waiting for later do not count)."""
         with self._cond:

@@ -195,6 +195,11 @@ class LeaderElector:
         """Since the last successful renewal began (+inf before the first one)."""
         return self._clock.monotonic() - self._last_renew
 
+    def problems(self, stuck_after: float) -> list[str]:
+        """Its thread died (a round's calls are bounded by the Lease's own deadlines)."""
+        problem = self._runner.problem()
+        return [] if problem is None else [problem]
+
     @property
     def holder(self) -> str | None:
         """The holder seen at the last read of the Lease (None: free or never read)."""

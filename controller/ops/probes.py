@@ -1,10 +1,12 @@
 """`/healthz` and `/readyz` on a port of their own, as controller-runtime serves them.
 
-Liveness asks "should the kubelet restart me?" (a thread that died); readiness asks "should the
-Service send me reports?" (the CR was read, the worker runs, this replica leads). Keeping the
-probes off the metrics port means a scrape never competes with a probe, and prometheus-client's
-server, which answers every path with metrics, cannot make a dead controller look healthy.
-The body lists each check the way kube-apiserver does (`[+]worker ok`, `[-]leader failed`).
+Liveness asks "should the kubelet restart me?" (a thread that died, a loop stuck in one sync);
+readiness asks "should the Service send me reports?" (the CR was read, the worker runs, this
+replica leads). Keeping the probes off the metrics port means a scrape never competes with a
+probe, and prometheus-client's server, which answers every path with metrics, cannot make a
+dead controller look healthy. The body lists each check the way kube-apiserver does
+(`[+]worker ok`, `[-]leader failed`), with the cause when the check gives one
+(`[-]worker failed: reconcile-worker died (RuntimeError)`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ __all__ = ["Check", "ProbeServer", "probe_report"]
 
 log = logging.getLogger(__name__)
 
-Check = Callable[[], bool]
+Check = Callable[[], bool | str]
+"""Passes when it returns True; False fails it, and so does a string, which says why."""
 
 
 def probe_report(name: str, checks: Mapping[str, Check]) -> tuple[bool, str]:
@@ -30,12 +33,14 @@ def probe_report(name: str, checks: Mapping[str, Check]) -> tuple[bool, str]:
     healthy = True
     for check_name, check in checks.items():
         try:
-            passed = bool(check())
+            result = check()
         except Exception:
             log.exception("probe check %s raised", check_name)
-            passed = False
+            result = False
+        passed = bool(result) and not isinstance(result, str)
         healthy = healthy and passed
-        lines.append(f"[{'+' if passed else '-'}]{check_name} {'ok' if passed else 'failed'}")
+        why = f": {result}" if isinstance(result, str) else ""
+        lines.append(f"[{'+' if passed else '-'}]{check_name} {'ok' if passed else 'failed'}{why}")
     lines.append(f"{name} check {'passed' if healthy else 'failed'}")
     return healthy, "\n".join(lines) + "\n"
 

@@ -93,7 +93,7 @@ class BoundedPool(socketserver.TCPServer):
         self._serving: dict[int, Any] = {}  # by worker thread: the connection it serves
         self._free = 0
         self._closing = False
-        self._threads: list[threading.Thread] = []  # started as connections need them
+        self._threads: list[Runnable] = []  # started as connections need them
 
     def process_request(self, request: Any, client_address: Any) -> None:
         """On the accepting thread: queue the connection; a full queue stops accepting."""
@@ -109,7 +109,7 @@ class BoundedPool(socketserver.TCPServer):
         with self._pool_lock:
             hire = self._free < self._waiting.qsize() and len(self._threads) < self.workers
             if hire and not self._closing:
-                worker = threading.Thread(target=self._work, name=self.worker_name, daemon=True)
+                worker = Runnable(self.worker_name, self._work, lambda: None)  # ends on a None
                 self._threads.append(worker)
                 worker.start()
         self.service_actions()
@@ -121,6 +121,12 @@ class BoundedPool(socketserver.TCPServer):
             starved = self._free < self._waiting.qsize()
         if starved:
             self._reclaim_silent()
+
+    def pool_problems(self) -> list[str]:
+        """The workers that died (none once the server closes)."""
+        with self._pool_lock:
+            workers = [] if self._closing else list(self._threads)
+        return [problem for worker in workers if (problem := worker.problem()) is not None]
 
     def crowded(self) -> bool:
         """Connections wait for a worker: a keep-alive connection should end after its answer."""
@@ -173,8 +179,8 @@ class BoundedPool(socketserver.TCPServer):
         self.close_connections(0.0)
         for _ in self._threads:
             self._waiting.put(None)
-        for thread in self._threads:
-            thread.join(1.0)
+        for worker in self._threads:
+            worker.stop(1.0)
 
     def _work(self) -> None:
         while True:
@@ -241,6 +247,14 @@ class ServerThread:
     def port(self) -> int:
         assert self._server is not None, "start() first"
         return int(self._server.server_address[1])  # type: ignore[index]
+
+    def problems(self, stuck_after: float) -> list[str]:
+        """The accepting thread, or a worker of its pool, died."""
+        server, runner = self._server, self._runner
+        if server is None or runner is None:
+            return []
+        found = [] if (problem := runner.problem()) is None else [problem]
+        return found + (server.pool_problems() if isinstance(server, BoundedPool) else [])
 
     def stop(self, timeout: float = 5.0) -> None:
         if self._server is None:

@@ -122,6 +122,17 @@ class ReportServer:
         server.server_close()
         self._server = self._runner = None
 
+    def problems(self, stuck_after: float) -> list[str]:
+        """The accepting thread, a worker of its pool, or the certificate's refresher died."""
+        server, runner = self._server, self._runner
+        if server is None or runner is None:
+            return []
+        threads = [runner]
+        if self._tls is not None and self._tls.refresher is not None:
+            threads.append(self._tls.refresher)
+        found = [problem for thread in threads if (problem := thread.problem()) is not None]
+        return found + server.pool_problems()
+
     @property
     def listening(self) -> bool:
         """Started and not stopped: its socket takes connections."""

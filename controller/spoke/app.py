@@ -29,7 +29,6 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from prometheus_client import CollectorRegistry
 
@@ -37,7 +36,6 @@ from controller.flags import Address, OptionsError
 from controller.kube.api import Kube, NotFoundError
 from controller.kube.backoff import Backoff
 from controller.kube.connection import Connection
-from controller.kube.informer import Informer
 from controller.kube.kubeconfig import KubeconfigSource, client_for, client_for_url
 from controller.kube.rest import RestKube
 from controller.ops.clocks import LeaseClock, MachineClock, SystemClock, utc_now
@@ -98,16 +96,13 @@ class Replica(Process[RunOptions]):
         hub_backoff: tuple[float, float] = (0.5, 60.0),
         watch_seconds: int = 300,
         watch_backoff: Backoff | None = None,
-        max_wait: float = 30.0,
         unready_after: float = 30.0,
     ) -> None:
         """`kube` (an in-memory `Kube` in unit tests) or `api_client` (else the one of
         `--kubeconfig`) is the spoke. `clock` drives the state machines; `io_clock` the
         Lease and hub retries (real time unless a test moves it). `hub_source` replaces the
         `--hub-kubeconfig` file; `hub_backoff` is (first, longest) wait between failed hub
-        calls; `max_wait` is the longest the worker sleeps without looking at `clock` (a
-        faster clock needs a short one); `unready_after` how long a change may wait to be
-        written before /readyz fails."""
+        calls; `unready_after` how long a change may wait to be written before /readyz fails."""
         self.config = (config or options.config()).with_related(*related_objects(options))
         own = api_client is None and kube is None
         if own:
@@ -131,7 +126,7 @@ class Replica(Process[RunOptions]):
             self.close_with(api_client.close)
         self.replication: Replication | None = None  # the hub copy, when there is a hub
         try:
-            self._assemble(clock, watch_seconds, watch_backoff, max_wait, unready_after)
+            self._assemble(clock, watch_seconds, watch_backoff, unready_after)
         except BaseException:
             self.close()
             raise
@@ -141,7 +136,6 @@ class Replica(Process[RunOptions]):
         clock: MachineClock,
         watch_seconds: int,
         watch_backoff: Backoff | None,
-        max_wait: float,
         unready_after: float,
     ) -> None:
         options, config = self.options, self.config
@@ -160,8 +154,8 @@ class Replica(Process[RunOptions]):
             clock=clock,
             record_events=recorder.record,
             role=self.role,
-            max_wait=max_wait,
             unready_after=unready_after,
+            queue_metrics=self.queue_metrics.queue("reconcile-worker"),
         )
         self.watch = addon_watch(
             self.kube,
@@ -172,23 +166,18 @@ class Replica(Process[RunOptions]):
             watch_seconds=watch_seconds,
         )
         self.add("event-recorder", recorder)
-        self.add(
-            "worker",
-            worker,
-            alive=lambda: worker.alive,
-            # A follower is ready too: it answers reports with 503 + Retry-After and closes
-            # the connection, so the retry may reach the leader.
-            ready=lambda: worker.alive,
-        )
+        # A follower is ready too: it answers reports with 503 + Retry-After and closes the
+        # connection, so the retry may reach the leader.
+        self.add("worker", worker, ready=lambda: worker.alive)
         self.readiness["addon"] = lambda: worker.present
         # A leader whose status writes keep failing cannot do its job: say so.
         self.readiness["status-write"] = lambda: worker.writing
-        self.add("watch", self.watch, alive=lambda: self.watch.alive)
+        self.add("watch", self.watch)
         self.evaluations = Evaluations(
             worker.observe_object, metrics=self.queue_metrics.queue("health-rules")
         )
         if config.resources:
-            self.add("health-rules", self.evaluations, alive=lambda: self.evaluations.alive)
+            self.add("health-rules", self.evaluations)
         self.object_watches = object_watches(
             self.kube,
             config.resources,
@@ -199,7 +188,7 @@ class Replica(Process[RunOptions]):
         )
         for informer in self.object_watches:
             self.watch_metrics.watch(informer.name)
-            _add_watch(self, informer)
+            self.add(informer.name, informer)
         self.sink = WorkerSink(worker)
         self.report_server: ReportServer = build_report_server(
             options,
@@ -214,6 +203,7 @@ class Replica(Process[RunOptions]):
         if make is not None:
             self.replication = Replication(make)
             worker.on_status_written.append(self.replication.publish)
+            self.supervise("hub-replication", self.replication.problems)
         self.on_leading(self._begin_term)
         self.on_stepping_down(self._end_term)
 
@@ -300,10 +290,6 @@ class Replica(Process[RunOptions]):
         return replicator
 
 
-def _add_watch(process: Process[RunOptions], informer: Informer[Any]) -> None:
-    process.add(informer.name, informer, alive=lambda: informer.alive)
-
-
 @contextmanager
 def demo_controller(
     *,
@@ -316,8 +302,8 @@ def demo_controller(
 ) -> Iterator[Replica]:
     """A running single replica for `addon-status demo`: an unauthenticated spoke API server
     at `spoke_url`, the hub through `hub_kubeconfig`, the report API on loopback without
-    authentication, every port chosen free; the worker looks at the (accelerated) clock every
-    50 ms, so that a dampening window ends on time on the demo's timeline."""
+    authentication, every port chosen free. The demo moves `clock` and ticks the worker, which
+    then fires what is due."""
     loopback = Address(host="127.0.0.1", port=0)
     options = RunOptions(
         metrics_address=loopback,
@@ -330,7 +316,7 @@ def demo_controller(
         request_timeout=5.0,
     )
     with client_for_url(spoke_url) as api:
-        replica = Replica(options, api_client=api, clock=clock, config=config, max_wait=0.05)
+        replica = Replica(options, api_client=api, clock=clock, config=config)
         with replica:
             yield replica
 

@@ -52,6 +52,9 @@ class Evaluations:
     def alive(self) -> bool:
         return self._loop.alive
 
+    def problems(self, stuck_after: float) -> list[str]:
+        return self._loop.problems(stuck_after)
+
     def _sync(self, resource: str) -> None:
         with self._lock:
             waiting = self._waiting.pop(resource, None)

@@ -121,6 +121,9 @@ class EventRecorder:
         """Send what is queued (each call has its request timeout), then end the thread."""
         self.loop.stop(timeout)
 
+    def problems(self, stuck_after: float) -> list[str]:
+        return self.loop.problems(stuck_after)
+
     def _sync(self, number: int) -> None:
         """One Event sent, once: a failure is counted and told, never retried (client-go's
         recorder drops an Event it could not send)."""

@@ -1,27 +1,28 @@
-"""What each item of the reconcile worker means: the collectors' machines and the CR behind them.
+"""What the worker's items mean: the collectors' machines and the CR behind them.
 
 The `Reconciler` holds the machines (`AddonState`) and the worker's knowledge of the CR (read?
 present? leading? does the status lag?). It asks the core what a report, a watch event or the
-passing of time means (`apply`, `observe_generation`, `observe_result`, `advance`), and makes
-the CR say it:
-metrics, Events, then one status write per change. It does no threading of its own: the worker
-calls it from its one thread, so nothing here needs a lock.
+passing of time means (`apply`, `observe_generation`, `observe_result`, `advance`) and adopts
+the answer (metrics, Events waiting for the write); `write()` then makes the CR say it, once
+for everything adopted since the last write. It does no threading of its own: the worker calls
+it from its one sync at a time, so nothing here needs a lock, and it never waits: a write that
+failed is tried again when the worker's loop says (its rate limiter).
 
 Leadership is one state, the replica's `Role`: `role.may_write()` is asked right before every
 write and before judging a report, so a Lease whose renew deadline passed stops the writes at
 once and two replicas never write the status at the same time. `lead()` is the worker's part of
-a new verdict, delivered through its queue: a new term rebuilds the machines from the CR, where
-the previous leader left them (until then this replica is not `leading`). The status
-as this replica finds it on becoming leader (or at start, when it leads) goes to the status
-hooks like a written one, so that hub replication starts from the CR and not from nothing.
+a new verdict, delivered through its inbox: a new term rebuilds the machines from the CR, where
+the previous leader left them (until then this replica is not `leading`). The status as this
+replica finds it on becoming leader (or at start, when it leads) goes to the status hooks like
+a written one, so that hub replication starts from the CR and not from nothing.
 
 A status the API server refuses (400, 413, 422, "request is too large") cannot be written by
 trying again: the machines are rolled back to what the CR holds (a fresh read; in the acm
 profile the bookkeeping ConfigMap is put back first: `controller.spoke.transaction`), a Warning
-Event and a metric say so, and `on_rejected` hands the reason to the worker at once, which
-answers the report that led there. A report that
-claims a generation newer than the one the watch delivered makes the reconciler read the CR
-first (the watch may be behind); the core then refuses it if it is still ahead.
+Event and a metric say so, and `write()` tells the worker, which answers the reports that led
+there. A report that claims a generation newer than the one the watch delivered makes the
+reconciler read the CR first (the watch may be behind; at most once a sync); the core then
+refuses it if it is still ahead.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from enum import Enum
 from typing import Any
 
 from controller.kube.api import KubeError, NotFoundError, WatchEvent
-from controller.kube.backoff import Retry
 from controller.ops.clocks import MachineClock
 from controller.ops.role import Role
 from controller.spoke.addon import AddonStore, EventRecord
@@ -57,11 +57,11 @@ from statemachines import (
 from statemachines.health import Result
 from statemachines.placement import bookkeeping, on_cr
 
-__all__ = ["Phase", "Reconciler"]
+__all__ = ["LEASE_POLL", "Phase", "Reconciler", "Written"]
 
 log = logging.getLogger(__name__)
 
-_LEASE_POLL = 0.05  # seconds between looks at a lapsing Lease while a write waits for it
+LEASE_POLL = 0.05  # seconds between looks at a lapsing Lease while a change waits for it
 
 
 class Phase(Enum):
@@ -84,11 +84,8 @@ class Reconciler:
         clock: MachineClock,
         record_events: Callable[[list[EventRecord]], None],
         role: Role,
-        on_rejected: Callable[[str], None] = lambda why: None,
         write_attempts: int = 5,
     ) -> None:
-        """`on_rejected(why)`: a status write was refused as invalid and the machines are back
-        at the CR's state (on the caller's thread, within the call that wrote)."""
         self.config = config
         self.status = SpokeStatus(
             store, owned=owned_types(config.profile), metrics=metrics, attempts=write_attempts
@@ -100,20 +97,19 @@ class Reconciler:
         self._metrics = metrics
         self._clock = clock
         self._record_events = record_events
+        self._records: list[EventRecord] = []  # the Events of changes not written yet
         self._state: AddonState | None = None
         self._uid: str | None = None
         # What the profile's CRD prunes (acm) is kept in a ConfigMap beside the CR.
         self._kept = KeptStatus(
             store.kube, store.ref, keeps=not config.profile.status_keeps_bookkeeping
         )
-        self._sync_retry = Retry()  # reading the CR on becoming leader
         # What each watched object's rule said last, and the objects' resourceVersions:
         # replayed onto machines rebuilt from the CR, which may lag behind them.
         self._results: dict[str, Result] = {}
         self.objects_seen: dict[str, str] = {}
         self._write = StatusTransaction(self.status, self._kept)
-        self._on_rejected = on_rejected
-        self._rejections = 0  # how many were refused so far
+        self._read: bool | KubeError = False  # the CR read again in this sync (or why not)
 
     @property
     def state(self) -> AddonState:
@@ -156,7 +152,17 @@ class Reconciler:
             self._term = self.role.term
             self._announce_read()
 
-    # ---- the items -------------------------------------------------------------------------
+    # ---- one sync: catch up, the items, one write --------------------------------------------
+
+    def catch_up(self) -> None:
+        """A sync begins: rebuild after becoming leader, fire the timers due."""
+        self._read = False
+        if self.phase is Phase.CATCHING_UP:
+            self._sync()
+        wakeup = next_wakeup(self.state, self.config)
+        if wakeup is not None and wakeup <= self._clock():
+            self._metrics.reconciles.labels("timer").inc()
+            self.settle(advance(self.state, self._clock(), config=self.config), cause="timer")
 
     def judge(self, report: Report) -> Outcome:
         """The core's outcome for `report`, counted but not adopted yet: the caller `settle`s it
@@ -166,7 +172,7 @@ class Reconciler:
         the CR cannot be read to check it (the caller answers: retry)."""
         assert self.leading, "a follower judges no report"
         if (report.observed_generation or 0) > self.state.generation:
-            self.observe(WatchEvent("SYNC", self._store.get()))
+            self._read_again()
         outcome = apply(self.state, report, self._clock(), config=self.config)
         assert outcome.verdict is not None
         reason = self.config.profile.name_of(report.reason)
@@ -193,7 +199,6 @@ class Reconciler:
             self.settle(outcome, cause="spec")
         if foreign and self.role.elected and self.status.lags(obj, self._on_cr):
             self.status.owe()
-            self._flush()
 
     def observe_result(self, resource: str, result: Result, version: str) -> None:
         """What a watched object's rule says now: it changed, was deleted, or was listed
@@ -212,38 +217,14 @@ class Reconciler:
             self._term = None
             self._kept.abandon()
             self.status.forgive()
+            self._records.clear()
             log.info("leadership lost: no more status writes or reports")
         elif not self.leading:
-            self._sync_retry.succeeded()
             self._sync()
 
-    def catch_up(self) -> None:
-        """Rebuild after becoming leader, fire the timers due, retry a pending write."""
-        if self.phase is Phase.CATCHING_UP and self._sync_retry.due:
-            self._sync()
-        wakeup = next_wakeup(self.state, self.config)
-        if wakeup is not None and wakeup <= self._clock():
-            self._metrics.reconciles.labels("timer").inc()
-            self.settle(advance(self.state, self._clock(), config=self.config), cause="timer")
-        if self.status.owed and self.status.retry.due:
-            self._flush()
-
-    def wait_seconds(self, longest: float) -> float:
-        """How long the worker may wait for its next item: until the next timer or retry."""
-        waits = [longest]
-        wakeup = next_wakeup(self.state, self.config)
-        if wakeup is not None:
-            waits.append((wakeup - self._clock()).total_seconds())
-        if self.status.owed and self._writing:
-            waits.append(self.status.retry.seconds_left())
-        elif self.status.owed and self.leading and self.present:
-            waits.append(_LEASE_POLL)  # the Lease lapses: write once it is renewed, or step down
-        if self.phase is Phase.CATCHING_UP:
-            waits.append(self._sync_retry.seconds_left())
-        return max(0.0, min(waits))
-
-    def settle(self, outcome: Outcome, *, cause: str) -> None:
-        """Adopt `outcome`: metrics, Events, and the status write if it changed anything."""
+    def settle(self, outcome: Outcome, *, cause: str) -> bool:
+        """Adopt `outcome`: metrics, and the status and Events it changes, owed to the next
+        write; whether it changed the status."""
         before = self.state
         self._state = outcome.state
         for change in outcome.changes:
@@ -259,17 +240,47 @@ class Reconciler:
         self._metrics.count_moves(outcome.changes)
         self._show()
         if outcome.conditions is None or not self.leading:
-            return  # nothing to write, or not ours to write
+            return False  # nothing to write, or not ours to write
         log.debug("status changed", extra={"trigger": cause})
-        records = records_for(
+        self._records += records_for(
             outcome, before, self._clock(), uid=self._uid, profile=self.config.profile
         )
-        rejections = self._rejections
         self.status.owe()
-        if self.status.retry.due:
-            self._flush()
-        if self._rejections == rejections:  # a rolled-back change is no news
-            self._record_events(records)
+        return True
+
+    def write(self) -> tuple[Written, str] | None:
+        """The sync's one write, when a change is owed and may be written now, and the Events
+        of what it carries (none for a rejected change, which is rolled back); what came of it
+        and the API server's words for a rejection. None: nothing was tried."""
+        records, self._records = self._records, []
+        if not (self.status.owed and self._writing):
+            self._tell(records)
+            return None
+        written, why = self._write.write(self._on_cr, bookkeeping(self.state, self.config.profile))
+        if written is Written.MISSING:
+            self._present = False
+        if written is Written.REJECTED:
+            self._roll_back(why)
+        else:
+            self._tell(records)
+        return written, why
+
+    @property
+    def retrying(self) -> bool:
+        """After `write()`: a write or a read failed and must be tried again after a backoff
+        (the CR could not be read on becoming leader, or a write failed and is still owed)."""
+        return self.phase is Phase.CATCHING_UP or (self.status.owed and self._writing)
+
+    def wait_seconds(self) -> float | None:
+        """Until the next timer of the machines, or the next look at a lapsing Lease while a
+        change waits for it; None: nothing to wake for."""
+        waits = []
+        wakeup = next_wakeup(self.state, self.config)
+        if wakeup is not None:
+            waits.append((wakeup - self._clock()).total_seconds())
+        if self.status.owed and self.leading and self.present and not self.role.may_write():
+            waits.append(LEASE_POLL)  # the Lease lapses: write once it is renewed, or step down
+        return max(0.0, min(waits)) if waits else None
 
     # ---- inside ----------------------------------------------------------------------------
 
@@ -281,26 +292,32 @@ class Reconciler:
     def _on_cr(self) -> dict[str, Any]:
         return on_cr(self.state, self.config.profile)
 
-    def _flush(self) -> None:
-        if not self._writing:
-            return
-        written, why = self._write.write(self._on_cr, bookkeeping(self.state, self.config.profile))
-        if written is Written.MISSING:
-            self._present = False
-        elif written is Written.REJECTED:
-            self._roll_back(why)
+    def _tell(self, records: list[EventRecord]) -> None:
+        if records:
+            self._record_events(records)
+
+    def _read_again(self) -> None:
+        """Read the CR (a report is ahead of the watch), at most once a sync; raises the
+        KubeError of a failed read, for this report and the later ones of the sync."""
+        if self._read is False:
+            try:
+                self.observe(WatchEvent("SYNC", self._store.get()))
+                self._read = True
+            except KubeError as error:
+                self._read = error
+        if isinstance(self._read, KubeError):
+            raise self._read
 
     def _roll_back(self, why: str) -> None:
         """Back to the CR as stored: writing the rejected status again cannot succeed, and
         waiting for it would hold every later report (the worker would be wedged).
 
-        In the acm profile the bookkeeping ConfigMap was written before the CR (`_flush`), so
-        it holds the rejected change: it is first put back to what went with the CR's last
-        stored status (`KeptStatus.restore`). If that write fails too, the machines are rebuilt
-        from that copy in memory and the status stays owed: the next write, after backoff,
-        puts the same bookkeeping back."""
+        In the acm profile the bookkeeping ConfigMap was written before the CR, so it holds
+        the rejected change: it is first put back to what went with the CR's last stored
+        status (`KeptStatus.restore`). If that write fails too, the machines are rebuilt from
+        that copy in memory and the status stays owed: the next write, after the backoff, puts
+        the same bookkeeping back."""
         log.error("the API server rejected the status as invalid; rolled back", extra={"why": why})
-        self._rejections += 1
         self._metrics.status_rejections.inc()
         # kube-apiserver keeps at most 1024 characters of a recorded Event's message.
         message = f"status rolled back to the stored one: {why}"[:1024]
@@ -313,14 +330,8 @@ class Reconciler:
             stored = self._stored(obj)
         except KubeError:
             self._term = None  # not leading until _sync() rebuilds from a fresh read
-            self._sync_retry.failed()
         else:
             self._rebuild(obj, stored)
-            if self.status.owed:  # the stored status itself needs a write: not in a tight loop
-                self.status.retry.failed()
-            else:
-                self.status.retry.succeeded()
-        self._on_rejected(why)  # the worker answers the reports that led here
 
     def _stored(self, obj: dict[str, Any]) -> dict[str, Any] | None:
         """The status to resume from (`KeptStatus.stored`); bookkeeping that is not JSON is
@@ -338,20 +349,15 @@ class Reconciler:
             stored = self._stored(obj)
         except KubeError as error:
             self._present = not isinstance(error, NotFoundError)
-            delay = self._sync_retry.failed()
             log.warning(
                 "cannot read the addon CR or its bookkeeping; retrying",
-                extra={"error": str(error), "retryIn": round(delay, 3)},
+                extra={"error": str(error)},
             )
             return
-        self._sync_retry.succeeded()
         self._rebuild(obj, stored)
         self._term = self.role.term
         log.info("leading: machines rebuilt from the addon CR")
-        if self.status.owed:
-            self._flush()
-        else:
-            self._announce_read()
+        self._announce_read()
 
     def _announce_read(self) -> None:
         """The CR already holds our status (a write still due announces itself later)."""
@@ -371,7 +377,7 @@ class Reconciler:
         self._present = True
         self._kept.adopt(obj, stored)
         self.status.adopt(obj, self._on_cr)
-        if self._kept.owed:  # the flush puts it back
+        if self._kept.owed:  # the write puts it back
             self.status.owe()
         self._show()
 

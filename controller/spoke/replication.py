@@ -220,6 +220,9 @@ class HubReplicator:
         when that call returns or times out: the client's request timeout bounds it)."""
         return self.loop.stop(timeout)
 
+    def problems(self, stuck_after: float) -> list[str]:
+        return self.loop.problems(stuck_after)
+
     # --- the replication thread
 
     def _sync_key(self, key: str) -> Result | None:

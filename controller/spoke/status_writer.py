@@ -30,7 +30,6 @@ from controller.kube.api import (
     json_copy,
     resource_version,
 )
-from controller.kube.backoff import Retry
 from controller.kube.update import Updated, update_status
 from controller.spoke.addon import AddonStore
 from controller.spoke.metrics import ControllerMetrics
@@ -146,8 +145,8 @@ class SpokeStatus:
     It knows whether the CR lags behind the machines (`owed`), the newest CR the worker has
     seen (its own last write or read, or a later watch event: a write starts from it, so the
     steady state and a spec change cost one PUT, no GET and no 409), the resourceVersions of
-    our own writes (so that their watch events cost nothing), and when a failed write may be
-    tried again. After every successful write, each of `hooks` gets the status written (the hub
+    our own writes (so that their watch events cost nothing), and how many changes the next write
+    carries. After every successful write, each of `hooks` gets the status written (the hub
     replication subscribes there).
     """
 
@@ -161,8 +160,8 @@ class SpokeStatus:
     ) -> None:
         self.hooks: list[StatusHook] = []
         self._owed = False
+        self.changes = 0  # changes owed to the next write (a rejected one is blamed on them)
         self.last: dict[str, Any] = {}  # the status as last read or written
-        self.retry = Retry()
         self._owned = owned
         self._metrics = metrics
         self._writer = StatusWriter(
@@ -178,6 +177,7 @@ class SpokeStatus:
         self._unechoed.clear()
         self.last = json_copy(obj.get("status") or {})
         self._owed = needs_write(obj, desired, owned=self._owned)
+        self.changes = int(self._owed)
 
     @property
     def owed(self) -> bool:
@@ -187,10 +187,11 @@ class SpokeStatus:
     def owe(self) -> None:
         """The machines changed: the CR must be written."""
         self._owed = True
+        self.changes += 1
 
     def forgive(self) -> None:
         """Nothing is owed any more (leadership lost; rolled back to what the CR holds)."""
-        self._owed = False
+        self._owed, self.changes = False, 0
 
     def seen(self, event: WatchEvent) -> bool:
         """A watch event: False for the echo of our own write, True for someone else's.
@@ -216,9 +217,10 @@ class SpokeStatus:
         return needs_write(obj, desired, owned=self._owned)
 
     def write(self, desired: Mapping[str, Any]) -> None:
-        """Make the CR hold `desired`. A failure is logged and leaves `owed` set for a retry
-        after backoff; NotFoundError is raised (after that) for the caller to note, and
-        InvalidError at once (sending the status again cannot help: the caller rolls back)."""
+        """Make the CR hold `desired`. A failure is logged and leaves `owed` set (the worker's
+        loop tries again after its backoff); NotFoundError is raised (after that) for the caller
+        to note, and InvalidError at once (sending the status again cannot help: the caller
+        rolls back)."""
         try:
             result = self._writer.write(desired, known=self._known)
         except InvalidError:
@@ -227,16 +229,11 @@ class SpokeStatus:
         except KubeError as error:
             self._known = None
             self._metrics.status_failures.inc()
-            delay = self.retry.failed()
-            log.warning(
-                "cannot write the status; retrying",
-                extra={"error": str(error), "retryIn": round(delay, 3)},
-            )
+            log.warning("cannot write the status; retrying", extra={"error": str(error)})
             if isinstance(error, NotFoundError):
                 raise
             return
-        self._owed = False
-        self.retry.succeeded()
+        self._owed, self.changes = False, 0
         self._known = result.obj
         self.last = json_copy(result.obj.get("status") or {})
         if result.written:

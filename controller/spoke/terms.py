@@ -26,6 +26,10 @@ class Replication:
         """The worker's hook after every status write (and the status read on leading)."""
         self.replicator.publish(status)
 
+    def problems(self, stuck_after: float) -> list[str]:
+        """The current term's replicator's (none between terms: it is stopped)."""
+        return self.replicator.problems(stuck_after)
+
     def begin_term(self) -> None:
         if self._terms:
             self.replicator = self._make()

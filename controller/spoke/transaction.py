@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 class Written(Enum):
     DONE = "done"  # on the CR (or nothing was owed)
-    LATER = "later"  # failed for now: retried after the backoff `status.retry` keeps
+    LATER = "later"  # failed for now: tried again after the worker's backoff
     MISSING = "missing"  # the CR is gone
     REJECTED = "rejected"  # refused as invalid: `undo()` it
 
@@ -40,10 +40,8 @@ class StatusTransaction:
         except InvalidError as error:  # as for the CR below: never retried as it is
             return Written.REJECTED, str(error)
         except KubeError as error:
-            delay = self.status.retry.failed()
             log.warning(
-                "cannot write the bookkeeping ConfigMap; retrying",
-                extra={"error": str(error), "retryIn": round(delay, 3)},
+                "cannot write the bookkeeping ConfigMap; retrying", extra={"error": str(error)}
             )
             return Written.LATER, ""
         try:

@@ -120,7 +120,7 @@ def one_run(changes: int) -> tuple[list[float], float, float]:
             )
             written = Written()
             config = Config.create(resources=resources)
-            with Replica(options, api_client=connection, config=config, max_wait=0.05) as replica:
+            with Replica(options, api_client=connection, config=config) as replica:
                 replica.worker.on_status_written.append(written)
                 while not replica.worker.objects_seen:  # the watch listed the Deployment
                     time.sleep(0.005)

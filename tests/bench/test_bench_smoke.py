@@ -163,14 +163,20 @@ def test_startup_times_every_command_and_the_bare_interpreter() -> None:
         assert 0 < fastest <= median <= slowest and cpu > 0 and rss > 0, label
 
 
-def test_footprint_measures_an_idle_run_and_what_holds_its_memory() -> None:
-    figures = rows(run("footprint.py", "--runs", "1", "--idle", "3", "--settle", "0.5"))
+def test_footprint_measures_an_idle_run_and_hub_what_holds_memory_and_who_wakes() -> None:
+    output = run("footprint.py", "--runs", "1", "--idle", "3", "--settle", "0.5", "--clusters", "2")
+    figures = rows(output)
     assert figures["start-up to ready, s"][0] > 0
     assert figures["CPU s per idle hour (over 3 s)"][0] >= 0
     assert figures["API requests per idle hour"][0] > 0, "the leader renews its Lease"
     interpreter = figures["the interpreter"][1]
     imports = figures["the rest of run's modules"][1]
     assert 0 < interpreter < imports <= figures["RSS when idle, MiB"][0]
+    assert figures["hub: CPU s per idle hour (over 3 s)"][0] >= 0
+    run_threads, hub_threads = output.split("of the idle hub")
+    for threads, what in ((run_threads, "run"), (hub_threads, "hub")):
+        assert "  leader-election:" in threads, f"each {what} thread is named after its part"
+        assert figures[f"every thread of {what}"][0] > 0, "the Lease is renewed, a real deadline"
 
 
 def test_fleet_status_copy_saves_hub_writes_with_dampening_too() -> None:

@@ -179,3 +179,29 @@ def test_stuck_for_is_how_long_the_key_in_hand_has_been_worked_on(clock: FakeClo
     finally:
         leave.set()
         loop.stop()
+
+
+def test_a_loop_is_a_problem_once_one_sync_outlasts_the_bound_or_its_thread_died(
+    clock: FakeClock,
+) -> None:
+    sync = Recorder()
+    entered, leave = threading.Event(), threading.Event()
+    sync.answers["a"] = lambda: (entered.set(), leave.wait(30), None)[2]
+    loop = controller(sync, clock)
+    loop.start()
+    try:
+        loop.queue.add("a")
+        assert entered.wait(30)
+        clock.move(seconds=300)
+        assert loop.problems(stuck_after=300) == []
+        clock.move(seconds=1)
+        assert loop.problems(stuck_after=300) == ["test has been in one sync for more than 300s"]
+        leave.set()
+        assert loop.queue.wait_idle(30) and loop.problems(stuck_after=300) == []
+        sync.answers["b"] = lambda: (_ for _ in ()).throw(SystemExit())  # what nothing catches
+        loop.queue.add("b")
+        eventually(lambda: not loop.alive, what="the loop's thread to die")
+        assert loop.problems(stuck_after=300) == ["test died (SystemExit)"]
+    finally:
+        leave.set()
+        loop.stop()

@@ -64,3 +64,24 @@ def test_a_part_starts_again_after_a_stop() -> None:
     assert runner.alive
     assert runner.stop(WAIT)
     assert part.runs == 2
+
+
+def test_problem_names_a_part_that_died_or_returned_never_one_stopped() -> None:
+    def dies() -> None:
+        raise RuntimeError("the watch broke")
+
+    dead = Runnable("dead", dies, lambda: None)
+    ended = Runnable("ended", lambda: None, lambda: None)
+    part = Part()
+    stopped = Runnable("stopped", part.run, part.interrupt)
+    assert dead.problem() is None  # not started: nothing is wrong yet
+    for runner in (dead, ended, stopped):
+        runner.start()
+    eventually(lambda: not dead.alive and not ended.alive, what="two parts to end")
+    assert stopped.problem() is None
+    assert stopped.stop(WAIT)
+    assert (dead.problem(), ended.problem(), stopped.problem()) == (
+        "dead died (RuntimeError)",
+        "ended ended",
+        None,
+    )

@@ -1,7 +1,8 @@
 """The report API over TLS: a reporter that trusts the CA gets its verdict; one that does not,
 or one that speaks plain HTTP, gets none; a rotated certificate is served without a restart;
-the TLS flags of `run` fail at start naming the flag. Certificates are made here, for
-127.0.0.1, with a throwaway CA."""
+the TLS flags of `run` fail at start naming the flag; the thread that rewrites the files is
+watched by the server's liveness. Certificates are made here, for 127.0.0.1, with a throwaway
+CA."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
+from controller.kube.runnable import Runnable
 from controller.report_api.flags import build_report_server
 from controller.report_api.server import ReportServer, ServingCertificate
 from controller.reporter.cli import add_report_parser
@@ -23,7 +25,7 @@ from statemachines.errors import AddonStatusError
 from tests.certificates import Issued, issue
 from tests.clock import FakeClock
 from tests.report_api.conftest import GRANTS, OPERATOR_SA, TOKENS, CoreSink, ServerFactory, call
-from tests.support import run_options
+from tests.support import eventually, run_options
 
 
 @pytest.fixture(scope="module")
@@ -143,6 +145,21 @@ def build(tmp_path: Path, *argv: str) -> ReportServer:
         registry=CollectorRegistry(),
         kube=lambda: None,
     )
+
+
+def test_a_refresher_that_dies_is_a_problem_of_the_server(
+    make_server: ServerFactory, files: tuple[Path, Path, Path]
+) -> None:
+    def refresh() -> None:
+        raise RuntimeError("a bug")
+
+    _, cert, key = files
+    refresher = Runnable("serving-cert", refresh, lambda: None)
+    server = make_server(tls=ServingCertificate(cert, key, refresher=refresher))
+    eventually(lambda: not refresher.alive, "the refresher to die")
+    assert server.problems(stuck_after=60.0) == ["serving-cert died (RuntimeError)"]
+    server.stop()
+    assert server.problems(stuck_after=60.0) == []  # stopped: nothing to say
 
 
 def test_the_flags_build_an_https_server(tmp_path: Path, files: tuple[Path, Path, Path]) -> None:

@@ -50,6 +50,7 @@ def fetch(port: int, path: str) -> tuple[int, str]:
 
 def test_reports_reach_the_cr_and_the_metrics(controller: Replica, store: FakeAddonStore) -> None:
     worker = controller.worker
+    settle(worker)  # the initial write on its own (else the first report's carries it)
     worker.submit(report(Reason.UPDATE_SUCCESSFUL, None), timeout=WAIT)
     worker.submit(report(Reason.FORWARD_SUCCESSFUL, MC), timeout=WAIT)
     settle(worker)
@@ -86,6 +87,15 @@ def test_probes_answer_on_their_own_port(controller: Replica) -> None:
     controller.worker.set_leader(False)  # a follower stays ready: reports retry to the leader
     settle(controller.worker)
     assert fetch(port, "/readyz") == (200, "ok")
+
+
+def test_healthz_checks_every_part_and_the_processs_own_threads(controller: Replica) -> None:
+    code, body = fetch(controller.probes.port, "/healthz?verbose")
+    checks = {line[3:].split(" ")[0] for line in body.splitlines() if line.startswith("[+]")}
+    assert code == 200
+    assert checks == {
+        "event-recorder", "worker", "watch", "report-api", "metrics", "probes", "deadlines"
+    }  # fmt: skip
 
 
 def test_a_missing_cr_stops_the_start_and_leaves_nothing_running(clock: FakeClock) -> None:

@@ -374,6 +374,7 @@ def test_a_stored_field_out_of_bounds_is_absent_logged_once_and_counted(
 def test_metrics_show_states_moves_refusals_and_writes(make_worker: WorkerFactory) -> None:
     registry = CollectorRegistry()
     worker = make_worker(metrics=ControllerMetrics(registry))
+    settle(worker)  # the initial write on its own (else the first report's carries it)
     boot(worker)
     worker.submit(report(R.NOT_SUPPORTED, None), timeout=WAIT)
     settle(worker)

@@ -117,6 +117,13 @@ def test_one_writer_a_follower_says_503_and_a_retrying_client_reaches_the_next_l
     a, b = leader_and_follower(replicas)
     assert (probe(a.probe_url, "/readyz"), probe(b.probe_url, "/readyz")) == (200, 200)
     assert (probe(a.probe_url, "/healthz"), probe(b.probe_url, "/healthz")) == (200, 200)
+    with urllib.request.urlopen(a.probe_url + "/healthz?verbose", timeout=WAIT) as answer:
+        lines = answer.read().decode().splitlines()
+    # Every thread of a leading replica is checked by one of these.
+    assert {line[3:].split(" ")[0] for line in lines if line.startswith("[+]")} == {
+        "event-recorder", "worker", "watch", "report-api", "hub-replication",
+        "leader-election", "metrics", "probes", "deadlines",
+    }  # fmt: skip
     code, headers, body = post_report(b.report_url, {"reason": "UpdateSuccessful"})
     assert (code, body["error"]["reason"], headers.get("Retry-After")) == (503, "NotLeader", "1")
     assert headers.get("Connection") == "close"  # the retry opens a new connection

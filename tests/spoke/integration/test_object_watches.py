@@ -78,9 +78,7 @@ def replica(server: APIServer) -> Iterator[Replica]:
         RESOURCES, namespace=NAMESPACE, collectors=["metrics-collector", "uwl-metrics-collector"]
     )
     config = Config.create(resources=resources)
-    replica = Replica(
-        OPTIONS, api_client=connection(server), config=config, watch_seconds=5, max_wait=0.05
-    )
+    replica = Replica(OPTIONS, api_client=connection(server), config=config, watch_seconds=5)
     with replica as r:
         yield r
 

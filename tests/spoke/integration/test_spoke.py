@@ -313,6 +313,7 @@ def test_repeated_moves_raise_the_count_of_one_event(addon: Addon, spoke: SpokeF
 
 def test_metrics_are_exposed_on_their_own_port(server: APIServer, spoke: SpokeFactory) -> None:
     controller = spoke()
+    settle(controller.worker)  # the initial write on its own (else the first report's carries it)
     boot(controller.worker)
     controller.worker.submit(report(R.NOT_SUPPORTED, None), timeout=WAIT)
     settle(controller.worker)
