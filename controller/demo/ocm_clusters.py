@@ -55,18 +55,20 @@ class ClusterRegistration:
         queue: WorkQueue[str],
         watch_seconds: int,
         wrote: Callable[[], None],
+        listed: Callable[[str], None],
     ) -> None:
         self._kube, self._now, self._queue, self._wrote = kube, now, queue, wrote
         self.clusters: Informer[Obj] = Informer(
             kube, Selection(MANAGED_CLUSTER), name="ocm-clusters", watch_seconds=watch_seconds,
             handlers=Handlers(added=lambda key, new: self._changed(key),
-                              updated=lambda key, old, new: self._changed(key)),
+                              updated=lambda key, old, new: self._changed(key), listed=listed),
         )  # fmt: skip
         self.leases: Informer[Obj] = Informer(
             kube, Selection(LEASE, ALL_NAMESPACES, name=LEASE_NAME), name="ocm-leases",
             watch_seconds=watch_seconds, handlers=Handlers(
                 added=lambda key, new: queue.add(f"cluster/{key.partition('/')[0]}"),
                 updated=lambda key, old, new: queue.add(f"cluster/{key.partition('/')[0]}"),
+                listed=listed,
             ),
         )  # fmt: skip
         self.informers = [self.clusters, self.leases]

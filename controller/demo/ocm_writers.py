@@ -101,9 +101,10 @@ class OcmWriters:
         self._manager = addon_manager or kube
         self._resync = RESYNC / time_scale
         self.writes = 0
+        # held until every cache is filled: an absent RoleBinding is one the cache does not hold
         self.loop: Controller[str] = Controller(
             "ocm-writers", self._sync, clock=lambda: self._now().timestamp(),
-            rate_limiter=default_rate_limiter(),
+            rate_limiter=default_rate_limiter(), held=True,
         )  # fmt: skip
         queue = self.loop.queue.add
         self.addons: Informer[Obj] = Informer(
@@ -111,6 +112,7 @@ class OcmWriters:
             name="ocm-addons", watch_seconds=60, handlers=Handlers(
                 added=lambda key, new: self._added(_namespace(key)),
                 updated=lambda key, old, new: queue(_namespace(key)),
+                listed=self._listed,
             ),
         )  # fmt: skip
         self._informers: list[Informer[Any]] = [self.addons]
@@ -120,7 +122,7 @@ class OcmWriters:
                 kube, Selection(ADDON, ALL_NAMESPACES, name="observability-addon"),
                 name="ocm-copies", keep=_conditions, watch_seconds=60, handlers=Handlers(
                     added=lambda key, new: queue(f"copy/{_namespace(key)}"),
-                    updated=self._copy_changed,
+                    updated=self._copy_changed, listed=self._listed,
                 ),
             )  # fmt: skip
             self._informers.append(self._copies)
@@ -128,13 +130,14 @@ class OcmWriters:
         if rendered is not None:
             self.clusters = ClusterRegistration(
                 kube, now=now, queue=self.loop.queue, watch_seconds=60,
-                wrote=self._count,
+                wrote=self._count, listed=self._listed,
             )  # fmt: skip
             self.works: Informer[Obj] = self._follow(MANIFEST_WORK, work_name(addon_name))
             self.bindings: Informer[Obj] = Informer(
                 kube, Selection(ROLE_BINDING, label_selector=f"{_ADDON_LABEL}={addon_name}"),
                 name="ocm-bindings", watch_seconds=60, handlers=Handlers(
                     deleted=lambda key, old: queue(_namespace(key)),  # made again at once
+                    listed=self._listed,
                 ),
             )  # fmt: skip
             self._informers += [*self.clusters.informers, self.works, self.bindings]
@@ -148,6 +151,7 @@ class OcmWriters:
                 added=lambda key, new: queue(_namespace(key)),
                 updated=lambda key, old, new: queue(_namespace(key)),
                 deleted=lambda key, old: queue(_namespace(key)),
+                listed=self._listed,
             ),
         )  # fmt: skip
 
@@ -174,6 +178,10 @@ class OcmWriters:
     @property
     def synced(self) -> bool:
         return all(informer.synced for informer in self._informers)
+
+    def _listed(self, version: str) -> None:
+        if self.synced:
+            self.loop.release()
 
     # --- what makes them look ---------------------------------------------------------------
 
