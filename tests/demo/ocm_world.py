@@ -93,6 +93,22 @@ class World:
         with api_client(self.spokes[cluster]) as api:
             client.AppsV1Api(api).patch_namespaced_deployment_status(AGENT, SPOKE_NAMESPACE, body)
 
+    def agent_writes_its_copy(self, cluster: str) -> int:
+        """The agent's first hub write (it creates its copy), with the real client: the HTTP
+        status of the answer."""
+        body = {"apiVersion": "observability.open-cluster-management.io/v1beta1",
+                "kind": "ObservabilityAddon",
+                "metadata": {"name": "observability-addon"}}  # fmt: skip
+        with api_client(self.hub, agent_token(cluster)) as api:
+            try:
+                client.CustomObjectsApi(api).create_namespaced_custom_object(
+                    "observability.open-cluster-management.io", "v1beta1", cluster,
+                    "observabilityaddons", body,
+                )  # fmt: skip
+            except client.ApiException as error:
+                return int(error.status)
+        return 201
+
     def agent_may_write(self, cluster: str) -> bool:
         """Whether the cluster's agent may create its hub copy (its first write), as RBAC says:
         asked as the agent itself (SelfSubjectAccessReview)."""

@@ -1,6 +1,6 @@
 """The demo's model of Open Cluster Management (v1.3) writes what OCM writes when the path from a
-spoke breaks (controller/demo/ocm_writers.py, ocm_clusters.py, klusterlet.py; ../shared facts
-restated in docs/demo.md), on an OCM-shaped hub over HTTP, on a clock the test moves: the
+spoke breaks (controller/demo/ocm_writers.py, ocm_clusters.py, klusterlet.py; docs/demo.md says
+what OCM does), on an OCM-shaped hub over HTTP, on a clock the test moves: the
 addon's `Available` from the agent's workload (no feedback yet, a ready replica, none), a
 cluster whose lease is not renewed for five lease durations lost with every addon of it, and a
 registration the addon manager may not make (`RegistrationApplied=False`, the agent's writes
@@ -72,6 +72,7 @@ def test_a_refused_registration_is_registration_applied_false_and_the_agent_may_
         assert message.startswith("Failed to set permission for hub agent: rolebindings."), message
         assert 'is forbidden: user "system:serviceaccount:open-cluster-management-hub:' in message
         assert not world.agent_may_write("cluster1")
+        assert world.agent_writes_its_copy("cluster1") == 403
         # the rollout's grant applied: the addon manager's next look registers the agent
         world.hub.put_object("rbac.authorization.k8s.io", "v1", "clusterrolebindings", {
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
@@ -86,6 +87,7 @@ def test_a_refused_registration_is_registration_applied_false_and_the_agent_may_
             world.wait_for("cluster1", "RegistrationApplied", "True")[1] == "SetPermissionApplied"
         )
         assert world.agent_may_write("cluster1")
+        assert world.agent_writes_its_copy("cluster1") == 201
 
 
 def test_the_addon_manager_makes_a_deleted_agent_role_binding_again_unless_refused() -> None:
