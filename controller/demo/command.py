@@ -11,52 +11,28 @@ of the scenario is checked on the CRs, and the exit code says whether all held, 
 from __future__ import annotations
 
 import argparse
-import queue
 import signal
 import sys
-import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from controller.demo.addon_manager import Rendered
-from controller.demo.objects import change_object
+from controller.demo.fleet import Demo, Fleet, FleetClock, running_fleet
 from controller.demo.scenario_file import Scenario, read
-from controller.demo.scenario_run import Player, Result, SteppedClock, System
-from controller.demo.servers import (
-    ADDON,
-    MANAGED_ADDON,
-    SPOKE_NAMESPACE,
-    agent_kubeconfig,
-    change_generation,
-    cluster_names,
-    hub_kubeconfig,
-    hub_server,
-    hub_status,
-    rollout,
-    spoke_server,
-    spoke_status,
-    with_bookkeeping,
-)
+from controller.demo.scenario_run import Player, Result, SteppedClock
+from controller.demo.servers import ADDON, SPOKE_NAMESPACE
 from controller.demo.view import View
-from controller.reporter.client import ReportClient
 from controller.spoke.addon import PLURAL
-from kubesim import APIServer
 from statemachines.errors import AddonStatusError, ScenarioError
-from statemachines.reports import Report, Verdict
 from statemachines.settings import format_duration
 
-if TYPE_CHECKING:  # the controller is imported when the demo starts: `--help` stays light
-    from controller.spoke.app import Replica
-
-__all__ = ["Demo", "add_demo_parser", "run_demo", "running"]
+__all__ = ["Demo", "add_demo_parser", "run_demo", "running", "running_fleet"]
 
 DEFAULT_SCENARIO = Path(__file__).with_name("story.yaml")
 # With --clusters 2 or more, the second spoke has an outage of its own (the rest play the story).
@@ -159,27 +135,6 @@ def _stopper(stop: threading.Event) -> Callable[[int, FrameType | None], None]:
     return handle
 
 
-@dataclass(frozen=True)
-class Demo:
-    """One running spoke of the demo: its API server, the hub's, its controller, and the
-    system its player drives."""
-
-    cluster: str
-    spoke: APIServer
-    hub: APIServer
-    controller: Replica
-    system: System
-
-
-@dataclass(frozen=True)
-class Fleet:
-    """The running demo: one hub, reached through `kubeconfig`, and a Demo per spoke."""
-
-    hub: APIServer
-    kubeconfig: Path
-    spokes: list[Demo]
-
-
 @contextmanager
 def running(
     scenario: Scenario, clock: SteppedClock, *, crds: Sequence[Path] = ()
@@ -187,77 +142,6 @@ def running(
     """The servers and the controller for `scenario`'s configuration, on `clock`."""
     with running_fleet([(scenario, clock)], crds=crds) as fleet:
         yield fleet.spokes[0]
-
-
-def fleet_clock(clocks: Sequence[SteppedClock]) -> Callable[[], datetime]:
-    """The fleet's story time: the furthest of its spokes' (each moves only forward)."""
-    return lambda: max(clock() for clock in clocks)
-
-
-@contextmanager
-def running_fleet(
-    members: Sequence[tuple[Scenario, SteppedClock]],
-    *,
-    crds: Sequence[Path] = (),
-    now: Callable[[], datetime] | None = None,
-) -> Iterator[Fleet]:
-    """One hub, and for each (scenario, clock) a spoke API server and its own controller
-    replicating into the hub copy in namespace `clusterI`, and the hub side (`addon-status
-    hub`) mirroring every hub copy onto its cluster's `ManagedClusterAddOn`. Every server
-    stamps and tells (`Date`) the story's time: a spoke its own clock, the hub the fleet's
-    (`now`; by default the furthest spoke's)."""
-    from controller.demo.ocm_writers import ocm_writers
-    from controller.hub.app import hub_side
-    from controller.spoke.app import demo_controller
-
-    shares = rollout(cluster_names(len(members)))
-    now = now or fleet_clock([clock for _, clock in members])
-    with ExitStack() as stack:
-        hub = stack.enter_context(hub_server(shares, clock=now))
-        temporary = Path(
-            stack.enter_context(tempfile.TemporaryDirectory(prefix="addon-status-demo-"))
-        )
-        kubeconfig = hub_kubeconfig(hub, temporary)
-        stack.enter_context(hub_side(kubeconfig))
-        # OCM's own writers of the ManagedClusterAddOns (Available, Progressing), beside it
-        stack.enter_context(ocm_writers(kubeconfig, MANAGED_ADDON, time_scale=60.0, now=now))
-        spokes = []
-        for (cluster, share), (scenario, clock) in zip(shares.items(), members, strict=True):
-            spoke = stack.enter_context(spoke_server(scenario, crds, share.agent, clock=clock))
-            args = _agent_args(share)
-            controller = stack.enter_context(
-                demo_controller(
-                    spoke_url=spoke.url,
-                    hub_kubeconfig=agent_kubeconfig(hub, cluster, temporary),
-                    cluster_name=args["--cluster-name"],
-                    hub_create_missing="--hub-create-missing" in args,
-                    config=scenario.config,
-                    clock=clock,
-                )
-            )
-            client = stack.enter_context(ReportClient(controller.report_url, deadline=10.0))
-            heard: queue.SimpleQueue[tuple[Report, Verdict]] = queue.SimpleQueue()
-            controller.sink.on_verdict.append(partial(_hear, heard))
-            system = System(
-                worker=controller.worker,
-                report=client.report,
-                spoke_status=partial(spoke_status, spoke),
-                hub_status=partial(hub_status, hub, cluster),
-                hub_copy=controller.options.hub_copy,
-                change_generation=partial(change_generation, spoke),
-                change_object=partial(change_object, spoke),
-                checked=partial(with_bookkeeping, spoke),
-                heard=partial(_drained, heard),
-            )
-            spokes.append(Demo(cluster, spoke, hub, controller, system))
-        yield Fleet(hub, kubeconfig, spokes)
-
-
-def _agent_args(share: Rendered) -> dict[str, str]:
-    """The rendered controller's flags (`--flag=value` -> value, a switch -> "")."""
-    deployment = next(o for o in share.agent if o["kind"] == "Deployment")
-    [container] = deployment["spec"]["template"]["spec"]["containers"]
-    return dict(str(a).partition("=")[::2] for a in container["args"])
 
 
 def _demo(
@@ -268,6 +152,7 @@ def _demo(
     stop: threading.Event,
     crds: Sequence[Path] = (),
 ) -> Result:
+    from controller.demo.epilogue import play_epilogue
     from controller.demo.fleet_line import FleetLine  # the client: only once the demo starts
 
     # The story in the present: its time zero is now (a fleet view beside it reads the same
@@ -281,32 +166,36 @@ def _demo(
         timer.start()
     fleet_wide = len(scenarios) > 1
     players: list[Player] = []
-
-    def now() -> datetime:
-        """The fleet's story time, on which its lines are stamped so that they never go back:
-        the furthest clock of the spokes whose play began (a later one starts ahead)."""
-        return max((p.clock() for p in players if p.started), default=zero)
-
+    # The fleet's story time, on which its lines are stamped so that they never go back: the
+    # furthest clock of the spokes whose play began (a later one starts ahead), and the
+    # epilogue's after them.
+    now = FleetClock(zero)
+    if fleet_wide:
+        now.counts = lambda clock: any(p.started for p in players if p.clock is clock)
     members = list(zip(scenarios, clocks, strict=True))
-    with running_fleet(members, crds=crds, now=now if fleet_wide else None) as fleet:
+    with running_fleet(members, crds=crds, clock=now) as fleet:
         _banner(scenarios, fleet, scale=scale, zero=zero)
-        views = [
-            View(now if fleet_wide else clock, zero, sys.stdout,
-                 label=demo.cluster if fleet_wide else "")
+        views = {
+            demo.cluster: View(now if fleet_wide else clock, zero, sys.stdout,
+                               label=demo.cluster if fleet_wide else "")
             for demo, clock in zip(fleet.spokes, clocks, strict=True)
-        ]  # fmt: skip
-        players += [
-            Player(scenario, demo.system, clock=clock, view=view, scale=scale, stop=stop,
-                   start=start, origin=zero)
-            for scenario, demo, clock, view, start in zip(
-                scenarios, fleet.spokes, clocks, views, starts, strict=True)
-        ]  # fmt: skip
+        }  # fmt: skip
+        for scenario, demo, clock, start in zip(scenarios, fleet.spokes, clocks, starts,
+                                                strict=True):  # fmt: skip
+            player = Player(scenario, demo.system, clock=clock, view=views[demo.cluster],
+                            scale=scale, stop=stop, start=start, origin=zero)  # fmt: skip
+            demo.on_restart.append(partial(setattr, player, "system"))
+            players.append(player)
         with ExitStack() as line:
             if fleet_wide:  # the fleet's summary as `fleet` shows it, through to the end
-                line.enter_context(FleetLine(fleet.kubeconfig, now=now,
-                                             view=View(now, zero, sys.stdout)))  # fmt: skip
+                summary = View(now, zero, sys.stdout)
+                lines = line.enter_context(
+                    FleetLine(fleet.kubeconfig, now=now, view=summary, views=views)
+                )
             with ThreadPoolExecutor(len(players), "demo-player") as pool:
                 results = list(pool.map(Player.run, players))
+            if fleet_wide and not stop.is_set() and all(r.played == r.steps for r in results):
+                results[0].failures += play_epilogue(fleet, lines, views, scale=scale, stop=stop)
             if duration is not None:
                 with ThreadPoolExecutor(len(players), "demo-follower") as pool:
                     list(pool.map(Player.follow, players))
@@ -334,19 +223,6 @@ def _demo(
         who = f"{demo.cluster} " if fleet_wide else ""
         print(f"{who}spoke: {spoke}\n{who}hub:   {hub}")
     return result
-
-
-def _hear(
-    heard: queue.SimpleQueue[tuple[Report, Verdict]], report: Report, verdict: Verdict
-) -> None:
-    heard.put((report, verdict))
-
-
-def _drained(heard: queue.SimpleQueue[tuple[Report, Verdict]]) -> list[tuple[Report, Verdict]]:
-    out = []
-    while not heard.empty():
-        out.append(heard.get_nowait())
-    return out
 
 
 def _merged(results: Sequence[Result], clusters: Sequence[str]) -> Result:

@@ -1,56 +1,87 @@
-"""The controllers of Open Cluster Management (v1.3) and ACM that write a ManagedClusterAddOn's
-conditions, as they write them, so that the demo and the tests run the hub side beside them
-(docs/spec.md §12.1; in a real fleet OCM does this; the project never does):
+"""The controllers of Open Cluster Management (v1.3) and ACM that write on the hub beside the hub
+side, as they write, so that the demo and the tests run the hub side in the world it runs in
+(docs/spec.md §12.1; in a real fleet OCM does this; the project never does). On every
+ManagedClusterAddOn (MCA) of the addon:
 
-- the addon manager's `addonprogressing` controller, on every event of a ManagedClusterAddOn:
-  `Progressing=False`, reason `Completed`, "completed with no errors." once the manifests are
-  applied;
-- the health check: template addons are fixed to workload availability (`Available=True`,
-  `ProbeAvailable`, once the agent's Deployment has a ready replica), `observability-controller`
-  is in lease mode (the klusterlet's lease controller: `Available=True`,
-  `ManagedClusterAddOnLeaseUpdated`), each resynced every 30 s;
-- in the `acm` profile, the observability operator's placementrule controller, which copies
-  `Available`, `Degraded` and `Progressing` from the cluster's hub copy as they are, only when a
-  condition's status changes.
+- the addon manager's `addonprogressing`, on every event of the MCA: `Progressing=False`,
+  `Completed`, "completed with no errors.";
+- the health check, resynced every 30 s: template addons are fixed to workload availability,
+  `observability-controller` (acm) to the klusterlet's lease (`Available=True`,
+  `ManagedClusterAddOnLeaseUpdated`);
+- in `acm`, the observability operator's placementrule controller, which copies `Available`,
+  `Degraded` and `Progressing` from the cluster's hub copy as they are, only when a condition's
+  status changes.
 
-Each reads from its informer's cache and writes as OCM's patcher does: a JSON merge patch of the
-status conditions under the resourceVersion it saw, and only when its condition differs (a 409
-is read again and retried).
-`time_scale` runs the 30 s resync faster (the demo's simulated minutes).
+On the demo's whole hub (`rendered`: each cluster's share of the rollout), the rest of OCM too:
+
+- the addon manager's registration: the agent's hub RoleBinding, created as the addon manager
+  (`addon_manager`: its identity, which RBAC's escalation check refuses without the rollout's
+  `bind` grant), again when it is deleted; `RegistrationApplied` says whether it could;
+- its agentdeploy: the agent's ManifestWork, and `ManifestApplied` from its `Applied`;
+- the health check from the ManifestWork's status feedback (`ocm_model.probe`): `True` while the
+  agent's Deployment has a ready replica, `False` when it has none, `Unknown` before any;
+- the hub's registration: `HubAcceptedManagedCluster` on each accepted ManagedCluster, and its
+  lease controller: a cluster whose lease (the klusterlet renews it) has not been renewed for five
+  lease durations is `ManagedClusterConditionAvailable=Unknown`, and so is every MCA's
+  `Available` of that cluster, with the cluster's reason and message (the health check stays off
+  such a cluster until it is back).
+
+Without `rendered` (a hub of MCAs alone, as tests/hub runs the hub side) every agent counts as
+available. They run on the project's one informer and controller loop, on the story's clock
+(`now`): a requeue waits for story time, and `tick()` says the clock moved. Each writes as OCM's
+patcher does: a JSON merge patch of the status conditions under the resourceVersion it read,
+only when a condition differs (a 409 reads again). `time_scale` runs the 30 s resync faster.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
-from controller.hub.ocm import MANAGED_CLUSTER_ADDON
-from controller.kube.api import ADDON, ALL_NAMESPACES, ConflictError, Kube, KubeError, WatchEvent
-from controller.kube.reflector import Reflector, Selection
-from controller.kube.runnable import Runnable
-from controller.kube.workqueue import WorkQueue
+from controller.demo.addon_manager import Rendered
+from controller.demo.ocm_clusters import ClusterRegistration
+from controller.demo.ocm_model import (
+    MANAGED_CLUSTER_ADDON,
+    MANIFEST_WORK,
+    ROLE_BINDING,
+    Wanted,
+    condition,
+    probe,
+    probed,
+    set_condition,
+    work_name,
+)
+from controller.kube.api import (
+    ADDON,
+    ALL_NAMESPACES,
+    ApiResource,
+    ConflictError,
+    ForbiddenError,
+    Kube,
+    NotFoundError,
+)
+from controller.kube.controller import Controller, Result
+from controller.kube.informer import Handlers, Informer
+from controller.kube.ratelimit import default_rate_limiter
+from controller.kube.reflector import Selection
 
 __all__ = ["OcmWriters", "ocm_writers"]
 
-log = logging.getLogger(__name__)
-
-Condition = dict[str, Any]
+Obj = dict[str, Any]
 RESYNC: Final = 30.0  # the klusterlet lease controller's and the health check's, in seconds
 _PROGRESSING: Final = ("Progressing", "False", "Completed", "completed with no errors.")
-_WORKLOAD: Final = ("Available", "True", "ProbeAvailable", "Addon is available")
 _LEASE: Final = ("Available", "True", "ManagedClusterAddOnLeaseUpdated",
                  "observability-controller add-on is available.")  # fmt: skip
 _MIRRORED: Final = ("Available", "Degraded", "Progressing")  # MCO's placementrule controller
+_ADDON_LABEL: Final = "open-cluster-management.io/addon-name"
 
 
 class OcmWriters:
-    """OCM's (and with `acm`, MCO's) writers of the ManagedClusterAddOns named `addon_name`;
-    `start()` / `stop()`. `writes` counts their successful writes."""
+    """OCM's (and with `acm`, MCO's) writers on the hub of `kube`; see the module docstring.
+    `start()` / `stop()`; `writes` counts their successful status writes."""
 
     def __init__(
         self,
@@ -60,176 +91,281 @@ class OcmWriters:
         acm: bool = False,
         time_scale: float = 1.0,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        rendered: Mapping[str, Rendered] | None = None,
+        addon_manager: Kube | None = None,
     ) -> None:
+        if rendered is not None and acm:
+            raise ValueError("the whole hub is modelled for the seed profile's template addon")
         self._kube, self._addon, self._acm, self._now = kube, addon_name, acm, now
+        self._rendered = rendered
+        self._manager = addon_manager or kube
         self._resync = RESYNC / time_scale
-        self.queue: WorkQueue[str] = WorkQueue()
-        self._copies: dict[str, list[Condition]] = {}  # acm: the hub copies' conditions
-        self._addons: dict[str, dict[str, Any]] = {}  # the informer's cache
-        self._lock = threading.Lock()
         self.writes = 0
-        self._worker = Runnable("ocm-writers", self._work, self.queue.shut_down)
-        self._reflectors = [
-            Reflector(kube, Selection(MANAGED_CLUSTER_ADDON, ALL_NAMESPACES, name=addon_name),
-                      name="ocm-addons", on_listed=self._listed, on_event=self._event,
-                      watch_seconds=60),
-        ]  # fmt: skip
+        # held until every cache is filled: an absent RoleBinding is one the cache does not hold
+        self.loop: Controller[str] = Controller(
+            "ocm-writers", self._sync, clock=lambda: self._now().timestamp(),
+            rate_limiter=default_rate_limiter(), held=True,
+        )  # fmt: skip
+        queue = self.loop.queue.add
+        self.addons: Informer[Obj] = Informer(
+            kube, Selection(MANAGED_CLUSTER_ADDON, ALL_NAMESPACES, name=addon_name),
+            name="ocm-addons", watch_seconds=60, handlers=Handlers(
+                added=lambda key, new: self._added(_namespace(key)),
+                updated=lambda key, old, new: queue(_namespace(key)),
+                listed=self._listed,
+            ),
+        )  # fmt: skip
+        self._informers: list[Informer[Any]] = [self.addons]
+        self._copies: Informer[list[Obj]] | None = None
         if acm:
-            self._reflectors.append(
-                Reflector(kube, Selection(ADDON, ALL_NAMESPACES, name="observability-addon"),
-                          name="ocm-copies", on_listed=self._copies_listed,
-                          on_event=self._copy_event, watch_seconds=60)
+            self._copies = Informer(
+                kube, Selection(ADDON, ALL_NAMESPACES, name="observability-addon"),
+                name="ocm-copies", keep=_conditions, watch_seconds=60, handlers=Handlers(
+                    added=lambda key, new: queue(f"copy/{_namespace(key)}"),
+                    updated=self._copy_changed, listed=self._listed,
+                ),
             )  # fmt: skip
+            self._informers.append(self._copies)
+        self.clusters: ClusterRegistration | None = None
+        if rendered is not None:
+            self.clusters = ClusterRegistration(
+                kube, now=now, queue=self.loop.queue, watch_seconds=60,
+                wrote=self._count, listed=self._listed,
+            )  # fmt: skip
+            self.works: Informer[Obj] = self._follow(MANIFEST_WORK, work_name(addon_name))
+            self.bindings: Informer[Obj] = Informer(
+                kube, Selection(ROLE_BINDING, label_selector=f"{_ADDON_LABEL}={addon_name}"),
+                name="ocm-bindings", watch_seconds=60, handlers=Handlers(
+                    deleted=lambda key, old: queue(_namespace(key)),  # made again at once
+                    listed=self._listed,
+                ),
+            )  # fmt: skip
+            self._informers += [*self.clusters.informers, self.works, self.bindings]
+
+    def _follow(self, resource: ApiResource, name: str) -> Informer[Obj]:
+        """An informer whose every change queues the MCA of its namespace."""
+        queue = self.loop.queue.add
+        return Informer(
+            self._kube, Selection(resource, ALL_NAMESPACES, name=name),
+            name=f"ocm-{resource.plural}", watch_seconds=60, handlers=Handlers(
+                added=lambda key, new: queue(_namespace(key)),
+                updated=lambda key, old, new: queue(_namespace(key)),
+                deleted=lambda key, old: queue(_namespace(key)),
+                listed=self._listed,
+            ),
+        )  # fmt: skip
+
+    # --- running ---------------------------------------------------------------------------
 
     def start(self) -> None:
-        self._worker.start()
-        for reflector in self._reflectors:
-            reflector.start()
+        self.loop.start()
+        for informer in self._informers:
+            informer.start()
 
     def stop(self) -> None:
-        self._worker.stop()
-        for reflector in self._reflectors:
-            reflector.stop()
+        self.loop.stop()
+        for informer in self._informers:
+            informer.stop()
+
+    def tick(self) -> None:
+        """The story's clock moved: whatever waits for a time now past runs."""
+        self.loop.queue.wake()
+
+    def settled(self, timeout: float) -> bool:
+        """Whether nothing is queued or being written within `timeout` real seconds."""
+        return self.loop.queue.wait_idle(timeout)
+
+    @property
+    def synced(self) -> bool:
+        return all(informer.synced for informer in self._informers)
+
+    def _listed(self, version: str) -> None:
+        if self.synced:
+            self.loop.release()
 
     # --- what makes them look ---------------------------------------------------------------
 
-    def _listed(self, items: list[dict[str, Any]], version: str) -> None:
-        for item in items:
-            self._event(WatchEvent("ADDED", item))
+    def _added(self, namespace: str) -> None:
+        """A new MCA is synced now, and again at every resync."""
+        self.loop.queue.add(namespace)
+        self.loop.queue.add_after(f"resync/{namespace}", self._resync)
 
-    def _event(self, event: WatchEvent) -> None:
-        """Every event of a ManagedClusterAddOn (`addonprogressing` reconciles on each); the
-        first of a namespace starts its 30 s resync."""
-        namespace = str(event.object["metadata"]["namespace"])
-        with self._lock:
-            if event.type == "DELETED":
-                self._addons.pop(namespace, None)
-                return
-            self._addons[namespace] = event.object
-        if event.type == "ADDED":
-            self.queue.add_after(f"resync/{namespace}", self._resync)
-        self.queue.add(namespace)
+    def _copy_changed(self, key: str, old: list[Obj], new: list[Obj]) -> None:
+        """MCO reconciles on a hub copy whose conditions' statuses changed (its predicate)."""
+        if _statuses(old) != _statuses(new):
+            self.loop.queue.add(f"copy/{_namespace(key)}")
 
-    def _copies_listed(self, items: list[dict[str, Any]], version: str) -> None:
-        for item in items:
-            self._copy_event(WatchEvent("ADDED", item))
-
-    def _copy_event(self, event: WatchEvent) -> None:
-        """MCO reconciles on a hub copy whose conditions' statuses changed (its predicate), and
-        copies from the copy it was told of: never from a cache older than what started it."""
-        namespace = str(event.object["metadata"]["namespace"])
-        conditions = list((event.object.get("status") or {}).get("conditions") or [])
-        with self._lock:
-            before = _statuses(self._copies.get(namespace))
-            self._copies[namespace] = conditions
-        if _statuses(conditions) != before:
-            self.queue.add(f"copy/{namespace}")
+    def _count(self) -> None:
+        self.writes += 1
 
     # --- writing ----------------------------------------------------------------------------
 
-    def _work(self) -> None:
-        while (key := self.queue.get()) is not None:
-            try:
-                if key.startswith("resync/"):
-                    namespace = key.removeprefix("resync/")
-                    self.queue.add(namespace)
-                    self.queue.add_after(key, self._resync)
-                elif key.startswith("copy/"):
-                    self._sync(key.removeprefix("copy/"), copying=True)
-                else:
-                    self._sync(key)
-            except KubeError as error:
-                log.debug("OCM's writer on %s: %s", key, error)
-                self.queue.add_rate_limited(key)
-            finally:
-                self.queue.done(key)
+    def _sync(self, key: str) -> Result | None:
+        kind, _, namespace = key.rpartition("/")
+        if kind == "resync":
+            self.loop.queue.add(namespace)
+            return Result(requeue_after=self._resync)
+        if kind == "cluster" and self.clusters is not None:
+            return self.clusters.sync(namespace)
+        if kind == "copy":
+            self._write(namespace, self._copied)
+        else:
+            self._write(namespace, self._whole if self._rendered is not None else self._ocm)
+        return None
 
-    def _sync(self, namespace: str, *, copying: bool = False) -> None:
-        """OCM's conditions, or (`copying`) MCO's copy of the hub copy's."""
-        with self._lock:
-            cached = self._addons.get(namespace)
-        for attempt in range(5):
-            try:
-                obj = (
-                    cached
-                    if attempt == 0 and cached is not None
-                    else self._kube.get(MANAGED_CLUSTER_ADDON, namespace, self._addon)
-                )
-            except KubeError:
-                return  # gone: nothing to write
+    def _write(self, namespace: str, wanted_of: Callable[[str, list[Obj]], list[Obj]]) -> None:
+        """The MCA's status conditions as `wanted_of` wants them, written if they differ."""
+        obj = self.addons.get(f"{namespace}/{self._addon}")
+        for _ in range(5):
+            if obj is None:
+                try:
+                    obj = self._kube.get(MANAGED_CLUSTER_ADDON, namespace, self._addon)
+                except NotFoundError:
+                    return  # gone: nothing to write
             conditions = list((obj.get("status") or {}).get("conditions") or [])
-            wanted = (
-                self._copied(namespace, conditions) if copying else self._ocm(namespace, conditions)
-            )
+            wanted = wanted_of(namespace, conditions)
             if wanted == conditions:
                 return
             patch = {"metadata": {"resourceVersion": obj["metadata"]["resourceVersion"]},
                      "status": {"conditions": wanted}}  # fmt: skip
             try:
-                self._kube.patch_status(MANAGED_CLUSTER_ADDON, namespace, self._addon, patch)
+                written = self._kube.patch_status(MANAGED_CLUSTER_ADDON, namespace, self._addon,
+                                                  patch)  # fmt: skip
             except ConflictError:
+                obj = None
                 continue
-            with self._lock:
-                self.writes += 1
+            self.addons.remember(written)
+            self._count()
             return
 
-    def _ocm(self, namespace: str, conditions: list[Condition]) -> list[Condition]:
-        """OCM's conditions; with `acm`, not the types MCO copies from the hub copy (its copy
-        wins, as MCO writes it last)."""
-        with self._lock:
-            copied = (
-                {c.get("type") for c in self._copies.get(namespace, [])} if self._acm else set()
-            )
+    def _ocm(self, namespace: str, conditions: list[Obj]) -> list[Obj]:
+        """A hub of MCAs alone: Progressing, and Available as if every agent ran; with `acm`,
+        not the types MCO copies from the hub copy (its copy wins, as MCO writes it last)."""
+        copied = {c.get("type") for c in self._copy_of(namespace)} if self._acm else set()
+        available = _LEASE if self._acm else ("Available", "True", "ProbeAvailable",
+                                              f"{self._addon} add-on is available.")  # fmt: skip
         result = conditions
-        for wanted in (_PROGRESSING, _LEASE if self._acm else _WORKLOAD):
+        for wanted in (_PROGRESSING, available):
             if wanted[0] not in copied:
-                result = _set(result, wanted, self._now)
+                result = set_condition(result, wanted, self._now())
         return result
 
-    def _copied(self, namespace: str, conditions: list[Condition]) -> list[Condition]:
-        with self._lock:
-            copy = {c.get("type"): c for c in self._copies.get(namespace, [])}
+    def _whole(self, namespace: str, conditions: list[Obj]) -> list[Obj]:
+        """The whole hub: what the addon manager, the health check and the hub's registration
+        write on the MCA of cluster `namespace`."""
+        assert self._rendered is not None and self.clusters is not None
+        share = self._rendered.get(namespace)
+        if share is None:
+            return conditions  # a cluster the rollout does not know
+        now = self._now()
+        result = set_condition(conditions, _PROGRESSING, now)
+        result = set_condition(result, self._register(namespace, share), now)
+        work = self._deploy(namespace, share)
+        applied = condition((work or {}).get("status", {}).get("conditions"), "Applied")
+        if applied.get("status") == "True":
+            result = set_condition(
+                result,
+                (
+                    "ManifestApplied",
+                    "True",
+                    "AddonManifestApplied",
+                    "manifests of addon are applied successfully",
+                ),
+                now,
+            )
+        elif applied:
+            result = set_condition(
+                result,
+                (
+                    "ManifestApplied",
+                    "False",
+                    "AddonManifestAppliedFailed",
+                    "failed to apply the manifests of addon",
+                ),
+                now,
+            )
+        lost = self.clusters.lost(namespace)
+        if lost is not None:  # the hub's registration copies the cluster's Unknown
+            result = set_condition(result, ("Available", *lost), now)
+        elif condition(result, "ManifestApplied"):
+            result = set_condition(result, probe(self._addon, work, probed(share.agent)), now)
+        return result  # fmt: skip
+
+    def _register(self, namespace: str, share: Rendered) -> Wanted:
+        """The agent's hub RoleBindings, created as the addon manager when absent."""
+        owner = self.addons.get(f"{namespace}/{self._addon}") or {}
+        for binding in share.hub:
+            name = binding["metadata"]["name"]
+            if self.bindings.get(f"{namespace}/{name}") is not None:
+                continue
+            body = {**binding, "metadata": {**binding["metadata"],
+                                            "ownerReferences": _owned_by(owner)}}  # fmt: skip
+            try:
+                self.bindings.remember(self._manager.create(ROLE_BINDING, namespace, body))
+            except ConflictError:
+                continue  # made meanwhile: the watch brings it
+            except ForbiddenError as error:
+                refused = error.detail.partition(" 403 ")[2] or error.detail
+                return ("RegistrationApplied", "False", "SetPermissionFailed",
+                        f"Failed to set permission for hub agent: {refused}")  # fmt: skip
+        return ("RegistrationApplied", "True", "SetPermissionApplied",
+                "Registration of the addon agent is configured")  # fmt: skip
+
+    def _deploy(self, namespace: str, share: Rendered) -> Obj | None:
+        """The agent's ManifestWork, created when absent; as the cache holds it."""
+        name = work_name(self._addon)
+        work = self.works.get(f"{namespace}/{name}")
+        if work is not None:
+            return work
+        body = {"apiVersion": MANIFEST_WORK.api_version, "kind": MANIFEST_WORK.kind,
+                "metadata": {"name": name, "namespace": namespace,
+                             "labels": {_ADDON_LABEL: self._addon}},
+                "spec": {"workload": {"manifests": share.agent}}}  # fmt: skip
+        try:
+            created = self._kube.create(MANIFEST_WORK, namespace, body)
+        except ConflictError:
+            return None  # made meanwhile: the watch brings it
+        self.works.remember(created)
+        return created
+
+    def _copy_of(self, namespace: str) -> list[Obj]:
+        if self._copies is None:
+            return []
+        return self._copies.get(f"{namespace}/observability-addon") or []
+
+    def _copied(self, namespace: str, conditions: list[Obj]) -> list[Obj]:
+        """MCO's copy of the hub copy's conditions whose status differs."""
+        copy = {c.get("type"): c for c in self._copy_of(namespace)}
         result = conditions
         for kind in _MIRRORED:
             source = copy.get(kind)
-            current = next((c for c in result if c.get("type") == kind), None)
-            if source is not None and (current is None or current["status"] != source["status"]):
+            current = condition(result, kind)
+            if source is not None and current.get("status") != source.get("status"):
                 kept = {k: source.get(k) for k in ("type", "status", "reason", "message",
                                                    "lastTransitionTime")}  # fmt: skip
                 result = [c for c in result if c.get("type") != kind] + [kept]
         return result
 
 
-def _statuses(conditions: list[Condition] | None) -> dict[Any, Any]:
+def _namespace(key: str) -> str:
+    return key.partition("/")[0]
+
+
+def _conditions(obj: Obj) -> list[Obj]:
+    return list((obj.get("status") or {}).get("conditions") or [])
+
+
+def _statuses(conditions: list[Obj] | None) -> dict[Any, Any]:
     return {c.get("type"): c.get("status") for c in conditions or [] if c.get("type") in _MIRRORED}
 
 
-def _set(
-    conditions: list[Condition], wanted: tuple[str, str, str, str], now: Callable[[], datetime]
-) -> list[Condition]:
-    """`conditions` with `wanted` (type, status, reason, message) set as
-    meta.SetStatusCondition does: the transition time moves only with the status; nothing
-    changes when all is the same."""
-    kind, status, reason, message = wanted
-    result = [dict(c) for c in conditions]
-    for condition in result:
-        if condition.get("type") != kind:
-            continue
-        if (condition.get("status"), condition.get("reason"), condition.get("message")) == (
-            status, reason, message,
-        ):  # fmt: skip
-            return conditions
-        if condition.get("status") != status:
-            condition["lastTransitionTime"] = _time(now)
-        condition.update(status=status, reason=reason, message=message)
-        return result
-    result.append({"type": kind, "status": status, "reason": reason, "message": message,
-                   "lastTransitionTime": _time(now)})  # fmt: skip
-    return result
-
-
-def _time(now: Callable[[], datetime]) -> str:
-    return now().astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+def _owned_by(mca: Mapping[str, Any]) -> list[Obj]:
+    """As OCM's: the agent's RoleBinding belongs to the MCA (none before the MCA is read)."""
+    meta = mca.get("metadata") or {}
+    if not meta.get("uid"):
+        return []
+    return [{"apiVersion": MANAGED_CLUSTER_ADDON.api_version, "kind": MANAGED_CLUSTER_ADDON.kind,
+             "name": meta["name"], "uid": meta["uid"]}]  # fmt: skip
 
 
 @contextmanager
@@ -239,6 +375,8 @@ def ocm_writers(
     *,
     time_scale: float,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
+    rendered: Mapping[str, Rendered] | None = None,
+    addon_manager: Kube | None = None,
 ) -> Iterator[OcmWriters]:
     """OCM's writers on the hub of `kubeconfig` while the block runs (the demo's fleet)."""
     from controller.kube.kubeconfig import client_for
@@ -246,7 +384,8 @@ def ocm_writers(
 
     with client_for(kubeconfig) as api:
         writers = OcmWriters(RestKube(api, request_timeout=5.0), addon_name=addon_name,
-                             time_scale=time_scale, now=now)  # fmt: skip
+                             time_scale=time_scale, now=now, rendered=rendered,
+                             addon_manager=addon_manager)  # fmt: skip
         writers.start()
         try:
             yield writers

@@ -54,10 +54,14 @@ _HEARD_EVERY = 0.1  # real seconds between looks for reports sent by hand, while
 
 
 class SteppedClock:
-    """The controller's clock during a scenario: the worker reads it, only the player moves it."""
+    """The controller's clock during a scenario: the worker reads it, only the player moves it.
+    What must happen as time passes (a klusterlet's renewals) is told before each move
+    (`before_move(moment)`), what waits for a time (OCM's requeues) after it (`after_move()`)."""
 
     def __init__(self, start: datetime) -> None:
         self._now = start
+        self.before_move: list[Callable[[datetime], None]] = []
+        self.after_move: list[Callable[[], None]] = []
 
     def __call__(self) -> datetime:
         return self._now
@@ -65,7 +69,11 @@ class SteppedClock:
     def move_to(self, moment: datetime) -> None:
         if moment < self._now:
             raise ValueError(f"the scenario clock never goes back ({moment} < {self._now})")
+        for before in self.before_move:
+            before(moment)
         self._now = moment
+        for after in self.after_move:
+            after()
 
 
 class PlayError(AddonStatusError):
@@ -129,7 +137,7 @@ class Player:
         self._scenario = scenario
         self._start = start
         self._origin = origin or start
-        self._system = system
+        self.system = system  # the running agent's: replaced when the story restarts it
         self._clock = clock
         self._view = view
         self._scale = scale
@@ -158,7 +166,7 @@ class Player:
             answer = self._send(play, result)
             self._settle()
             status = self._look()
-            checked = self._system.checked(status)
+            checked = self.system.checked(status)
             failures = list(play.check(self._scenario.config, answer, checked, self._offset))
             failures += self._hub_follows(status, play.where)
             if play.report is None:
@@ -173,7 +181,7 @@ class Player:
     def follow(self) -> None:
         """Until stopped: the clock runs on, reports sent by others and changes of the CRs are
         printed (see the module docstring)."""
-        self._system.heard()  # the play's own reports: printed already
+        self.system.heard()  # the play's own reports: printed already
         self._view.line("follow", "the play is over; reports sent now are judged and shown")
         pace = self._scale or 1.0
         last = time.monotonic()
@@ -184,13 +192,13 @@ class Player:
             self._by_hand()
             self._settle()
             self._look()
-            self._view.status("hub", self._system.hub_status())
+            self._view.status("hub", self.system.hub_status())
 
     def _by_hand(self, own: Mapping[str, Any] | None = None) -> None:
         """Print the reports the controller judged that this player did not send (someone ran
         `addon-status report` meanwhile), with their verdicts; `own`: the one it just sent."""
         profile = self._scenario.config.profile
-        for report, verdict in self._system.heard():
+        for report, verdict in self.system.heard():
             sent = _as_sent(report, profile.name_of(report.reason))
             if own is not None and _same(sent, own):
                 own = None  # the player's own, printed already
@@ -203,7 +211,7 @@ class Player:
         target = self._start + play.at
         while True:
             self._settle()
-            wakeup = next_wakeup(self._system.worker.state, self._scenario.config)
+            wakeup = next_wakeup(self.system.worker.state, self._scenario.config)
             moment = target if wakeup is None or wakeup >= target else max(wakeup, self._clock())
             if not self._wait_until(moment):
                 return False
@@ -219,10 +227,10 @@ class Player:
 
     def _change_generation(self, generation: int) -> None:
         """The CR's spec changed: go on once the worker has seen it through its watch."""
-        self._system.change_generation(generation)
+        self.system.change_generation(generation)
         self._view.line("spec", f"the CR's spec changed: metadata.generation {generation}")
         deadline = time.monotonic() + self._patience
-        while self._system.worker.state.generation < generation:
+        while self.system.worker.state.generation < generation:
             if time.monotonic() >= deadline:
                 raise PlayError(f"the worker did not see generation {generation} in time")
             time.sleep(0.005)
@@ -231,13 +239,13 @@ class Player:
 
     def _change_object(self, change: ObjectChange) -> None:
         """Write the object; go on once the worker has handled its watch event."""
-        version = self._system.change_object(change)
+        version = self.system.change_object(change)
         what = "deleted" if change.value is None else "written"
         self._view.line("object", f"{change.kind} {change.name} {what} ({change.resource})")
         if version is None:
             return
         deadline = time.monotonic() + self._patience
-        while int(self._system.worker.objects_seen.get(change.resource) or 0) < int(version):
+        while int(self.system.worker.objects_seen.get(change.resource) or 0) < int(version):
             if time.monotonic() >= deadline:
                 raise PlayError(f"the worker did not see {change.kind} {change.name} in time")
             time.sleep(0.005)
@@ -246,7 +254,7 @@ class Player:
 
     def _look(self) -> Mapping[str, Any]:
         """The spoke CR's status as stored, printed if it changed."""
-        self._spoke = self._system.spoke_status()
+        self._spoke = self.system.spoke_status()
         self._view.status("spoke", self._spoke)
         return self._spoke
 
@@ -270,7 +278,7 @@ class Player:
     def _settle(self) -> None:
         """Wait until the worker has handled everything queued, due timers included."""
         try:
-            self._system.worker.tick().result(timeout=self._patience)
+            self.system.worker.tick().result(timeout=self._patience)
         except FutureTimeout as error:
             raise PlayError(f"the worker did not settle within {self._patience:g}s") from error
 
@@ -279,7 +287,7 @@ class Player:
             return None
         text = _report_text(play.report)
         try:
-            answer = self._system.report(**play.report)
+            answer = self.system.report(**play.report)
         except (ReportRejected, ReportUnavailable) as error:
             self._view.line("report", f"{text} => not delivered: {error}")
             result.failures.append(f"{play.where}: the report was not delivered: {error}")
@@ -293,11 +301,11 @@ class Player:
 
     def _hub_follows(self, spoke: Mapping[str, Any], where: str) -> list[str]:
         """[] once the hub copy equals the spoke's status as replication copies it."""
-        mode = self._system.hub_copy
+        mode = self.system.hub_copy
         wanted = projection(spoke, mode)
         deadline = time.monotonic() + self._patience
         while True:
-            hub = self._system.hub_status()
+            hub = self.system.hub_status()
             if projection(hub, mode) == wanted:
                 self._view.status("hub", hub)
                 return []

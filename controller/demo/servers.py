@@ -1,7 +1,6 @@
-"""The demo's API servers as Open Cluster Management leaves them once the addon is rolled out:
-a hub (cluster namespaces, each cluster's `ManagedClusterAddOn` and its agent's hub permission,
-RBAC on) and a spoke per cluster (the addon CR and the rendered agent's manifests), with what
-the demo reads back from them."""
+"""The demo's spoke API servers as Open Cluster Management leaves them once the addon is rolled
+out (the addon CR and the rendered agent's manifests; the hub is `ocm_hub`), with what the demo
+reads back from them and the agents' hub credentials."""
 
 from __future__ import annotations
 
@@ -15,6 +14,7 @@ from typing import Any
 import yaml
 
 from controller.demo.addon_manager import Rendered, render
+from controller.demo.ocm_hub import HUB_TOKEN
 from controller.demo.scenario_file import Scenario, start_generation
 from controller.kube.kubeconfig import kubeconfig_yaml
 from controller.spoke.addon import GROUP, PLURAL, VERSION
@@ -24,11 +24,10 @@ from kubesim import APIServer, UserInfo
 from statemachines.errors import AddonStatusError
 from statemachines.stored import OWNED_FIELDS
 
-__all__ = ["CRD", "HUB_TOKEN", "MCA_CRD", "hub_server", "rollout", "spoke_server"]
+__all__ = ["CRD", "HUB_TOKEN", "MCA_CRD", "agent_tokens", "rollout", "spoke_server"]
 
 ADDON, SPOKE_NAMESPACE = DEFAULT_NAME, DEFAULT_NAMESPACE
 MANAGED_ADDON = "addon-status"  # the ClusterManagementAddOn: OCM names each cluster's MCA so
-HUB_TOKEN = "demo-hub-token"  # a demo credential for the embedded hub; never a real one
 CRD = Path(__file__).with_name("crds") / "observabilityaddons.yaml"  # manifests/base/crd.yaml
 # tests/data/upstream/managedclusteraddons.crd.yaml: what the hub side mirrors onto
 MCA_CRD = Path(__file__).with_name("crds") / "managedclusteraddons.yaml"
@@ -50,49 +49,12 @@ def agent_token(cluster: str) -> str:
     return f"demo-agent-{cluster}"
 
 
-@contextmanager
-def hub_server(
-    rendered: Mapping[str, Rendered], clock: Callable[[], datetime] | None = None
-) -> Iterator[APIServer]:
-    """The hub API server, authorizing with RBAC, as Open Cluster Management leaves it once the
-    addon is rolled out: in each cluster's namespace a `ManagedClusterAddOn` of the observed
-    addon (what the hub side mirrors onto) and the RoleBinding of the agent's `hubPermissions`;
-    each agent authenticates as its registration identity. A request without credentials reads
-    everything (kube-apiserver's --anonymous-auth and a role bound to system:unauthenticated):
-    kubectl sends no bearer token over plain HTTP, and `kubectl get` is part of the demo.
-    `clock`: the fleet's story time, which it stamps and tells (`Date`)."""
-    from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
-    from controller.hub.mirror import cluster_namespace, managed_cluster_addon
-
-    tokens = {HUB_TOKEN: UserInfo("demo-admin", groups=("system:masters",))}
-    for cluster, share in rendered.items():
-        tokens[agent_token(cluster)] = UserInfo(share.identity.user, groups=share.identity.groups)
-    hub = APIServer([_crd(), _crd(MCA_CRD)], namespaces=["default"], tokens=tokens,
-                    anonymous=True, rbac=True, clock=clock)  # fmt: skip
-    roles = yaml.safe_load_all((ROLLOUT / "clusterroles.yaml").read_text("utf-8"))
-    with hub:
-        for obj in [*_readers(), *roles]:
-            hub.put_object("rbac.authorization.k8s.io", "v1", f"{obj['kind'].lower()}s", obj)
-        for cluster, share in rendered.items():
-            hub.put_object("", "v1", "namespaces", cluster_namespace(cluster))
-            addon = managed_cluster_addon(cluster, MANAGED_ADDON)
-            hub.put_object(MCA.group, MCA.version, MCA.plural, addon)
-            for binding in share.hub:
-                hub.put_object("rbac.authorization.k8s.io", "v1", "rolebindings", binding)
-        yield hub
-
-
-def _readers() -> list[dict[str, Any]]:
-    rbac = "rbac.authorization.k8s.io"
-    ref = {"apiGroup": rbac, "kind": "ClusterRole", "name": "demo-readers"}
-    return [
-        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRole", "metadata": {"name": "demo-readers"},
-         "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["get", "list", "watch"]},
-                   {"nonResourceURLs": ["*"], "verbs": ["get"]}]},
-        {"apiVersion": f"{rbac}/v1", "kind": "ClusterRoleBinding",
-         "metadata": {"name": "demo-readers"}, "roleRef": ref,
-         "subjects": [{"apiGroup": rbac, "kind": "Group", "name": "system:unauthenticated"}]},
-    ]  # fmt: skip
+def agent_tokens(rendered: Mapping[str, Rendered]) -> dict[str, UserInfo]:
+    """Each agent's demo credential, authenticating as its registration identity."""
+    return {
+        agent_token(cluster): UserInfo(share.identity.user, groups=share.identity.groups)
+        for cluster, share in rendered.items()
+    }
 
 
 @contextmanager

@@ -1,6 +1,7 @@
 """`addon-status demo` runs the hub side on its embedded hub beside OCM's own writers: while the
 demo plays, each cluster's `ManagedClusterAddOn` carries the conditions the hub side owns as its
-hub copy says them, and OCM's `Available` and `Progressing` as OCM writes them, so that
+hub copy says them, and OCM's `Available`, `Progressing`, `RegistrationApplied` and
+`ManifestApplied` as OCM writes them, so that
 `kubectl get managedclusteraddons -A` shows the fleet live."""
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ from tests.demo.test_fleet_demo import Demo
 from tests.support import KUBECTL, eventually
 
 pytestmark = pytest.mark.slow
-OCM_WRITES = {"Available": "ProbeAvailable", "Progressing": "Completed"}
+# what the demo's model of OCM writes once the agent is registered, deployed and running
+OCM_WRITES = {"Available": "ProbeAvailable", "Progressing": "Completed",
+              "RegistrationApplied": "SetPermissionApplied",
+              "ManifestApplied": "AddonManifestApplied"}  # fmt: skip
 
 
 def test_the_demo_mirrors_every_hub_copy_onto_its_managed_cluster_addon() -> None:

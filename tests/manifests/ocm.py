@@ -52,12 +52,17 @@ TEMPLATES: Final = {
     "acm": MANIFESTS / "ocm" / "acm" / "addontemplate.yaml",
 }
 # The demo renders the seed template with the deployment config as the addon manager would, and
-# puts the ClusterRoles it binds on its hub; the wheel carries copies of the three.
+# puts on its hub what `kubectl apply -k manifests/ocm` puts on a hub (but the hub side's
+# Deployment, which it runs in process, and the copies' CRD, which it serves): the wheel carries
+# copies of them.
 DEMO: Final = ROOT / "controller" / "demo" / "ocm"
 COPIED: Final = {
     "addondeploymentconfig.yaml": MANIFESTS / "ocm" / "common" / "addondeploymentconfig.yaml",
     "clusterroles.yaml": MANIFESTS / "hub" / "roles" / "clusterroles.yaml",
-}
+    **{name: MANIFESTS / "ocm" / "common" / name for name in (
+        "namespace.yaml", "clustermanagementaddon.yaml", "placement.yaml", "addon-manager.yaml",
+        "agent-isolation.yaml")},
+}  # fmt: skip
 _HUB_VOLUME: Final = "hub-kubeconfig"
 DELETION_ORPHAN: Final = "addon.open-cluster-management.io/deletion-orphan"
 ORPHANED: Final = ("CustomResourceDefinition", "Namespace")  # deleting either deletes the CRs
