@@ -198,7 +198,8 @@ def running_fleet(
         kubeconfig = hub_kubeconfig(hub, temporary)
         manager = temporary / "addon-manager-kubeconfig"
         manager.write_text(kubeconfig_yaml(server=hub.url, token=ADDON_MANAGER_TOKEN), "utf-8")
-        stack.enter_context(hub_side(kubeconfig))
+        side = stack.enter_context(hub_side(kubeconfig, clock=clock))
+        clock.after_move.append(side.side.resync)  # OCM's view is judged on the story's time
         manager_api = stack.enter_context(client_for(manager))
         writers = stack.enter_context(ocm_writers(
             kubeconfig, MANAGED_ADDON, time_scale=1.0, now=clock, rendered=shares,

@@ -19,7 +19,8 @@ from controller.demo.ocm_model import CLUSTER_AVAILABLE, MANAGED_CLUSTER, MANAGE
 from controller.demo.ocm_model import condition as find
 from controller.demo.servers import MANAGED_ADDON
 from controller.demo.view import View
-from controller.fleet.copies import list_hub_copies
+from controller.fleet.copies import list_clusters, list_hub_copies, list_ocm
+from controller.fleet.paths import join
 from controller.fleet.view import summarise, summary_line
 from controller.hub.console import console_view
 from controller.kube.api import ALL_NAMESPACES, KubeError
@@ -144,12 +145,15 @@ class FleetLine:
                 if known is not None and known != text:  # the first look is the baseline
                     self._views[cluster].line(kind, text)
         try:
-            rows = list_hub_copies(self._kube).rows
+            now = self._now()
+            copies = list_hub_copies(self._kube)
+            clusters = list_clusters(self._kube)
+            rows = join(copies.rows, clusters, list_ocm(self._kube, MANAGED_ADDON), now)
         except KubeError as error:
             text = f"cannot list the hub copies: {error}"
             shown: object = text
         else:
-            summary = summarise(rows, self._now())
+            summary = summarise(rows, now)
             longest = summary.longest_degraded
             shown = (tuple(summary.states.items()), longest and longest.cluster, console)
             text = summary_line(summary)

@@ -218,6 +218,7 @@ def summarise(rows: Sequence[Row], now: datetime) -> Summary:
     first cluster by name) and how many changed state within the last hour."""
     counts = Counter(row.state for row in rows)
     order = [*STANDARD_TYPES, UNKNOWN]
+    order += sorted(set(counts) - set(order))  # a broken path's states (docs/spec.md §12.2)
     states = {state: counts[state] for state in order if counts[state]}
     degraded = [r for r in rows if r.state == ConditionType.DEGRADED and r.since is not None]
     longest = min(degraded, key=lambda r: (r.since, r.cluster), default=None)

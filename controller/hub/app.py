@@ -13,9 +13,9 @@ releases the Lease, so the other replica takes over at once.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry
@@ -52,6 +52,7 @@ class HubReplica(Process[HubOptions]):
         backoff: Backoff | None = None,
         watch_seconds: int = 300,
         serve: bool = True,
+        clock: Callable[[], datetime] | None = None,
     ) -> None:
         api = client_for(options.kubeconfig) if api_client is None else api_client
         super().__init__(
@@ -84,6 +85,7 @@ class HubReplica(Process[HubOptions]):
                     managed_clusters=self.watch_metrics.watch("managed-clusters"),
                     agents=self.watch_metrics.watch("agent-addons"),
                 ),
+                clock=clock or (lambda: datetime.now(UTC)),
                 path=PathSettings(
                     window=options.path_window,
                     grace=options.replication_grace,
@@ -103,13 +105,18 @@ class HubReplica(Process[HubOptions]):
 
 @contextmanager
 def hub_side(
-    hub_kubeconfig: Path, *, resync: float = 30.0, registry: CollectorRegistry | None = None
+    hub_kubeconfig: Path,
+    *,
+    resync: float = 30.0,
+    registry: CollectorRegistry | None = None,
+    clock: Callable[[], datetime] | None = None,
 ) -> Iterator[HubReplica]:
     """The hub side running in process on the hub of `hub_kubeconfig` (`addon-status demo`):
-    one replica, no election, no metrics or probe server; stopped when the block ends."""
+    one replica, no election, no metrics or probe server; stopped when the block ends. `clock`:
+    the time OCM's view is judged at (the demo's story); call `side.resync()` when it moves."""
     options = HubOptions(resync=timedelta(seconds=resync), request_timeout=5.0)
     with client_for(hub_kubeconfig) as api:
-        replica = HubReplica(options, api, registry=registry, serve=False)
+        replica = HubReplica(options, api, registry=registry, serve=False, clock=clock)
         with replica:
             yield replica
 

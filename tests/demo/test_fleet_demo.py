@@ -118,9 +118,13 @@ def test_fleet_plays_every_story_to_the_end_and_checks_it() -> None:
     assert seconds == sorted(seconds), "a line's time went back"
     played = out.split("\n\n")[-2].splitlines()  # the play, before its counts
     assert "fleet   3 clusters: 3 Available;" in played[-1], played[-1]
-    # The epilogue: cluster1's agent stops and cluster2 is lost, and OCM says so as OCM does
-    # (what the hub side makes of it shows in the console's words, which the demo does not
-    # expect); then both come back, and the console shows every cluster available again.
+    # The epilogue: cluster1's agent stops and cluster2 is lost, and OCM says so as OCM does;
+    # once it held for the window, the hub side's Degraded makes the console say the agent is
+    # down, and the fleet line counts the lost cluster (docs/spec.md §12.2); then both come
+    # back, and the console shows every cluster available again.
+    assert "] cluster1 console Degraded: the addon's agent is not running on cluster cluster1" \
+           in out  # fmt: skip
+    assert "1 AgentUnavailable;" in out and "1 ClusterLost;" in out
     assert "] cluster1 agent   stops: its Deployment addon-status-controller has no ready " \
            "replica" in out  # fmt: skip
     assert "] cluster1 ocm     Available=False (ProbeUnavailable: Probe addon unavailable with " \

@@ -104,3 +104,12 @@ def test_one_cluster_shows_ocms_conditions_beside_the_copys(
     document = fleet_json(kubeconfig, capsys, "silent")
     assert document["state"] == "StatusNotReplicated" and document["conditions"] == []
     assert {c["type"] for c in document["ocm"]} == {"Available", "ManifestApplied"}
+
+
+def test_the_summary_counts_each_broken_paths_state(
+    fleet: tuple[Hub, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, kubeconfig = fleet
+    states = fleet_json(kubeconfig, capsys)["summary"]["states"]
+    assert states == {"Available": 1, "AgentNotRegistered": 1, "AgentUnavailable": 1,
+                      "ClusterLost": 1, "StatusNotReplicated": 1}  # fmt: skip
