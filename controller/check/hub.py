@@ -10,6 +10,7 @@ from collections.abc import Generator, Iterator, Mapping
 from typing import Any, Final
 
 from controller.check.findings import Access, Finding, bad, good, may
+from controller.hub.access import refusal
 from controller.hub.ocm import MANAGED_CLUSTER, MANAGED_CLUSTER_ADDON
 from controller.kube.api import ADDON, ApiResource, Kube, KubeError, NotFoundError, whole
 from controller.kube.pager import list_all
@@ -62,7 +63,7 @@ def hub_findings(kube: Kube, addon: str, copy_name: str) -> Iterator[Finding | s
     yield good(f"ClusterManagementAddOn {addon} exists")
     yield from _bind_grant(kube)
     yield from _admission_policy(kube)
-    clusters = yield from _decisions(kube, served["PlacementDecision"], cma)
+    clusters = yield from _decisions(kube, served, cma)
     healthy = 0
     for cluster in clusters:  # only a cluster with something to fix is shown in full
         found = list(_cluster(kube, served, cluster, addon, copy_name))
@@ -146,8 +147,12 @@ def _admission_policy(kube: Kube) -> Iterator[Finding]:
         yield bad(f"the admission policy {POLICY} has no binding that denies", fix)
 
 
-def _decisions(kube: Kube, decisions: ApiResource, cma: Obj) -> Generator[Finding, None, list[str]]:
-    """The clusters the ClusterManagementAddOn's Placements chose (their PlacementDecisions)."""
+def _decisions(
+    kube: Kube, served: Mapping[str, ApiResource], cma: Obj
+) -> Generator[Finding, None, list[str]]:
+    """The clusters the ClusterManagementAddOn's Placements chose (their PlacementDecisions),
+    and whether each Placement keeps a lost cluster."""
+    decisions, placements = served["PlacementDecision"], served["Placement"]
     strategy = (cma.get("spec") or {}).get("installStrategy") or {}
     chosen: list[str] = []
     for placement in strategy.get("placements") or []:
@@ -165,6 +170,7 @@ def _decisions(kube: Kube, decisions: ApiResource, cma: Obj) -> Generator[Findin
             for d in (item.get("status") or {}).get("decisions") or []
             if d.get("clusterName")
         ]
+        yield from _tolerates_lost_clusters(kube, placements, namespace, name)
         if clusters:
             yield good(f"Placement {namespace}/{name} chose {len(clusters)} clusters")
         else:
@@ -177,6 +183,33 @@ def _decisions(kube: Kube, decisions: ApiResource, cma: Obj) -> Generator[Findin
     if not strategy.get("placements"):
         yield bad("the ClusterManagementAddOn names no Placement", APPLY)
     return sorted(set(chosen))
+
+
+LOST_TAINTS: Final = ("cluster.open-cluster-management.io/unreachable",
+                      "cluster.open-cluster-management.io/unavailable")  # fmt: skip
+
+
+def _tolerates_lost_clusters(
+    kube: Kube, placements: ApiResource, namespace: str, name: str
+) -> Iterator[Finding]:
+    """A cluster OCM loses is tainted: a Placement that does not tolerate it drops it, and the
+    addon manager then deletes its ManagedClusterAddOn and uninstalls the agent, so the console
+    shows no row for the cluster instead of its being lost (docs/spec.md §12.2)."""
+    try:
+        placement = kube.get(placements, namespace, name)
+    except KubeError as error:
+        yield bad(f"Placement {namespace}/{name} cannot be read", str(error))
+        return
+    tolerated = {
+        t.get("key") for t in (placement.get("spec") or {}).get("tolerations") or []
+        if isinstance(t, dict) and t.get("operator") == "Exists"
+    }  # fmt: skip
+    if missing := [taint for taint in LOST_TAINTS if taint not in tolerated]:
+        yield bad(
+            f"Placement {namespace}/{name} does not tolerate {', '.join(missing)}: a lost "
+            "cluster would leave it, and its addon with it (the console would show no row)",
+            f"add tolerations with operator Exists for those keys ({APPLY} has them)",
+        )
 
 
 def _cluster(
@@ -208,6 +241,17 @@ def _cluster(
         ),
     ):
         yield _condition(conditions, type_, fix)
+    try:
+        refused = refusal(kube, cluster, addon, copy_name)
+    except KubeError as error:
+        yield bad("cannot ask whether the agent may write its hub copy", str(error))
+    else:
+        if refused is not None:
+            yield bad(
+                refused,
+                "the agent's RoleBinding in this namespace (the addon manager makes it: "
+                "RegistrationApplied above), and the admission policy",
+            )
     available = conditions.get("Available") or {}
     try:
         copy = kube.get(served[ADDON.kind], cluster, copy_name)

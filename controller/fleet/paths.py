@@ -4,8 +4,11 @@ that state, as the hub side writes `Degraded` for it, and its row says so rather
 stale verdict. Pure: what the fleet listed and `now` in, rows out.
 
 The hub side's own verdict on the `ManagedClusterAddOn` comes first (it alone asks the API server
-whether an agent may write its copy); without one, the same rules are applied here to OCM's
-conditions, so the view tells the truth on a hub where the hub side does not run.
+whether an agent may write its copy, and its window is its own): a `Degraded` it wrote, of a
+broken path or of the copy, is what the console shows, and so the row. Without one, the same
+rules are applied here to OCM's conditions (with the hub side's default window and grace, and
+the copy's last change taken from its state's transition time), so the view tells the truth on
+a hub where the hub side does not run.
 """
 
 from __future__ import annotations
@@ -69,6 +72,8 @@ def with_path(
     written = verdict.get("Degraded") if verdict is not None else None
     if written is not None and written.get("reason") in PATH_REASONS:
         return _broken(row, cluster, name, written)
+    if written is not None and row is not None:
+        return row  # the hub side judged the path and found it holds: the console says so too
     if agent is None and availability is None:
         return row
     view = OcmView(
@@ -78,7 +83,8 @@ def with_path(
         deployed=agent.get("ManifestApplied") if agent else None,
     )  # fmt: skip
     last = [] if row is None else [_true(row)]
-    found, _ = degraded(cluster, last, path_break(view, now, grace=GRACE), now, window=WINDOW)
+    found, _ = degraded(cluster, last, path_break(view, now, grace=GRACE), now, window=WINDOW,
+                        copy_changed=None if row is None else row.since)  # fmt: skip
     if found is not None:
         return _broken(row, cluster, name, found)
     if row is None and agent is not None:

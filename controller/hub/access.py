@@ -3,10 +3,12 @@ hub that an agent's writes fail, so the hub side asks the API server, with a Sub
 for the agent's identity (its user and groups as OCM's registration names them), whether it may
 update the copy's status.
 
-Bounded: a cluster is asked at most once every `interval`, and the fleet at most `rate` times a
-second (a cluster whose turn comes while the fleet's budget is spent waits for a slot of its
-own, so a hub of 10,000 clusters is asked over minutes, never in one burst). A review the hub
-side may not ask (no grant) proves nothing: told once, and the cluster counts as allowed.
+Bounded: a cluster is asked at most once every `interval` (a refusal again after `recheck`, the
+window it must hold for before it counts, so that a refusal OCM soon lifts never shows), and the
+fleet at most `rate` times a second (a cluster whose turn comes while the fleet's budget is spent
+waits for a slot of its own, so a hub of 10,000 clusters is asked over minutes, never in one burst).
+A review the hub side may not ask (no grant) proves nothing: told once, and the cluster counts as
+allowed.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Final
 
 from controller.kube.api import ADDON, ApiResource, Kube, KubeError
 
-__all__ = ["SUBJECT_ACCESS_REVIEW", "AccessReviews", "agent_identity"]
+__all__ = ["SUBJECT_ACCESS_REVIEW", "AccessReviews", "agent_identity", "refusal"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,7 @@ class _Asked:
     due: float  # monotonic: when to ask next
     booked: bool = False  # `due` is a slot of the fleet's budget, already taken
     denied: tuple[datetime, str] | None = None
+    allowed: bool = False  # the last review answered that it may
 
 
 class AccessReviews:
@@ -59,12 +62,13 @@ class AccessReviews:
         addon: str,
         copy_name: str,
         interval: float,
+        recheck: float = 120.0,
         rate: float = 10.0,
         clock: Callable[[], float] = time.monotonic,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._kube, self._addon, self._copy = kube, addon, copy_name
-        self._interval, self._gap = interval, 1.0 / rate
+        self._interval, self._recheck, self._gap = interval, recheck, 1.0 / rate
         self._clock, self._now = clock, now
         self._lock = threading.Lock()
         self._asked: dict[str, _Asked] = {}
@@ -75,6 +79,12 @@ class AccessReviews:
         with self._lock:
             asked = self._asked.get(cluster)
             return asked.denied if asked is not None else None
+
+    def allowed(self, cluster: str) -> bool:
+        """The last review answered that the agent may write (False: it may not, or unknown)."""
+        with self._lock:
+            asked = self._asked.get(cluster)
+            return asked is not None and asked.allowed
 
     def check(self, cluster: str) -> float | None:
         """Ask for `cluster` if it is due and the fleet's budget allows; the seconds until it
@@ -94,33 +104,31 @@ class AccessReviews:
             # a little jitter, so that clusters asked together drift apart
             asked.due, asked.booked = now + self._interval * random.uniform(0.9, 1.1), False
             wait = asked.due - now
-        denied = self._ask(cluster)
+        answered, denied = self._ask(cluster)
         with self._lock:
+            asked.allowed = answered and denied is None
             if denied is None:
+                if asked.denied is not None:
+                    log.info("the agent of cluster %s may write its hub copy again", cluster)
                 asked.denied = None
-            elif asked.denied is None:
+                return wait
+            if asked.denied is None:
+                log.info("the agent of cluster %s may not write its hub copy: %s", cluster, denied)
                 asked.denied = (self._now(), denied)
-        return wait
+            # a refusal is asked again at its window's end: one the API server soon lifts (OCM
+            # binds the agent's role a moment after it makes the ManagedClusterAddOn) never counts
+            asked.due = now + self._recheck
+            return self._recheck
 
     def forget(self, cluster: str) -> None:
         with self._lock:
             self._asked.pop(cluster, None)
 
-    def _ask(self, cluster: str) -> str | None:
-        """Why the agent may not update its copy's status; None when it may (or when the
-        review cannot be asked)."""
-        user, groups = agent_identity(cluster, self._addon)
-        attributes = {
-            "namespace": cluster, "verb": "update", "group": ADDON.group,
-            "resource": ADDON.plural, "subresource": "status", "name": self._copy,
-        }  # fmt: skip
-        review = {
-            "apiVersion": SUBJECT_ACCESS_REVIEW.api_version,
-            "kind": SUBJECT_ACCESS_REVIEW.kind,
-            "spec": {"resourceAttributes": attributes, "user": user, "groups": groups},
-        }
+    def _ask(self, cluster: str) -> tuple[bool, str | None]:
+        """(whether the review was answered, why the agent may not update its copy's status:
+        None when it may or when the review cannot be asked)."""
         try:
-            answer = self._kube.create(SUBJECT_ACCESS_REVIEW, "", review)
+            return True, refusal(self._kube, cluster, self._addon, self._copy)
         except KubeError as error:
             if not self._told:
                 self._told = True
@@ -129,10 +137,25 @@ class AccessReviews:
                     "SubjectAccessReview): %s; a cluster whose agent may not is not seen",
                     error.detail,
                 )
-            return None
-        status = answer.get("status")
-        if isinstance(status, dict) and status.get("allowed") is True:
-            return None
-        reason = status.get("reason") if isinstance(status, dict) else None
-        what = f"update {ADDON.plural}/status {self._copy} in {cluster}"
-        return f"{user} may not {what}" + (f": {reason}" if isinstance(reason, str) else "")
+            return False, None
+
+
+def refusal(kube: Kube, cluster: str, addon: str, copy_name: str) -> str | None:
+    """Why `addon`'s agent on `cluster` may not update its hub copy's status, as the API
+    server's SubjectAccessReview answers; None when it may. Raises KubeError."""
+    user, groups = agent_identity(cluster, addon)
+    attributes = {
+        "namespace": cluster, "verb": "update", "group": ADDON.group,
+        "resource": ADDON.plural, "subresource": "status", "name": copy_name,
+    }  # fmt: skip
+    review = {
+        "apiVersion": SUBJECT_ACCESS_REVIEW.api_version,
+        "kind": SUBJECT_ACCESS_REVIEW.kind,
+        "spec": {"resourceAttributes": attributes, "user": user, "groups": groups},
+    }
+    status = kube.create(SUBJECT_ACCESS_REVIEW, "", review).get("status")
+    if isinstance(status, dict) and status.get("allowed") is True:
+        return None
+    reason = status.get("reason") if isinstance(status, dict) else None
+    what = f"update {ADDON.plural}/status {copy_name} in {cluster}"
+    return f"{user} may not {what}" + (f": {reason}" if isinstance(reason, str) else "")

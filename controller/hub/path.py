@@ -67,6 +67,7 @@ class OcmView:
     deployed: Mapping[str, Any] | None = None  # ... its ManifestApplied
     has_copy: bool = True
     denied: tuple[datetime, str] | None = None  # since when the agent may not write, and why
+    may_write: bool | None = None  # the API server's answer for the agent (None: not asked)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +89,9 @@ def path_break(view: OcmView, now: datetime, *, grace: timedelta) -> Break | Non
     for condition, broken, reason, status in (
         (view.cluster, "Unknown", CLUSTER_LOST, "Unknown"),
         (view.available, "False", AGENT_UNAVAILABLE, "True"),
-        (view.registered, "False", AGENT_NOT_REGISTERED, "True"),
+        # OCM can leave it False while an older binding still lets the agent write (a rollout
+        # switched from one hub role to another): the API server's word on the writes wins
+        (None if view.may_write else view.registered, "False", AGENT_NOT_REGISTERED, "True"),
     ):
         if condition is not None and condition.get("status") == broken:
             return Break(reason, status, _since(condition, now), _words(condition))

@@ -116,6 +116,7 @@ class HubSide:
         self._access = AccessReviews(
             kube, addon=path.agent_addon or addon_name, copy_name=copy_name,
             interval=path.access_interval.total_seconds(), rate=path.access_rate, now=clock,
+            recheck=path.window.total_seconds(),
         )  # fmt: skip
         self._paths: dict[str, str] = {}  # namespace -> the path reason its Degraded holds
         # Only the worker touches these:
@@ -221,6 +222,8 @@ class HubSide:
         self._link(namespace, addon)
         if mirror(wanted, addon.conditions) is None:
             return True, later
+        if not addon.owned:  # a new ManagedClusterAddOn (OCM made it again): a first write
+            self._repairs.forget(namespace)
         if self._left(namespace, found.copy or [], wanted, addon):
             return False, later
 
@@ -266,17 +269,25 @@ class HubSide:
         seconds until the view must be looked at again (a window's end, the next access
         review)."""
         asked = self._access.check(namespace)
-        view = replace(found.view, denied=self._access.denied(namespace))
+        access = self._access
+        view = replace(
+            found.view, denied=access.denied(namespace), may_write=access.allowed(namespace)
+        )
         now, path = self._now(), self._path
         wanted, again = effective(
             namespace, found.copy, view, now, window=path.window, grace=path.grace,
             copy_changed=found.copy_changed,
         )  # fmt: skip
         reason = next((c["reason"] for c in wanted if c.get("reason") in PATH_REASONS), None)
-        if reason is None:
-            self._paths.pop(namespace, None)
-        else:
+        before = self._paths.pop(namespace, None) if reason is None else self._paths.get(namespace)
+        if reason is not None:
             self._paths[namespace] = reason
+        if before != reason:
+            log.info(
+                "cluster %s: %s", namespace,
+                f"Degraded from OCM's view of the path: {reason}" if reason
+                else "the path holds again: the hub copy's Degraded",
+            )  # fmt: skip
         waits = [asked] if asked is not None else []
         if again is not None:
             waits.append((again - now).total_seconds())

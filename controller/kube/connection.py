@@ -77,7 +77,7 @@ class Connection:
         server_name: str | None = None,
         proxy: str | None = None,
         impersonate: tuple[tuple[str, str], ...] = (),
-        pool_size: int = 4,
+        pool_size: int = 10,  # the watches a process holds open at once, and its calls
     ) -> None:
         parts = urlsplit(server)
         if parts.scheme not in ("http", "https") or not parts.hostname:

@@ -113,3 +113,16 @@ def test_the_summary_counts_each_broken_paths_state(
     states = fleet_json(kubeconfig, capsys)["summary"]["states"]
     assert states == {"Available": 1, "AgentNotRegistered": 1, "AgentUnavailable": 1,
                       "ClusterLost": 1, "StatusNotReplicated": 1}  # fmt: skip
+
+
+def test_a_path_the_hub_side_judged_whole_is_the_copys_state_as_on_the_console(
+    fleet: tuple[Hub, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The hub side wrote the copy's Degraded beside OCM's RegistrationApplied=False (an agent
+    whose older binding still lets it write): the console shows the copy's truth, so does the
+    row."""
+    hub, kubeconfig = fleet
+    copys = cond("Degraded", "False", "ForwardSuccessful", "metrics sent")
+    hub.set_addon_conditions("unregistered", [*hub.conditions("unregistered"), copys])
+    shown = fleet_json(kubeconfig, capsys, "--cluster", "unregistered")
+    assert [row["state"] for row in shown["clusters"]] == ["Available"]

@@ -15,12 +15,15 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry
 
+from controller.hub.access import AccessReviews
 from controller.hub.caches import LINK, LINK_OWNER, LINK_TEXT
 from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
+from controller.kube.rest import RestKube
 from statemachines.conditions import format_time
+from tests.clock import FakeClock
 from tests.hub.console import shown
 from tests.hub.hubside import Hub, cond, hub_server, replica, sample, seed
-from tests.support import eventually
+from tests.support import connection, eventually
 
 pytestmark = pytest.mark.integration
 
@@ -116,9 +119,11 @@ def test_a_lost_cluster_shows_unknown_never_the_copys_stale_verdict(hub: Hub) ->
 
 
 def test_an_agent_not_registered_is_degraded_naming_registration(hub: Hub) -> None:
+    """No access review here (this hub authorizes everything: it would say the agent may
+    write, which outweighs OCM's word, tests/hub/test_path.py)."""
     hub.cluster("cluster1")
     hub.set_copy("cluster1", COPY)
-    with replica(hub):
+    with replica(hub, access_check=timedelta(0)):
         eventually(lambda: reason_of(hub, "cluster1") == "ForwardSuccessful", "the mirror")
         ocm(hub, "cluster1", UP, REFUSED)
         eventually(lambda: reason_of(hub, "cluster1") == "AgentNotRegistered", "the refusal")
@@ -157,34 +162,39 @@ def test_an_agent_that_may_not_write_its_copy_is_degraded_until_it_may_again() -
         _may_not_write(hub)
 
 
-def _may_not_write(hub: Hub) -> None:
+def _bind(hub: Hub, cluster: str) -> None:
+    """The agent's hub RoleBinding as OCM's addon manager makes it (the role made once)."""
     rbac = client.RbacAuthorizationV1Api(hub._api)
-    rbac.create_cluster_role(client.V1ClusterRole(
-        metadata=client.V1ObjectMeta(name="addon-status-hub"),
-        rules=[client.V1PolicyRule(api_groups=["observability.open-cluster-management.io"],
-                                   resources=["observabilityaddons/status"], verbs=["update"],
-                                   resource_names=["observability-addon"])],
+    try:
+        rbac.create_cluster_role(client.V1ClusterRole(
+            metadata=client.V1ObjectMeta(name="addon-status-hub"),
+            rules=[client.V1PolicyRule(api_groups=["observability.open-cluster-management.io"],
+                                       resources=["observabilityaddons/status"], verbs=["update"],
+                                       resource_names=["observability-addon"])],
+        ))  # fmt: skip
+    except ApiException as error:
+        if error.status != 409:
+            raise
+    group = f"system:open-cluster-management:cluster:{cluster}:addon:addon-status"
+    rbac.create_namespaced_role_binding(cluster, client.V1RoleBinding(
+        metadata=client.V1ObjectMeta(name="open-cluster-management:addon-status:agent"),
+        role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="ClusterRole",
+                                  name="addon-status-hub"),
+        subjects=[client.RbacV1Subject(kind="Group", name=group,
+                                       api_group="rbac.authorization.k8s.io")],
     ))  # fmt: skip
 
-    def bind(cluster: str) -> None:
-        group = f"system:open-cluster-management:cluster:{cluster}:addon:addon-status"
-        rbac.create_namespaced_role_binding(cluster, client.V1RoleBinding(
-            metadata=client.V1ObjectMeta(name="open-cluster-management:addon-status:agent"),
-            role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="ClusterRole",
-                                      name="addon-status-hub"),
-            subjects=[client.RbacV1Subject(kind="Group", name=group,
-                                           api_group="rbac.authorization.k8s.io")],
-        ))  # fmt: skip
 
+def _may_not_write(hub: Hub) -> None:
     for cluster in ("cluster1", "cluster2"):
         hub.cluster(cluster)
         hub.set_copy(cluster, COPY)
-    bind("cluster1")
+    _bind(hub, "cluster1")
     with replica(hub, access_check=timedelta(seconds=1), path_window=timedelta(seconds=1)):
         eventually(lambda: reason_of(hub, "cluster2") == "StatusNotReplicated", "the denial")
         assert reason_of(hub, "cluster1") == "ForwardSuccessful"
         assert "may not update observabilityaddons/status" in degraded(hub, "cluster2")["message"]  # type: ignore[index]
-        bind("cluster2")
+        _bind(hub, "cluster2")
         eventually(lambda: reason_of(hub, "cluster2") == "ForwardSuccessful", "allowed again")
 
 
@@ -245,3 +255,24 @@ def test_on_acm_the_agents_own_addon_tells_whether_it_runs_and_acms_addon_shows_
                 assert degraded(hub, "cluster1") is None  # the agent's addon is OCM's alone
         finally:
             acms.close()
+
+
+def test_a_refusal_is_asked_again_at_its_windows_end_and_one_lifted_by_then_never_counts() -> None:
+    """OCM binds the agent's role a moment after it makes the ManagedClusterAddOn: the first
+    review may refuse. It is asked again when the window ends, before it could count."""
+    clock = FakeClock()
+    with hub_server(rbac=True) as hub:
+        hub.cluster("cluster2")
+        with connection(hub.server, "hub-a") as api:
+            reviews = AccessReviews(
+                RestKube(api), addon="addon-status", copy_name="observability-addon",
+                interval=3600, recheck=120, clock=clock.monotonic, now=clock.now,
+            )  # fmt: skip
+            assert reviews.check("cluster2") == 120  # refused: asked again in the window
+            assert reviews.denied("cluster2") is not None and not reviews.allowed("cluster2")
+            assert reviews.check("cluster2") == 120  # not due: not asked
+            _bind(hub, "cluster2")
+            clock.move(seconds=120)
+            waits = reviews.check("cluster2")
+            assert waits is not None and waits > 3000  # allowed: the interval again
+            assert reviews.denied("cluster2") is None and reviews.allowed("cluster2")

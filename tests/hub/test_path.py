@@ -115,3 +115,10 @@ def test_ocms_words_are_cut_and_the_message_fits_a_condition() -> None:
     wordy = {**DOWN, "message": "x" * 100_000}
     found, _ = degraded(OcmView(available=wordy))
     assert len(found["message"]) < 2_000 and "…" in found["message"]
+
+
+def test_registration_refused_while_the_api_server_says_the_agent_may_write_is_no_break() -> None:
+    """OCM leaves RegistrationApplied False when a rollout switched the agent's hub role, while
+    the older binding still lets it write: the API server's answer wins."""
+    found, _ = degraded(OcmView(available=UP, registered=REFUSED, may_write=True))
+    assert found["reason"] == "ForwardSuccessful"

@@ -129,6 +129,29 @@ def _mca_condition(cluster: str, *conditions: Any) -> Callable[[APIServer], None
     return breaks
 
 
+def _untolerated(server: APIServer) -> None:
+    """The Placement as the rollout shipped it before it tolerated lost clusters."""
+    placement = server.get_object("cluster.open-cluster-management.io", "v1beta1", "placements",
+                                  "addon-status", "addon-status")  # fmt: skip
+    assert placement is not None
+    placement["spec"]["tolerations"] = placement["spec"]["tolerations"][1:]
+    server.put_object("cluster.open-cluster-management.io", "v1beta1", "placements", placement)
+
+
+def _unbound(cluster: str) -> Callable[[APIServer], None]:
+    """Every RoleBinding of `cluster`'s namespace gone (the addon manager would make the
+    agent's again; here nothing does): the agent's writes are refused."""
+
+    def breaks(server: APIServer) -> None:
+        admin = kube_of(server, "admin")
+        bindings = admin.discover("rbac.authorization.k8s.io/v1", "RoleBinding")
+        for binding in admin.list(bindings, cluster, keep=whole).items:
+            rbac = ("rbac.authorization.k8s.io", "v1", "rolebindings")
+            assert server.delete_object(*rbac, cluster, binding["metadata"]["name"])
+
+    return breaks
+
+
 @pytest.mark.parametrize(
     ("breaks", "failure"),
     [
@@ -152,8 +175,15 @@ def _mca_condition(cluster: str, *conditions: Any) -> Callable[[APIServer], None
         (_delete("observability.open-cluster-management.io/v1beta1/observabilityaddons",
                  "cluster2", COPY),
          f"✘ the hub copy cluster2/{COPY} does not exist"),
+        (_untolerated,
+         "✘ Placement addon-status/addon-status does not tolerate "
+         "cluster.open-cluster-management.io/unreachable: a lost cluster would leave it"),
+        (_unbound("cluster2"),
+         "✘ system:open-cluster-management:cluster:cluster2:addon:addon-status:agent:"
+         "addon-status-agent may not update observabilityaddons/status"),
     ],
-    ids=["bind-grant", "admission-policy", "placement", "manifests", "silent-agent", "copy"],
+    ids=["bind-grant", "admission-policy", "placement", "manifests", "silent-agent", "copy",
+         "lost-clusters-dropped", "agent-unbound"],
 )  # fmt: skip
 def test_each_broken_part_of_the_rollout_is_one_line_saying_what_to_do(
     hub: APIServer,
