@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Mapping
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ from controller.demo.ocm_writers import OcmWriters
 from controller.hub.metrics import MirrorMetrics
 from controller.hub.mirror import OWNED_TYPES, standard_conditions
 from controller.hub.ocm import MANAGED_CLUSTER_ADDON as MCA
-from controller.hub.side import HubSide
+from controller.hub.side import HubSide, PathSettings
 from controller.kube.api import ALL_NAMESPACES, ApiResource, Kube
 from controller.kube.backoff import Backoff
 from controller.kube.reflector import Reflector, Selection
@@ -245,3 +246,62 @@ def _copy_reads(hub: Hub) -> int:
     return hub.server.count_requests(
         resource="observabilityaddons", namespace="cluster1", user="hub-side-a", verbs=("get",)
     )
+
+
+def test_on_acm_an_agent_down_is_the_hub_sides_word_and_the_operators_mirror_never_fights() -> None:
+    """docs/spec.md §12.2 in `acm`: the agent (the rollout's `addon-status` addon) stops; the hub
+    side's `Degraded` on `observability-controller` says so. The observability operator copies
+    only a change of the copy's statuses: the copy does not change while its agent is down, so it
+    writes nothing over it; once the agent writes again, both say the copy's truth. No flap."""
+    with hub_server() as hub:
+        hub.addon_name = "observability-controller"
+        agent = Hub(hub.server, "addon-status")
+        try:
+            hub.cluster("cluster1")
+            agent.create_addon("cluster1")
+            hub.set_copy("cluster1", acm("Available", "ForwardSuccessful"))
+            _agent_down_beside_acm(hub, agent)
+        finally:
+            agent.close()
+
+
+def _agent_down_beside_acm(hub: Hub, agent: Hub) -> None:
+    def degraded() -> tuple[str, str] | None:
+        found = next((c for c in hub.conditions("cluster1") if c["type"] == "Degraded"), None)
+        return None if found is None else (found["status"], found["reason"])
+
+    long_ago = "2026-11-24T01:30:00Z"  # after the copy last changed (T0), long before now
+    down = {"type": "Available", "status": "False", "reason": "ProbeUnavailable",
+            "message": "Probe addon unavailable", "lastTransitionTime": long_ago}  # fmt: skip
+    with connection(hub.server, "hub-a") as api, connection(hub.server, "admin") as ocm_api:
+        side = HubSide(
+            RestKube(api, request_timeout=5.0), metrics=MirrorMetrics(CollectorRegistry()),
+            addon_name=hub.addon_name, backoff=Backoff(0.02, 0.2), watch_seconds=30,
+            path=PathSettings(window=timedelta(seconds=1), agent_addon="addon-status"),
+        )  # fmt: skip
+        ocm = OcmWriters(RestKube(ocm_api), addon_name=hub.addon_name, acm=True,
+                         time_scale=SCALE)  # fmt: skip
+        history = History(RestKube(ocm_api), hub.addon_name)
+        history.reflector.start()
+        ocm.start()
+        side.start()
+        try:
+            eventually(lambda: degraded() == ("False", "ForwardSuccessful"), "the first mirror")
+            agent.set_addon_conditions("cluster1", [down])
+            eventually(lambda: degraded() == ("True", "AgentUnavailable"), "the agent down")
+            time.sleep(3.0)  # three simulated minutes of OCM's and the operator's writers
+            assert side.wait_idle(10) and degraded() == ("True", "AgentUnavailable")
+            # the agent back: it writes its copy first, then OCM's probe sees its Deployment
+            hub.set_copy("cluster1", acm("Degraded", "ForwardFailure", at=T1))
+            eventually(lambda: degraded() == ("True", "ForwardFailure"), "the copy's truth")
+            agent.set_addon_conditions("cluster1", [{**down, "status": "True",
+                                                     "reason": "ProbeAvailable"}])  # fmt: skip
+            assert side.wait_idle(10)
+        finally:
+            side.stop()
+            ocm.stop()
+            history.reflector.stop()
+    assert history.of("cluster1", "Degraded") == [
+        ("False", "ForwardSuccessful"), ("True", "AgentUnavailable"), ("True", "ForwardFailure"),
+    ]  # fmt: skip
+    assert hub.writes("cluster1", user="hub-side-a") <= 3
