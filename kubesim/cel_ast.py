@@ -8,9 +8,10 @@ identifier. Lists and maps of constants are folded into constants, as cel-go's `
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from kubesim.protobuf import wire_fields
 
 __all__ = ["Call", "Comprehension", "Const", "Ident", "ListLit", "MapLit", "Node", "Select", "read"]
 
@@ -154,37 +155,6 @@ def _text(fields: dict[int, list[Any]], number: int) -> str:
 
 def _message(data: bytes) -> dict[int, list[Any]]:
     fields: dict[int, list[Any]] = {}
-    for number, value in _fields(data):
+    for number, value in wire_fields(data):
         fields.setdefault(number, []).append(value)
     return fields
-
-
-def _fields(data: bytes) -> Iterator[tuple[int, Any]]:
-    """(field number, value): an int for a varint, bytes for the others (fixed64 as its 8)."""
-    at = 0
-    while at < len(data):
-        key, at = _varint(data, at)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, at = _varint(data, at)
-            yield number, value
-        elif wire in (1, 2, 5):
-            if wire == 2:
-                length, at = _varint(data, at)
-            else:
-                length = 8 if wire == 1 else 4
-            yield number, data[at : at + length]
-            at += length
-        else:
-            raise ValueError(f"wire type {wire} is not one protobuf writes")
-
-
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if not byte & 0x80:
-            return value, at

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Final
 
-__all__ = ["PROTOBUF", "decode_protobuf"]
+__all__ = ["PROTOBUF", "decode_protobuf", "wire_fields"]
 
 PROTOBUF: Final = "application/vnd.kubernetes.protobuf"
 _MAGIC: Final = b"k8s\x00"
@@ -60,7 +60,7 @@ def decode_protobuf(body: bytes) -> dict[str, Any] | None:
 def _message(data: bytes, name: str) -> dict[str, Any]:
     fields = _MESSAGES[name]
     out: dict[str, Any] = {}
-    for number, value in _fields(data):
+    for number, value in wire_fields(data):
         if number not in fields or not isinstance(value, bytes):
             continue  # a field not read here (fieldSelector, extra, a varint...)
         key, kind = fields[number]
@@ -75,8 +75,9 @@ def _message(data: bytes, name: str) -> dict[str, Any]:
     return out
 
 
-def _fields(data: bytes) -> Iterator[tuple[int, bytes | int]]:
-    """(field number, value) of each field on the wire: bytes for length-delimited ones."""
+def wire_fields(data: bytes) -> Iterator[tuple[int, bytes | int]]:
+    """(field number, value) of each field on the wire: an int for a varint, bytes for the
+    others (a fixed64 or fixed32 as its 8 or 4 bytes)."""
     at = 0
     while at < len(data):
         key, at = _varint(data, at)
@@ -84,14 +85,14 @@ def _fields(data: bytes) -> Iterator[tuple[int, bytes | int]]:
         if wire == 0:
             value, at = _varint(data, at)
             yield number, value
-        elif wire == 2:
-            length, at = _varint(data, at)
+        elif wire in (1, 2, 5):
+            length = 8 if wire == 1 else 4
+            if wire == 2:
+                length, at = _varint(data, at)
             if at + length > len(data):
                 raise ValueError("a field runs past the end of the message")
             yield number, data[at : at + length]
             at += length
-        elif wire in (1, 5):
-            at += 8 if wire == 1 else 4
         else:
             raise ValueError(f"wire type {wire} is not one protobuf writes")
 
