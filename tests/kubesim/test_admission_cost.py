@@ -9,9 +9,7 @@ admission runs. Through the real client over HTTP."""
 
 from __future__ import annotations
 
-import http.client
 import json
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +19,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubesim import APIServer, UserInfo
 from tests.kubesim.conftest import CRD
+from tests.kubesim.meanwhile import others_first
 from tests.support import api_client
 
 pytestmark = pytest.mark.integration
@@ -218,30 +217,7 @@ def test_a_costly_admission_stalls_no_other_client(
     they run, another client's writes go through, and the refusal comes after them."""
     nested = "variables.n.all(a, variables.n.all(b, variables.n.all(c, a + b + c >= 0)))"
     install(api, variables=[HUNDRED], validations=[{"expression": nested}] * 3)
-    order: list[str] = []
-    answer: list[int] = []
-    sent = threading.Event()
-
-    def create_costly() -> None:
-        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
-        connection.request("POST", "/api/v1/namespaces/default/configmaps",
-                           json.dumps({"metadata": {"name": "costly"}}),
-                           {"Authorization": "Bearer admin",
-                            "Content-Type": "application/json"})  # fmt: skip
-        sent.set()
-        reply = connection.getresponse()
-        reply.read()
-        answer.append(reply.status)
-        connection.close()
-        order.append("costly")
-
     core = client.CoreV1Api(api)
-    core.list_namespace()  # the client is ready before the costly write is sent
-    running = threading.Thread(target=create_costly)
-    running.start()
-    sent.wait(60)
-    for index in range(3):
-        core.create_namespace({"metadata": {"name": f"meanwhile-{index}"}})
-    order.append("others")
-    running.join()
-    assert (order, answer) == (["others", "costly"], [422])
+    path = "/api/v1/namespaces/default/configmaps"
+    body = {"metadata": {"name": "costly"}}
+    assert others_first(server, core, path, body, token="admin") == (["others", "slow"], 422)

@@ -6,9 +6,7 @@ may `escalate`; `system:masters` is never checked. Through the real client over 
 
 from __future__ import annotations
 
-import http.client
 import json
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +16,7 @@ from kubernetes.client.exceptions import ApiException
 
 from kubesim import APIServer, UserInfo
 from tests.kubesim.conftest import CRD, GROUP, NAME, PLURAL
+from tests.kubesim.meanwhile import others_first
 from tests.support import api_client, apply_objects, kube_of
 
 pytestmark = pytest.mark.integration
@@ -164,30 +163,7 @@ def test_a_huge_roles_check_stalls_no_other_client(server: APIServer) -> None:
     huge = {"apiVersion": f"{RBAC}/v1", "kind": "Role",
             "metadata": {"name": "huge", "namespace": "cluster1"},
             "rules": [{"apiGroups": [""], "resources": resources, "verbs": verbs}]}  # fmt: skip
-    order: list[str] = []
-    answer: list[int] = []
-    sent = threading.Event()
-
-    def create_huge() -> None:
-        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=120)
-        connection.request("POST", "/apis/rbac.authorization.k8s.io/v1/namespaces/cluster1/roles",
-                           json.dumps(huge), {"Authorization": "Bearer manager",
-                                              "Content-Type": "application/json"})  # fmt: skip
-        sent.set()
-        reply = connection.getresponse()
-        reply.read()
-        answer.append(reply.status)
-        connection.close()
-        order.append("huge")
-
+    path = "/apis/rbac.authorization.k8s.io/v1/namespaces/cluster1/roles"
     with api_client(server, "admin") as api:
-        core = client.CoreV1Api(api)
-        core.list_namespace()  # the client is ready before the role is sent
-        checking = threading.Thread(target=create_huge)
-        checking.start()
-        sent.wait(60)
-        for index in range(3):
-            core.create_namespace({"metadata": {"name": f"meanwhile-{index}"}})
-        order.append("others")
-        checking.join()
-    assert (order, answer) == (["others", "huge"], [201])
+        made = others_first(server, client.CoreV1Api(api), path, huge, token="manager")
+    assert made == (["others", "slow"], 201)
