@@ -111,7 +111,9 @@ def _registration(hub: APIServer, cluster: str) -> str:
           "addon-status-hub-create-missing: every agent's hub RoleBinding would be refused"]),
         (_unregister("cluster2"),
          ["✘ the addon manager may not bind ClusterRole ",
-          "✘ RegistrationApplied is False: Failed to set permission for hub agent: "]),
+          "✘ RegistrationApplied is False: Failed to set permission for hub agent: ",
+          "✘ system:open-cluster-management:cluster:cluster2:addon:addon-status:agent:"
+          "addon-status-agent may not update observabilityaddons/status"]),
     ],
     ids=["admission-policy-binding", "bind-grant", "agent-role-binding"],
 )  # fmt: skip
