@@ -1,0 +1,518 @@
+"""Hub copies and ManagedClusterAddOns as large as real ones, for the hub-side and fleet-view
+benchmarks.
+
+A hub copy is what a spoke replicates with `--hub-copy status` (docs/spec.md §7, §9): the spoke
+controller's configuration exactly as `addon-status run --leader-elect --config FILE` builds it
+from the shipped configuration (manifests/base/configuration.yaml: the two collectors'
+Deployments under the kstatus-like CEL rule, `for: 2m`; the addon CR and the Lease as related
+objects), a seeded life of reports and Deployment changes played through the real core
+(`statemachines.core`: boot, heartbeats every report interval, forwarding outages longer and
+shorter than the window, upgrades with versions, an update failure, a Deployment losing its
+replicas), then `statemachines.stored.to_status` and `statemachines.hub_copy.for_hub(status,
+"status")`: the seed profile's conditions (five standard types, the two collectors', `Ready`,
+`ResourcesHealthy`), a history of 10, versions, related objects and the two resources, about
+8 KB. 1% of the copies are near the §6 budget: a configuration with the largest lists the CRD
+allows (64 resources, 256 related objects) and a long history, every text past its limit, so
+that the core cuts each at its limit and then fits the whole to 256 KiB.
+
+A ManagedClusterAddOn is left as OCM v1.3 leaves one of a template addon
+(/work/shared/upstream/OCM_V1_3.md; addon-framework's registration, agentdeploy and health-check
+controllers and OCM's addon configuration controller): owned by its ClusterManagementAddOn, the
+conditions `RegistrationApplied`, `ManifestApplied`, `Available` (workload health),
+`Progressing` and `Configured`, `relatedObjects`, `registrations` (the agent's kube client
+subject), `supportedConfigs` and `configReferences` (AddOnDeploymentConfig and AddOnTemplate,
+with their spec hashes), `namespace` and `healthCheck`.
+
+Each cluster's life is its own (seeded by its index), so no two copies share a text by chance;
+lives are played once per process and reused for the phases of a run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import cache
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from controller.hub.mirror import owned, standard_conditions
+from controller.hub.ocm import MANAGED_CLUSTER_ADDON as MCA
+from controller.spoke.app import related_objects
+from controller.spoke.options import RunOptions
+from statemachines import (
+    Config,
+    Report,
+    advance,
+    apply,
+    next_wakeup,
+    observe_generation,
+    observe_object,
+    start,
+)
+from statemachines.hub_copy import for_hub
+from statemachines.related import RelatedObject
+from statemachines.size import BUDGET, encoded_size
+from statemachines.state import AddonState
+from statemachines.stored import to_status
+from statemachines.vocabulary import Reason
+
+__all__ = [
+    "BIG_SHARE",
+    "Life",
+    "Lives",
+    "copy_size",
+    "lives",
+    "managed_cluster_addon",
+]
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+SHIPPED: Final = ROOT / "manifests" / "base" / "configuration.yaml"
+EPOCH: Final = datetime(2026, 9, 1, tzinfo=UTC)
+BIG_SHARE: Final = 100  # one copy in this many is near the budget
+METRICS, UWL = "metrics-collector", "uwl-metrics-collector"
+VERSIONS: Final = ("2.13.4", "2.14.0", "2.14.1", "2.15.0")
+RECEIVE: Final = (
+    "https://observatorium-api-open-cluster-management-observability.apps.hub.example.com"
+    "/api/metrics/v1/default/api/v1/receive"
+)
+
+Status = dict[str, Any]
+
+
+# --- the spoke's configuration, as `run` builds it ---------------------------------------------
+
+
+def _options(config_text: str, **settings: Any) -> RunOptions:
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as file:
+        file.write(config_text)
+    return RunOptions(leader_elect=True, hub_copy="status", config_file=Path(file.name), **settings)
+
+
+def _configured(config_text: str, **settings: Any) -> Config:
+    options = _options(config_text, **settings)
+    try:
+        return options.config().with_related(*related_objects(options))
+    finally:
+        if options.config_file is not None:
+            options.config_file.unlink()
+
+
+@cache
+def shipped_config() -> Config:
+    """The shipped configuration file, loaded as `addon-status run --config` loads it."""
+    manifest = yaml.safe_load(SHIPPED.read_text("utf-8"))
+    return _configured(manifest["data"]["config.yaml"])
+
+
+BIG_RESOURCES: Final = 64  # the CRD's maxItems of status.resources
+BIG_RELATED: Final = 256 - 2 - BIG_RESOURCES  # with the CR, the Lease and each watched object
+BIG_HISTORY: Final = 1000  # the CRD's maxItems of status.history
+
+
+@cache
+def big_config() -> Config:
+    """The largest lists the CRD allows: 64 watched Deployments (the collectors' two under the
+    shipped rule, 62 other workloads judged by their `Available` condition, whose message the
+    resource entry carries), 256 related objects, a history of 1,000."""
+    manifest = yaml.safe_load(SHIPPED.read_text("utf-8"))
+    resources = yaml.safe_load(manifest["data"]["config.yaml"])["resources"]
+    resources += [
+        {
+            "name": f"workload-{i:02d}-deployment",
+            "collector": (METRICS, UWL)[i % 2],
+            "object": {"apiVersion": "apps/v1", "kind": "Deployment", "name": f"workload-{i:02d}"},
+            "for": "2m",
+            "healthRule": {"singleConditionType": "Available"},
+        }
+        for i in range(len(resources), BIG_RESOURCES)
+    ]
+    related = [
+        {"group": "monitoring.coreos.com", "resource": "servicemonitors",
+         "namespace": "open-cluster-management-addon-observability",
+         "name": f"observability-workload-{i:03d}-metrics-collector-service-monitor"}
+        for i in range(BIG_RELATED)
+    ]  # fmt: skip
+    text = yaml.safe_dump({"resources": resources, "relatedObjects": related})
+    return _configured(text, history_limit=BIG_HISTORY)
+
+
+# --- a life through the core -----------------------------------------------------------------
+
+
+def deployment(
+    name: str, *, generation: int, available: bool, message: str = "", deadline: bool = False
+) -> dict[str, Any]:
+    """A Deployment as the API server returns it (what the health rule reads)."""
+    progressing = (
+        ("False", "ProgressDeadlineExceeded", f'ReplicaSet "{name}-7d9c6b5f4d" has timed out progressing.')
+        if deadline
+        else ("True", "NewReplicaSetAvailable", f'ReplicaSet "{name}-7d9c6b5f4d" has successfully progressed.')
+    )  # fmt: skip
+    return {
+        "metadata": {"name": name, "generation": generation},
+        "spec": {"replicas": 1},
+        "status": {
+            "observedGeneration": generation,
+            "replicas": 1,
+            "availableReplicas": 1 if available else 0,
+            "conditions": [
+                {"type": "Available", "status": "True" if available else "False",
+                 "reason": "MinimumReplicasAvailable" if available else "MinimumReplicasUnavailable",
+                 "message": message or ("Deployment has minimum availability." if available
+                                        else "Deployment does not have minimum availability.")},
+                {"type": "Progressing", "status": progressing[0], "reason": progressing[1],
+                 "message": progressing[2]},
+            ],
+        },
+    }  # fmt: skip
+
+
+class Life:
+    """One spoke's addon through the real core, on its own clock: reports and object changes,
+    every timer fired at its due time as the worker's would be; `status()` is what the spoke
+    writes, `copy()` what its replication sends to the hub."""
+
+    def __init__(
+        self, config: Config, rng: random.Random, start_at: datetime = EPOCH, *, long: bool = False
+    ) -> None:
+        self.config, self.rng, self.long = config, rng, long
+        self.now = start_at
+        self.state: AddonState = start(config, start_at)
+        self.generation = 1
+        self.heard = start_at
+        self.signal: dict[str, tuple[Reason, str]] = {}  # what each collector says each interval
+
+    def at(self, later: timedelta) -> None:
+        """Time passes by `later`, the collectors reporting their current reason every report
+        interval (so that none goes stale), every timer firing when due."""
+        end = self.now + later
+        interval = self.config.settings[METRICS].report_interval
+        while True:
+            beat = self.heard + interval
+            wakeup = next_wakeup(self.state, self.config)
+            step = min(t for t in (beat, wakeup, end) if t is not None)
+            self.now = step
+            if wakeup is not None and wakeup <= step:
+                self.state = advance(self.state, step, config=self.config).state
+            if beat <= step:
+                self.heartbeat()
+            if step >= end:
+                return
+
+    def heartbeat(self) -> None:
+        for collector, (reason, message) in self.signal.items():
+            self.report(reason, collector, message)
+        self.heard = self.now
+
+    def says(self, collector: str, reason: Reason, message: str) -> None:
+        """`collector` reports `reason` now, and again every interval until it says otherwise."""
+        self.signal[collector] = (reason, message)
+        self.report(reason, collector, message)
+
+    def spec_changed(self) -> None:
+        """The addon CR's spec changed: a new `metadata.generation` the reports then carry."""
+        self.generation += 1
+        moved = observe_generation(self.state, self.generation, self.now, config=self.config)
+        self.state = moved.state
+
+    def report(
+        self,
+        reason: Reason,
+        collector: str | None = None,
+        message: str | None = None,
+        version: str | None = None,
+    ) -> None:
+        report = Report(reason, collector, message, self.generation, version)
+        self.state = apply(self.state, report, self.now, config=self.config).state
+
+    def observe(self, resource: str, obj: dict[str, Any] | None) -> None:
+        self.state = observe_object(self.state, resource, obj, self.now, config=self.config).state
+
+    def text(self, words: str) -> str:
+        """`words`, or for a life near the budget, `words` and more until past every limit (the
+        core cuts each where its limit is)."""
+        if not self.long:
+            return words
+        more = " ".join(f"retry {i}: {words}" for i in range(40))
+        return f"{words}; {more}"[:1500]
+
+    def status(self) -> Status:
+        return to_status(self.state)
+
+    def copy(self) -> Status:
+        """As the hub receives it: JSON (the core's enums as strings)."""
+        copied: Status = json.loads(json.dumps(for_hub(self.status(), "status")))
+        return copied
+
+
+def _sent(life: Life) -> str:
+    rng = life.rng
+    return life.text(f"forwarded {rng.randint(12_000, 480_000)} samples ({rng.randint(40, 900)} ms)")
+
+
+def _failed(life: Life) -> str:
+    rng = life.rng
+    code = rng.choice(("503 Service Unavailable", "429 Too Many Requests", "502 Bad Gateway"))
+    return life.text(f"remote write to {RECEIVE} failed after {rng.randint(3, 9)} attempts: {code}")
+
+
+def _updated(life: Life, version: str) -> str:
+    return life.text(f"metrics collectors {version} deployed")
+
+
+COLLECTORS_OWN: Final = 2  # the shipped configuration's resources: the collectors' Deployments
+
+
+def _deployed(life: Life, available: bool, *, deadline: bool = False, every: bool = False) -> None:
+    """The collectors' Deployments (`every`: every watched one) as they are now."""
+    for resource in life.config.resources[: None if every else COLLECTORS_OWN]:
+        name = resource.object.name
+        message = life.text(f"Deployment {name} has minimum availability.") if life.long else ""
+        life.observe(
+            resource.name,
+            deployment(name, generation=life.generation, available=available, deadline=deadline,
+                       message=message if available else ""),
+        )  # fmt: skip
+
+
+def _forwarding(life: Life) -> None:
+    for collector in (METRICS, UWL):
+        life.at(timedelta(seconds=life.rng.randint(10, 60)))
+        life.says(collector, Reason.FORWARD_SUCCESSFUL, _sent(life))
+
+
+def _boot(life: Life, version: str) -> None:
+    life.report(Reason.UPDATE_SUCCESSFUL, None, _updated(life, version), version)
+    life.at(timedelta(seconds=life.rng.randint(5, 40)))
+    _deployed(life, True, every=True)
+    _forwarding(life)
+
+
+def _outage(life: Life, collector: str, minutes: int) -> None:
+    """A forwarding outage of `minutes`: dampened when shorter than the window."""
+    life.says(collector, Reason.FORWARD_FAILURE, _failed(life))
+    life.at(timedelta(minutes=minutes))
+    life.says(collector, Reason.FORWARD_SUCCESSFUL, _sent(life))
+
+
+def _upgrade(life: Life, version: str) -> None:
+    """The addon's spec asks for `version`: the operator rolls the collectors out again."""
+    rng = life.rng
+    life.spec_changed()
+    life.report(Reason.UPDATE_SUCCESSFUL, None, _updated(life, version), version)
+    life.at(timedelta(seconds=rng.randint(10, 60)))
+    _deployed(life, False)
+    life.at(timedelta(seconds=rng.randint(30, 100)))
+    _deployed(life, True)
+    _forwarding(life)
+
+
+def _update_failure(life: Life, version: str) -> None:
+    """An update that fails for a while (forwarding reports refused meanwhile), then succeeds."""
+    life.report(
+        Reason.UPDATE_FAILURE,
+        None,
+        life.text(
+            f"could not update metrics collectors to {version}: image pull secret "
+            "multiclusterhub-operator-pull-secret not found"
+        ),
+    )
+    life.at(timedelta(minutes=life.rng.randint(20, 90)))
+    _upgrade(life, version)
+
+
+def _replicas_lost(life: Life, minutes: int) -> None:
+    """The collectors' Deployments unavailable for `minutes` (counted after `for: 2m`)."""
+    _deployed(life, False, deadline=minutes > 10)
+    life.at(timedelta(minutes=minutes))
+    _deployed(life, True)
+
+
+def _between(life: Life) -> None:
+    life.at(timedelta(minutes=life.rng.randint(20, 40) if life.long else life.rng.randint(30, 600)))
+
+
+def live(index: int, *, big: bool = False) -> Life:
+    """Cluster `index`'s addon from boot to a seeded present: episodes that each add to its
+    history, in a seeded order, until the history is full; then the fleet's mix of states."""
+    rng = random.Random(index)
+    config = big_config() if big else shipped_config()
+    life = Life(config, rng, EPOCH + timedelta(minutes=rng.randint(0, 60 * 24 * 30)), long=big)
+    _boot(life, VERSIONS[0])
+    versions = iter([*VERSIONS[1:]] * config.history_limit)
+    episodes: list[Callable[[], None]] = [
+        lambda: _outage(life, rng.choice((METRICS, UWL)), rng.randint(12, 45)),
+        lambda: _outage(life, UWL, rng.randint(1, 8)),  # absorbed by the window
+        lambda: _replicas_lost(life, rng.randint(4, 30)),
+        lambda: _upgrade(life, next(versions)),
+        lambda: _update_failure(life, next(versions)),
+    ]
+    while len(life.state.history) < config.history_limit:
+        _between(life)
+        rng.choice(episodes)()
+    _between(life)
+    _present(life)
+    return life
+
+
+def _present(life: Life) -> None:
+    """The state the cluster is in now, in the fleet's mix: most Available; some Degraded (a
+    long outage), some Progressing (an update under way)."""
+    pick = life.rng.random()
+    if pick < 0.08:
+        _outage(life, UWL, 15)
+        life.says(UWL, Reason.FORWARD_FAILURE, _failed(life))
+        life.at(timedelta(minutes=11))
+    elif pick < 0.13:
+        life.spec_changed()
+        life.report(Reason.UPDATE_SUCCESSFUL, None, _updated(life, "2.15.1"), "2.15.1")
+        life.at(timedelta(seconds=30))
+
+
+# --- what a run of the benchmarks needs --------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Lives:
+    """Three hub copies of a cluster: `first` (its life so far), `visible` (then a change the
+    hub side mirrors: its `Degraded` moves) and `quiet` (then a change it does not: the addon's
+    spec changed, which moves every condition's `observedGeneration` and `Ready`)."""
+
+    first: Status
+    visible: Status
+    quiet: Status
+
+
+def lives(index: int) -> Lives:
+    """Cluster `index`'s three copies (1 in `BIG_SHARE` near the budget)."""
+    life = live(index, big=index % BIG_SHARE == BIG_SHARE - 1)
+    first = life.copy()
+    _visible_change(life)
+    visible = life.copy()
+    life.at(timedelta(minutes=1))
+    life.spec_changed()
+    quiet = life.copy()
+    if mirrored(quiet) != mirrored(visible) or mirrored(visible) == mirrored(first):
+        raise AssertionError(f"cluster {index}: the phases do not change what they claim")
+    return Lives(first, visible, quiet)
+
+
+def _visible_change(life: Life) -> None:
+    """A change the hub side mirrors: a Degraded addon recovers, any other degrades."""
+    degraded = next(c for c in life.state.conditions if c.type == "Degraded")
+    life.at(timedelta(minutes=1))
+    if degraded.status.value == "True":
+        life.says(UWL, Reason.FORWARD_SUCCESSFUL, _sent(life))
+    else:
+        life.report(Reason.UPDATE_FAILURE, None, "could not update metrics collectors: image pull")
+
+
+def mirrored(copy: Status) -> list[Any]:
+    """What the hub side mirrors of a copy (its own reading)."""
+    return owned(standard_conditions(copy.get("conditions")))
+
+
+def copy_size(copy: Status) -> int:
+    """Bytes as the spoke's client sends the copy (docs/spec.md §6)."""
+    return encoded_size(copy)
+
+
+# --- the ManagedClusterAddOn as OCM v1.3 leaves it ---------------------------------------------
+
+
+def _hash(*parts: str) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()
+
+
+def managed_cluster_addon(cluster: str, name: str, index: int) -> dict[str, Any]:
+    """`name` in `cluster`'s namespace as OCM v1.3's controllers leave a template addon's (the
+    conditions at their steady state; see the module docstring)."""
+    rng = random.Random(index)
+    since = (EPOCH + timedelta(minutes=rng.randint(0, 60 * 24 * 30))).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    def cond(kind: str, status: str, reason: str, message: str) -> dict[str, Any]:
+        return {"type": kind, "status": status, "reason": reason, "message": message,
+                "lastTransitionTime": since, "observedGeneration": 1}  # fmt: skip
+
+    group = "addon.open-cluster-management.io"
+    config = [("addondeploymentconfigs", "open-cluster-management-observability",
+               f"{name}-deploy-config"),
+              ("addontemplates", "", f"{name}-0.3.0")]  # fmt: skip
+    agent = f"system:open-cluster-management:cluster:{cluster}:addon:{name}"
+    return {
+        "apiVersion": MCA.api_version,
+        "kind": MCA.kind,
+        "metadata": {
+            "name": name, "namespace": cluster,
+            "labels": {"open-cluster-management.io/addon-name": name},
+            "annotations": {"addon.open-cluster-management.io/values": "{}"},
+            "finalizers": ["addon.open-cluster-management.io/addon-pre-delete",
+                           "cluster.open-cluster-management.io/addon-pre-delete"],
+            "ownerReferences": [{"apiVersion": f"{group}/v1alpha1",
+                                 "kind": "ClusterManagementAddOn", "name": name,
+                                 "uid": f"5c3b1c1e-0d44-4c7e-9f0a-{index:012d}",
+                                 "controller": True, "blockOwnerDeletion": True}],
+        },
+        "spec": {"installNamespace": "open-cluster-management-agent-addon"},
+        "status": {
+            "conditions": [
+                cond("RegistrationApplied", "True", "SetPermissionApplied",
+                     "Registration of the addon agent is configured"),
+                cond("ManifestApplied", "True", "AddonManifestApplied",
+                     "manifests of addon are applied successfully"),
+                cond("Available", "True", "ProbeAvailable", f"{name}-agent is available."),
+                cond("Progressing", "False", "Completed", "completed with no errors."),
+                cond("Configured", "True", "ConfigurationsConfigured",
+                     "Configurations configured"),
+            ],
+            "relatedObjects": [{"group": group, "resource": "clustermanagementaddons",
+                                "name": name}],
+            "registrations": [{"signerName": "kubernetes.io/kube-apiserver-client",
+                               "subject": {"user": f"{agent}:agent:{name}-agent",
+                                           "groups": [agent, f"system:open-cluster-management:"
+                                                             f"addon:{name}"]}}],
+            "supportedConfigs": [{"group": group, "resource": r} for r, _, _ in config],
+            "configReferences": [
+                {"group": group, "resource": r, "namespace": ns, "name": n,
+                 "lastObservedGeneration": 1,
+                 "desiredConfig": {"namespace": ns, "name": n, "specHash": _hash(r, n)},
+                 "lastAppliedConfig": {"namespace": ns, "name": n, "specHash": _hash(r, n)}}
+                for r, ns, n in config
+            ],
+            "namespace": "open-cluster-management-agent-addon",
+            "healthCheck": {"mode": "Customized"},
+        },
+    }  # fmt: skip
+
+
+def wire_size(obj: Any) -> int:
+    """Bytes of `obj` as compact JSON, as the API server sends it."""
+    return len(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def sizes(indices: Iterator[int]) -> list[int]:
+    return [copy_size(lives(i).first) for i in indices]
+
+
+if __name__ == "__main__":
+    import statistics
+    import sys
+    import time
+
+    count = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+    began = time.perf_counter()
+    made = [lives(i) for i in range(count)]
+    took = time.perf_counter() - began
+    small = [copy_size(m.first) for i, m in enumerate(made) if i % BIG_SHARE != BIG_SHARE - 1]
+    big = [copy_size(m.first) for i, m in enumerate(made) if i % BIG_SHARE == BIG_SHARE - 1]
+    print(f"{count} lives in {took:.1f} s; copy bytes median {statistics.median(small):.0f} "
+          f"({min(small)}-{max(small)}); near the budget: {big} of {BUDGET}")  # fmt: skip
+    mca = managed_cluster_addon("cluster00001", "addon-status", 1)
+    print(f"ManagedClusterAddOn: {wire_size(mca)} bytes")
