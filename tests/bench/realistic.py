@@ -1,30 +1,35 @@
 """Hub copies and ManagedClusterAddOns as large as real ones, for the hub-side and fleet-view
-benchmarks.
+benchmarks (`--copy-size realistic`).
 
-A hub copy is what a spoke replicates with `--hub-copy status` (docs/spec.md §7, §9): the spoke
-controller's configuration exactly as `addon-status run --leader-elect --config FILE` builds it
-from the shipped configuration (manifests/base/configuration.yaml: the two collectors'
-Deployments under the kstatus-like CEL rule, `for: 2m`; the addon CR and the Lease as related
-objects), a seeded life of reports and Deployment changes played through the real core
-(`statemachines.core`: boot, heartbeats every report interval, forwarding outages longer and
-shorter than the window, upgrades with versions, an update failure, a Deployment losing its
-replicas), then `statemachines.stored.to_status` and `statemachines.hub_copy.for_hub(status,
-"status")`: the seed profile's conditions (five standard types, the two collectors', `Ready`,
-`ResourcesHealthy`), a history of 10, versions, related objects and the two resources, about
-8 KB. 1% of the copies are near the §6 budget: a configuration with the largest lists the CRD
-allows (64 resources, 256 related objects) and a long history, every text past its limit, so
-that the core cuts each at its limit and then fits the whole to 256 KiB.
+A hub copy is what a spoke replicates with `--hub-copy status` (docs/spec.md §7, §9), made by
+the real core, not by hand: the spoke's configuration as `addon-status run --leader-elect
+--config FILE` builds it from the shipped file (manifests/base/configuration.yaml: the two
+collectors' Deployments under its CEL rule, `for: 2m`; the addon CR and the Lease as related
+objects); a seeded life played through `statemachines.core` (boot, forwarding outages longer and
+shorter than the window, upgrades with versions and spec changes, update failures, Deployments
+losing their replicas, every timer fired when due, the collectors repeating themselves) until
+the history is full; then `statemachines.stored.to_status` and `statemachines.hub_copy.for_hub(
+status, "status")`. So: the seed profile's conditions (five standard types, the two
+collectors', `Ready`, `ResourcesHealthy`), a history of 10, versions, four related objects and
+two resources with their conditions, about 8 KB (`status.collectors[]` is bookkeeping the hub
+never gets). One copy in 100 is near the §6 budget: the largest lists the CRD allows (64
+resources, 256 related objects, a history of 1,000), every text past its limit, so that the
+core cuts each at its limit and then fits the whole status to 256 KiB (BIG_POOL distinct ones,
+each taking seconds to play, shared in turn).
 
-A ManagedClusterAddOn is left as OCM v1.3 leaves one of a template addon
+A ManagedClusterAddOn is left as OCM v1.3 leaves a template addon's
 (/work/shared/upstream/OCM_V1_3.md; addon-framework's registration, agentdeploy and health-check
-controllers and OCM's addon configuration controller): owned by its ClusterManagementAddOn, the
+controllers, OCM's addon configuration controller): owned by its ClusterManagementAddOn, the
 conditions `RegistrationApplied`, `ManifestApplied`, `Available` (workload health),
-`Progressing` and `Configured`, `relatedObjects`, `registrations` (the agent's kube client
-subject), `supportedConfigs` and `configReferences` (AddOnDeploymentConfig and AddOnTemplate,
-with their spec hashes), `namespace` and `healthCheck`.
+`Progressing` and `Configured`, `registrations` (the agent's subject), `supportedConfigs` and
+`configReferences` (AddOnDeploymentConfig and AddOnTemplate with their spec hashes),
+`namespace`, `healthCheck` and `relatedObjects` (the ClusterManagementAddOn, as
+addon-framework's `MergeRelatedObjects` names it; v1.3's controllers no longer call it). What a
+real API server adds, `managedFields`, is left out: kubesim does not keep them.
 
-Each cluster's life is its own (seeded by its index), so no two copies share a text by chance;
-lives are played once per process and reused for the phases of a run.
+Each cluster's life is its own, seeded by its index; a life is played once per process.
+
+    .venv/bin/python tests/bench/realistic.py [N]   # N lives: the sizes they come to
 """
 
 from __future__ import annotations
@@ -33,7 +38,10 @@ import hashlib
 import json
 import os
 import random
+import statistics
+import sys
 import tempfile
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -59,7 +67,6 @@ from statemachines import (
     start,
 )
 from statemachines.hub_copy import for_hub
-from statemachines.related import RelatedObject
 from statemachines.size import BUDGET, encoded_size
 from statemachines.state import AddonState
 from statemachines.stored import to_status
@@ -67,9 +74,10 @@ from statemachines.vocabulary import Reason
 
 __all__ = [
     "BIG_SHARE",
+    "PHASES",
     "Life",
     "Lives",
-    "copy_size",
+    "fleet",
     "lives",
     "managed_cluster_addon",
 ]
@@ -152,11 +160,15 @@ def deployment(
     name: str, *, generation: int, available: bool, message: str = "", deadline: bool = False
 ) -> dict[str, Any]:
     """A Deployment as the API server returns it (what the health rule reads)."""
+    replica_set = f'ReplicaSet "{name}-7d9c6b5f4d"'
     progressing = (
-        ("False", "ProgressDeadlineExceeded", f'ReplicaSet "{name}-7d9c6b5f4d" has timed out progressing.')
+        ("False", "ProgressDeadlineExceeded", f"{replica_set} has timed out progressing.")
         if deadline
-        else ("True", "NewReplicaSetAvailable", f'ReplicaSet "{name}-7d9c6b5f4d" has successfully progressed.')
-    )  # fmt: skip
+        else ("True", "NewReplicaSetAvailable", f"{replica_set} has successfully progressed.")
+    )
+    available_reason = "MinimumReplicasAvailable" if available else "MinimumReplicasUnavailable"
+    default = "Deployment has minimum availability." if available else (
+        "Deployment does not have minimum availability.")  # fmt: skip
     return {
         "metadata": {"name": name, "generation": generation},
         "spec": {"replicas": 1},
@@ -166,9 +178,7 @@ def deployment(
             "availableReplicas": 1 if available else 0,
             "conditions": [
                 {"type": "Available", "status": "True" if available else "False",
-                 "reason": "MinimumReplicasAvailable" if available else "MinimumReplicasUnavailable",
-                 "message": message or ("Deployment has minimum availability." if available
-                                        else "Deployment does not have minimum availability.")},
+                 "reason": available_reason, "message": message or default},
                 {"type": "Progressing", "status": progressing[0], "reason": progressing[1],
                  "message": progressing[2]},
             ],
@@ -244,7 +254,7 @@ class Life:
         core cuts each where its limit is)."""
         if not self.long:
             return words
-        more = " ".join(f"retry {i}: {words}" for i in range(40))
+        more = " ".join(f"retry {i}: {words}" for i in range(40))  # past 1,024 and 256
         return f"{words}; {more}"[:1500]
 
     def status(self) -> Status:
@@ -467,11 +477,6 @@ def mirrored(copy: Status | Life) -> list[Any]:
     return owned(standard_conditions(copy.get("conditions")))
 
 
-def copy_size(copy: Status) -> int:
-    """Bytes as the spoke's client sends the copy (docs/spec.md §6)."""
-    return encoded_size(copy)
-
-
 # --- the ManagedClusterAddOn as OCM v1.3 leaves it ---------------------------------------------
 
 
@@ -545,19 +550,29 @@ def wire_size(obj: Any) -> int:
     return len(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode())
 
 
-if __name__ == "__main__":
-    import statistics
-    import sys
-    import time
-
-    count = int(sys.argv[1]) if len(sys.argv) > 1 else 200
+def describe(count: int) -> str:
+    """What `count` lives come to (bytes as the API server sends each copy, compact; a copy near
+    the budget also as the spoke's client counts it against the budget) and a
+    ManagedClusterAddOn's size."""
     began = time.perf_counter()
     made = fleet(count)
     took = time.perf_counter() - began
-    first = [len(m.copies[0]) for m in made]
-    big = [n for i, n in enumerate(first) if i % BIG_SHARE == BIG_SHARE - 1]
-    small = [n for i, n in enumerate(first) if i % BIG_SHARE != BIG_SHARE - 1]
-    print(f"{count} lives in {took:.1f} s; compact copy bytes median {statistics.median(small):.0f}"
-          f" ({min(small)}-{max(small)}); near the budget: {big[:BIG_POOL]} (budget {BUDGET})")  # fmt: skip
+    sizes = [len(m.copies[0]) for m in made]
+    regular = [n for i, n in enumerate(sizes) if i % BIG_SHARE != BIG_SHARE - 1]
+    big = [lives(i) for i in range(BIG_SHARE - 1, count, BIG_SHARE)][:BIG_POOL]
+    budget = [encoded_size(b.copy("first")) for b in big]
     mca = managed_cluster_addon("cluster00001", "addon-status", 1)
-    print(f"ManagedClusterAddOn: {wire_size(mca)} bytes")
+    return "\n".join((
+        f"{count} lives played in {took:.1f} s",
+        f"  copy bytes, median: {statistics.median(regular):.0f}",
+        f"  copy bytes, lowest and highest: {min(regular)} {max(regular)}",
+        f"  copies near the budget: {len(big)} distinct",
+        *(f"  near the budget, bytes as sent and as the client counts: {len(b.copies[0])} {n}"
+          for b, n in zip(big, budget, strict=True)),
+        f"  the budget: {BUDGET}",
+        f"  ManagedClusterAddOn bytes: {wire_size(mca)}",
+    ))  # fmt: skip
+
+
+if __name__ == "__main__":
+    print(describe(int(sys.argv[1]) if len(sys.argv) > 1 else 1000))
