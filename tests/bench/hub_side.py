@@ -139,7 +139,8 @@ def _put_copy(hub: Hub, cluster: str, status: dict[str, Any]) -> None:
 
 
 def _reads(hub: Hub) -> int:
-    return hub.server.count_requests(verbs=("get",), resource=MCA.plural)
+    """GETs of ManagedClusterAddOns by the hub side (not the benchmark's own decoding probe)."""
+    return hub.server.count_requests(verbs=("get",), resource=MCA.plural, user="hub-side-a")
 
 
 def _status(pid: int, field: str) -> int:
