@@ -167,14 +167,15 @@ def _beside_ocm(hub: Hub, count: int, scale: float, window: float) -> dict[str, 
         ocm.start()
         try:
             settled, last = time.perf_counter(), -1
-            while ocm.writes != last or time.perf_counter() - settled < 3.0:
+            while ocm.writes != last or time.perf_counter() - settled < 5.0:
                 if ocm.writes != last:
                     last, settled = ocm.writes, time.perf_counter()
                 time.sleep(0.5)  # until OCM has written every ManagedClusterAddOn once
             side, theirs = hub.writes(user="hub-side-a"), ocm.writes
             time.sleep(window)
             hours = window * scale / 3600
-            return {"ocm_side_writes": (hub.writes(user="hub-side-a") - side) / count / hours,
+            return {"ocm_first": theirs / count,
+                    "ocm_side_writes": (hub.writes(user="hub-side-a") - side) / count / hours,
                     "ocm_writes": (ocm.writes - theirs) / count / hours}  # fmt: skip
         finally:
             ocm.stop()
@@ -442,6 +443,7 @@ def show(
     row("writes per cluster, visible change", "burst_writes", "{:.2f}")
     row("writes per cluster, change not mirrored", "quiet_writes", "{:.2f}")
     row("writes per cluster, resync", "resync_writes", "{:.2f}")
+    row("beside OCM: OCM's first writes per cluster", "ocm_first", "{:.2f}")
     row("beside OCM: hub side writes/cluster/hour", "ocm_side_writes", "{:.2f}")
     row("beside OCM: OCM's writes/cluster/hour", "ocm_writes", "{:.2f}")
     row("RSS once mirrored (MiB)", "rss", "{:.0f}")

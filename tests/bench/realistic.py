@@ -520,7 +520,7 @@ def managed_cluster_addon(cluster: str, name: str, index: int) -> dict[str, Any]
                      "Registration of the addon agent is configured"),
                 cond("ManifestApplied", "True", "AddonManifestApplied",
                      "manifests of addon are applied successfully"),
-                cond("Available", "True", "ProbeAvailable", f"{name}-agent is available."),
+                cond("Available", "True", "ProbeAvailable", f"{name} add-on is available."),
                 cond("Progressing", "False", "Completed", "completed with no errors."),
                 cond("Configured", "True", "ConfigurationsConfigured",
                      "Configurations configured"),
