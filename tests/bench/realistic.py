@@ -17,13 +17,13 @@ resources, 256 related objects, a history of 1,000), every text past its limit, 
 core cuts each at its limit and then fits the whole status to 256 KiB (BIG_POOL distinct ones,
 each taking seconds to play, shared in turn).
 
-A ManagedClusterAddOn is left as OCM v1.3 leaves a template addon's
-(/work/shared/upstream/OCM_V1_3.md; addon-framework's registration, agentdeploy and health-check
-controllers, OCM's addon configuration controller): owned by its ClusterManagementAddOn, the
-conditions `RegistrationApplied`, `ManifestApplied`, `Available` (workload health),
-`Progressing` and `Configured`, `registrations` (the agent's subject), `supportedConfigs` and
-`configReferences` (AddOnDeploymentConfig and AddOnTemplate with their spec hashes),
-`namespace`, `healthCheck` and `relatedObjects` (the ClusterManagementAddOn, as
+A ManagedClusterAddOn is left as OCM v1.3 leaves a template addon's (read from its source:
+addon-framework's registration, agentdeploy and health-check controllers, OCM's addon
+configuration controller): owned by its ClusterManagementAddOn, the conditions
+`RegistrationApplied`, `ManifestApplied`, `Available` (workload health, "<addon> add-on is
+available."), `Progressing` and `Configured`, `registrations` (the agent's subject),
+`supportedConfigs` and `configReferences` (AddOnDeploymentConfig and AddOnTemplate with their
+spec hashes), `namespace`, `healthCheck` and `relatedObjects` (the ClusterManagementAddOn, as
 addon-framework's `MergeRelatedObjects` names it; v1.3's controllers no longer call it). What a
 real API server adds, `managedFields`, is left out: kubesim does not keep them.
 
