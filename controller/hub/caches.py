@@ -25,7 +25,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from controller.hub.metrics import MirrorMetrics
-from controller.hub.mirror import CLUSTER_LABEL, MANAGED_CLUSTER_ADDON, owned, read_copy
+from controller.hub.mirror import CLUSTER_LABEL, MANAGED_CLUSTER_ADDON, owned, read_copy, shared
 from controller.hub.ocm import MANAGED_CLUSTER
 from controller.hub.path import OcmView, find
 from controller.kube.api import ADDON, ALL_NAMESPACES, NAMESPACE, Kube, KubeError, resource_version
@@ -65,7 +65,7 @@ class Addon:
         notes = notes if isinstance(notes, Mapping) else {}
         return cls(
             resource_version(obj),
-            list(conditions) if isinstance(conditions, list) else [],
+            [_shared(c) for c in conditions] if isinstance(conditions, list) else [],
             {k: v for k in _ANNOTATIONS if isinstance(v := notes.get(k), str)},
         )
 
@@ -295,6 +295,13 @@ class HubCaches:
         else:
             self._malformed.pop(namespace, None)
         return conditions
+
+
+def _shared(condition: Any) -> Any:
+    """A condition whose strings are each one object for every equal string kept (`shared`)."""
+    return (
+        {k: shared(v) for k, v in condition.items()} if isinstance(condition, dict) else condition
+    )
 
 
 def _availability(obj: Mapping[str, Any]) -> dict[str, Any]:

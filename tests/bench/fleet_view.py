@@ -8,13 +8,17 @@ Goal at 20,000: the command in at most 1.5 s and 150 MiB.
 
 The hub runs in a process of its own, as a real hub does: in one process the server's thread
 would take turns with the view for the GIL and the view's garbage collector would walk the
-server's 5,000 stored objects too. The copies carry a seeded mix of states (most Available,
-some Degraded / Progressing, a few with no status yet), five standard conditions each, Ready
-and versions, as a replicated copy in `status` mode does. They are written straight to the
-server's storage (no HTTP): loading is set-up, not measured. The server's audit says how many
-list calls the view made.
+server's 5,000 stored objects too. `--copy-size realistic` (the default): each copy is what a
+spoke replicates with `--hub-copy status`, played through the real core (tests/bench/realistic.py:
+the seed profile's conditions, a history of 10, versions, related objects, two resources, about
+8 KB; 1% near the 256 KiB budget). `--copy-size small`: the copies measured before, a seeded mix
+of states (most Available, some Degraded / Progressing, a few with no status yet), five standard
+conditions each, Ready and versions. They are written straight to the server's storage (no
+HTTP): loading is set-up, not measured. The server's audit says how many list calls the view
+made.
 
     .venv/bin/python tests/bench/fleet_view.py [--clusters 20000] [--runs 5] [--seed 1]
+                                               [--copy-size realistic|small]
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from controller.kube.kubeconfig import kubeconfig_yaml  # noqa: E402
 from controller.kube.rest import RestKube  # noqa: E402
 from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION  # noqa: E402
 from kubesim import APIServer  # noqa: E402
+from tests.bench import realistic  # noqa: E402
 
 CRD = ROOT / "manifests" / "base" / "crd.yaml"
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -77,15 +82,26 @@ def hub_copy(cluster: str, rng: random.Random) -> dict[str, Any]:
     return obj
 
 
-def serve(clusters: int, seed: int) -> int:
+def realistic_copy(cluster: str, lives: realistic.Lives) -> dict[str, Any]:
+    """A hub copy played through the real core (tests/bench/realistic.py)."""
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}", "kind": KIND,
+        "metadata": {"name": COPY_NAME, "namespace": cluster},
+        "spec": {"enableMetrics": True}, "status": lives.copy("first"),
+    }  # fmt: skip
+
+
+def serve(clusters: int, seed: int, size: str) -> int:
     """The hub process: load the copies, print the URL, answer `count` with the list calls
     audited so far, stop when stdin closes."""
     rng = random.Random(seed)
     names = [f"cluster-{i:05d}" for i in range(clusters)]
+    played = realistic.fleet(clusters) if size == "realistic" else []
     with APIServer([CRD], namespaces=["default"]) as hub:
-        for name in names:
+        for index, name in enumerate(names):
             hub.put_object("", "v1", "namespaces", cluster_namespace(name))
-            hub.put_object(GROUP, VERSION, PLURAL, hub_copy(name, rng))
+            copy = realistic_copy(name, played[index]) if played else hub_copy(name, rng)
+            hub.put_object(GROUP, VERSION, PLURAL, copy)
         print(hub.url, flush=True)
         for _ in sys.stdin:
             print(hub.count_requests(verbs=["list"], resource=PLURAL), flush=True)
@@ -113,13 +129,19 @@ def main() -> int:
     parser.add_argument("--clusters", type=int, default=20000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--copy-size",
+        choices=("realistic", "small"),
+        default="realistic",
+        help="realistic: played through the core, ~8 KB, 1%% near the budget; small: ~1 KB",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        return serve(args.clusters, args.seed)
+        return serve(args.clusters, args.seed, args.copy_size)
     started = time.perf_counter()
     command = [sys.executable, __file__, "--serve", "--clusters", str(args.clusters),
-               "--seed", str(args.seed)]  # fmt: skip
+               "--seed", str(args.seed), "--copy-size", args.copy_size]  # fmt: skip
     with subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as hub:
         assert hub.stdin is not None and hub.stdout is not None
         url = hub.stdout.readline().strip()
@@ -138,8 +160,9 @@ def main() -> int:
     table_views = [f[0] + f[1] + f[2] for _, f in runs]
     json_views = [f[0] + f[1] + f[3] for _, f in runs]
     print(
-        f"fleet view: {args.clusters} hub copies in {args.clusters} namespaces, the hub in its "
-        f"own process (loaded in {loaded:.1f} s, not measured); {args.runs} runs; ms per run"
+        f"fleet view: {args.clusters} hub copies ({args.copy_size}) in {args.clusters} namespaces, "
+        f"the hub in its own process (loaded in {loaded:.1f} s, not measured); {args.runs} runs; "
+        "ms per run"
     )
     for label, values in [*figures.items(), ("view table", table_views),
                           ("view json", json_views)]:  # fmt: skip

@@ -8,6 +8,7 @@ what the benchmarks print, not what the tests check.
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -213,3 +214,59 @@ def test_churn_answers_every_report_while_a_large_object_changes() -> None:
         answered, failed, changes, writes = (int(c) for c in cells[3:7])
         assert answered > 0 and failed == 0, (rule, out)
         assert changes > 0 and writes > 0, "the object's changes reached the CR"
+
+
+def test_realistic_copies_are_what_the_core_writes_and_the_crds_keep() -> None:
+    """tests/bench/realistic.py: a copy carries the seed profile's conditions, a full history,
+    versions, related objects and the two resources (~8 KB); one in a hundred is near the
+    budget at the CRD's largest lists; the phases change what they claim; the API server (the
+    hub's CRDs, validation and pruning) keeps every copy and ManagedClusterAddOn unchanged."""
+    from controller.hub.mirror import MANAGED_CLUSTER_ADDON as MCA
+    from controller.spoke.addon import GROUP, PLURAL, VERSION
+    from statemachines.size import BUDGET, encoded_size
+    from tests.bench import realistic
+    from tests.hub.hubside import ADDON, COPY, hub_server
+
+    regular, big = realistic.lives(0).copy("first"), realistic.lives(99).copy("first")
+    assert {c["type"] for c in regular["conditions"]} == {
+        "Available", "Degraded", "Progressing", "Disabled", "NotSupported", "Ready",
+        "MetricsCollectorStatus", "UwlMetricsCollectorStatus", "ResourcesHealthy",
+    }  # fmt: skip
+    assert "collectors" not in regular, "bookkeeping never reaches the hub"
+    assert len(regular["history"]) == 10 and len(regular["versions"]) == 2
+    assert len(regular["relatedObjects"]) == 4 and len(regular["resources"]) == 2
+    assert 6_000 < len(json.dumps(regular, separators=(",", ":"))) < 10_000
+    assert len(big["history"]) == 1000 and len(big["resources"]) == 64
+    assert len(big["relatedObjects"]) == 256
+    assert 0.8 * BUDGET < encoded_size(big) <= BUDGET
+    for index in (0, 1, 99):
+        phases = [realistic.mirrored(realistic.lives(index).copy(p)) for p in realistic.PHASES]
+        assert phases[0] != phases[1] == phases[2] != phases[3], index
+    with hub_server() as hub:
+        for index, status in ((0, regular), (99, big)):
+            cluster = f"cluster{index:05d}"
+            hub.cluster(cluster, addon=False)
+            hub.custom.patch_namespaced_custom_object_status(
+                GROUP, VERSION, cluster, PLURAL, COPY, {"status": status}
+            )
+            stored = hub.custom.get_namespaced_custom_object(GROUP, VERSION, cluster, PLURAL, COPY)
+            assert stored["status"] == status
+            addon = realistic.managed_cluster_addon(cluster, ADDON, index)
+            hub.custom.create_namespaced_custom_object(
+                MCA.group, MCA.version, cluster, MCA.plural, {**addon, "status": {}}
+            )
+            hub.custom.patch_namespaced_custom_object_status(
+                MCA.group, MCA.version, cluster, MCA.plural, ADDON, {"status": addon["status"]}
+            )
+            stored = hub.addon(cluster)
+            assert stored["status"] == addon["status"]
+            assert {k: stored["metadata"][k] for k in ("labels", "annotations", "finalizers")} == {
+                k: addon["metadata"][k] for k in ("labels", "annotations", "finalizers")
+            }
+
+
+def test_realistic_describes_its_copies() -> None:
+    figures = rows(run("realistic.py", "300"))
+    assert 6_000 < figures["copy bytes, median"][0] < 10_000
+    assert len(figures["near the budget, bytes as sent and as the client counts"]) == 2
+    assert figures["ManagedClusterAddOn bytes"][0] > 2_000
