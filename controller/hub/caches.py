@@ -45,6 +45,8 @@ LINK_OWNER: Final = "addon-status.open-cluster-management.io/launch-link"
 _ANNOTATIONS: Final = (LINK, LINK_TEXT, LINK_OWNER)
 _OCM_TYPES: Final = ("Available", "RegistrationApplied", "ManifestApplied")
 Conditions = list[dict[str, Any]]
+_READS: Final = "conditions"
+"""Every kind is read for its metadata and conditions alone: the rest is never decoded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,27 +157,28 @@ class HubCaches:
         selector = ",".join(s for s in (CLUSTER_LABEL, namespace_selector) if s)
         common: dict[str, Any] = {"backoff": backoff, "watch_seconds": watch_seconds}
         self.clusters: Informer[bool] = Informer(
-            kube, Selection(NAMESPACE, ALL_NAMESPACES, label_selector=selector),
+            kube, Selection(NAMESPACE, ALL_NAMESPACES, label_selector=selector, reads=_READS),
             name="cluster-namespaces", keep=lambda obj: True,
             handlers=Handlers(added=look, listed=self._check_synced),
             on_failed=count_failure, metrics=watches.clusters, **common,
         )  # fmt: skip
         self.addons: Informer[Addon] = Informer(
-            kube, Selection(MANAGED_CLUSTER_ADDON, ALL_NAMESPACES, name=addon_name),
+            kube, Selection(MANAGED_CLUSTER_ADDON, ALL_NAMESPACES, name=addon_name, reads=_READS),
             name="managed-cluster-addons", keep=Addon.of,
             handlers=Handlers(added=look, updated=self._addon_updated, deleted=look,
                               listed=self._addons_listed),
             on_failed=self._addons_failed, metrics=watches.addons, **common,
         )  # fmt: skip
         self.copies: Informer[Conditions] = Informer(
-            kube, Selection(ADDON, ALL_NAMESPACES, name=copy_name),
+            kube, Selection(ADDON, ALL_NAMESPACES, name=copy_name, reads=_READS),
             name="hub-copies", keep=self._standard,
             handlers=Handlers(added=self._copy_added, updated=self._copy_updated,
                               deleted=look, listed=self._check_synced),
             on_failed=count_failure, metrics=watches.copies, **common,
         )  # fmt: skip
         self.managed_clusters: Informer[dict[str, Any]] = Informer(
-            kube, Selection(MANAGED_CLUSTER, ALL_NAMESPACES), name="managed-clusters",
+            kube, Selection(MANAGED_CLUSTER, ALL_NAMESPACES, reads=_READS),
+            name="managed-clusters",
             keep=_availability,
             handlers=Handlers(added=look, updated=look_if_changed, deleted=look),
             on_failed=count_failure, metrics=watches.managed_clusters, **common,
@@ -183,7 +186,9 @@ class HubCaches:
         self.agents: Informer[tuple[Any, ...]] | None = None
         if self._agent_addon != addon_name:  # acm: the rollout's own ManagedClusterAddOn
             self.agents = Informer(
-                kube, Selection(MANAGED_CLUSTER_ADDON, ALL_NAMESPACES, name=self._agent_addon),
+                kube, Selection(
+                    MANAGED_CLUSTER_ADDON, ALL_NAMESPACES, name=self._agent_addon, reads=_READS
+                ),
                 name="agent-addons", keep=lambda obj: Addon.of(obj).ocm,
                 handlers=Handlers(added=look, updated=look_if_changed, deleted=look),
                 on_failed=count_failure, metrics=watches.agents, **common,

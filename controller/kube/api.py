@@ -47,10 +47,12 @@ __all__ = [
     "KubeError",
     "NotFoundError",
     "Page",
+    "Reads",
     "UnauthorizedError",
     "UnavailableError",
     "WatchEvent",
     "WatchStream",
+    "conditions_only",
     "error_for",
     "json_copy",
     "resource_version",
@@ -231,6 +233,32 @@ def whole(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
+Reads = Literal["object", "conditions"]
+"""How much of each object a list or a watch decodes: the whole `object`, or its `conditions`
+(`conditions_only`), the rest skipped unread: a hub copy near the §6 budget is 230 KB, and a
+reader of its conditions never builds the other 99% into Python objects."""
+
+
+def conditions_only(obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` as a `conditions` reader gets it: apiVersion, kind, metadata without managedFields
+    (controller-runtime's informers drop them too) and status.conditions; a metadata or status
+    that is no object is kept as it is, for the reader to refuse."""
+    kept: dict[str, Any] = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
+    if "metadata" in obj:
+        meta = obj["metadata"]
+        kept["metadata"] = (
+            {k: v for k, v in meta.items() if k != "managedFields"}
+            if isinstance(meta, dict) else meta
+        )  # fmt: skip
+    if "status" in obj:
+        status = obj["status"]
+        kept["status"] = (
+            {k: v for k, v in status.items() if k == "conditions"}
+            if isinstance(status, dict) else status
+        )  # fmt: skip
+    return kept
+
+
 @dataclass(frozen=True, slots=True)
 class Page(Generic[T]):
     """One page of a list: what `keep` kept of each item, in order; the list's
@@ -286,12 +314,13 @@ class Kube(Protocol):
         label_selector: str = "",
         limit: int = 0,
         continue_token: str = "",
+        reads: Reads = "object",
     ) -> Page[T]:
         """One page of the collection (in every namespace for ALL_NAMESPACES): each item is
-        decoded and handed to `keep` one at a time, so a large list never sits decoded in
-        memory whole. With `limit`, at most that many items; a `continue_token` in the page
-        asks for the next one (given back as `continue_token`), all pages of one consistent
-        list (`controller.kube.pager` follows them)."""
+        decoded (as much of it as `reads` says) and handed to `keep` one at a time, so a large
+        list never sits decoded in memory whole. With `limit`, at most that many items; a
+        `continue_token` in the page asks for the next one (given back as `continue_token`),
+        all pages of one consistent list (`controller.kube.pager` follows them)."""
         ...
 
     def watch(
@@ -303,7 +332,10 @@ class Kube(Protocol):
         timeout_seconds: int,
         field_selector: str = "",
         label_selector: str = "",
-    ) -> WatchStream: ...
+        reads: Reads = "object",
+    ) -> WatchStream:
+        """Each event's object decoded as much as `reads` says (an ERROR's whole)."""
+        ...
 
     def create(
         self, resource: ApiResource, namespace: str, body: Mapping[str, Any]

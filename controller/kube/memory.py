@@ -30,8 +30,10 @@ from controller.kube.api import (
     KindNotServedError,
     NotFoundError,
     Page,
+    Reads,
     UnavailableError,
     WatchEvent,
+    conditions_only,
     json_copy,
 )
 
@@ -82,6 +84,7 @@ class _Stream:
     after: int
     deadline: float
     label_selector: str = ""
+    reads: Reads = "object"
     closed: bool = False
 
     def __iter__(self) -> Iterator[WatchEvent]:
@@ -146,6 +149,7 @@ class MemoryKube:
         label_selector: str = "",
         limit: int = 0,
         continue_token: str = "",
+        reads: Reads = "object",
     ) -> Page[T]:
         """A label selector of `key=value` and `key` (exists) terms only; a page continues
         after the item (by namespace and name) its token names."""
@@ -165,7 +169,7 @@ class MemoryKube:
             items = [json_copy(obj) for _, obj in page]
             version = str(self._version)
         token = "/".join(page[-1][0]) if limit and len(chosen) > limit else ""
-        kept = [value for item in items if (value := keep(item)) is not None]
+        kept = [value for item in items if (value := keep(_read(item, reads))) is not None]
         return Page(kept, version, token)
 
     def watch(
@@ -177,12 +181,20 @@ class MemoryKube:
         timeout_seconds: int,
         field_selector: str = "",
         label_selector: str = "",
+        reads: Reads = "object",
     ) -> _Stream:
         self._enter("watch", resource, "")
         name = field_selector.removeprefix("metadata.name=")
         deadline = time.monotonic() + timeout_seconds
         stream = _Stream(
-            self, resource, namespace, name, int(resource_version or 0), deadline, label_selector
+            self,
+            resource,
+            namespace,
+            name,
+            int(resource_version or 0),
+            deadline,
+            label_selector,
+            reads,
         )
         with self._changed:
             self._streams.append(stream)
@@ -355,10 +367,15 @@ class MemoryKube:
                 seen = version
                 continue
             seen = version
-            yield WatchEvent(event.type, json_copy(event.object))
+            yield WatchEvent(event.type, _read(json_copy(event.object), stream.reads))
 
     def _newer(self, stream: _Stream, seen: int) -> bool:
         return any(v > seen and self._matches(stream, k) for v, k, _ in self._history)
+
+
+def _read(obj: dict[str, Any], reads: Reads) -> dict[str, Any]:
+    """What a reader gets of `obj`, as the REST client decodes it."""
+    return conditions_only(obj) if reads == "conditions" else obj
 
 
 def _labelled(obj: Mapping[str, Any], selector: str) -> bool:

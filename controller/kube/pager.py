@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Generic, TypeVar
 
-from controller.kube.api import ApiResource, GoneError, Keep, Kube, KubeError
+from controller.kube.api import ApiResource, GoneError, Keep, Kube, KubeError, Reads
 
 __all__ = ["PAGE", "Listing", "list_all"]
 
@@ -46,6 +46,7 @@ def list_all(
     field_selector: str = "",
     label_selector: str = "",
     page: int = PAGE,
+    reads: Reads = "object",
     max_pages: int = MAX_PAGES,
     max_bytes: int = MAX_BYTES,
 ) -> Listing[T]:
@@ -59,6 +60,7 @@ def list_all(
                 got = kube.list(
                     resource, namespace, keep=keep, field_selector=field_selector,
                     label_selector=label_selector, limit=page, continue_token=token,
+                    reads=reads,
                 )  # fmt: skip
                 pages, size = pages + 1, size + got.size
                 items += got.items

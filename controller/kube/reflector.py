@@ -31,6 +31,7 @@ from controller.kube.api import (
     Keep,
     Kube,
     KubeError,
+    Reads,
     WatchEvent,
     WatchStream,
     resource_version,
@@ -60,12 +61,13 @@ class ObjectKind:
 class Selection:
     """What a reflector follows: the objects of `resource` in `namespace` (ALL_NAMESPACES:
     every one), only the one called `name` if given, only those with the labels of
-    `label_selector` if given."""
+    `label_selector` if given; each decoded as much as `reads` says."""
 
     resource: ApiResource | ObjectKind
     namespace: str = ALL_NAMESPACES
     name: str = ""
     label_selector: str = ""
+    reads: Reads = "object"
 
     def __str__(self) -> str:
         where = self.namespace or "every namespace"
@@ -201,6 +203,7 @@ class Reflector:
             self._kube, resource, self.selection.namespace, keep=kept,
             field_selector=self.selection.field_selector,
             label_selector=self.selection.label_selector, page=self._page,
+            reads=self.selection.reads,
         )  # fmt: skip
         self._on_listed(listing.items, listing.resource_version)
         self._restored()
@@ -215,6 +218,7 @@ class Reflector:
             timeout_seconds=self._watch_seconds,
             field_selector=self.selection.field_selector,
             label_selector=self.selection.label_selector,
+            reads=self.selection.reads,
         )
         with self._lock:
             if self._stopping.is_set():

@@ -28,12 +28,13 @@ from controller.kube.api import (
     KubeError,
     NotFoundError,
     Page,
+    Reads,
     WatchEvent,
     error_for,
 )
 from controller.kube.connection import Connection, ConnectionSetupError
 from controller.kube.deadlines import within
-from controller.kube.listing import decode_page
+from controller.kube.listing import decode_event, decode_page
 
 __all__ = ["RequestTimeout", "RestKube"]
 
@@ -89,6 +90,7 @@ class RestKube:
         label_selector: str = "",
         limit: int = 0,
         continue_token: str = "",
+        reads: Reads = "object",
     ) -> Page[T]:
         query = [("fieldSelector", field_selector)] if field_selector else []
         if label_selector:
@@ -99,7 +101,7 @@ class RestKube:
             query.append(("continue", continue_token))
         what = f"list {resource.kind} in {namespace or 'every namespace'}"
         answer = self._answer("GET", resource.path(namespace), query=query, what=what)
-        return decode_page(answer, keep, what)
+        return decode_page(answer, keep, what, reads)
 
     def watch(
         self,
@@ -110,6 +112,7 @@ class RestKube:
         timeout_seconds: int,
         field_selector: str = "",
         label_selector: str = "",
+        reads: Reads = "object",
     ) -> _Watch:
         query = [
             ("watch", "true"),
@@ -126,7 +129,8 @@ class RestKube:
         # only a dead connection hits it.
         timeout = (connect, timeout_seconds + max(connect, 5.0))
         what = f"watch {resource.kind} in {namespace or 'every namespace'}"
-        return _Watch(lambda: self._open(resource.path(namespace), query, timeout, what), what)
+        path = resource.path(namespace)
+        return _Watch(lambda: self._open(path, query, timeout, what), what, reads)
 
     def create(
         self, resource: ApiResource, namespace: str, body: Mapping[str, Any]
@@ -278,9 +282,9 @@ class _Watch:
     """One watch request, read line by line; `close()` from another thread shuts the
     connection down, so a quiet watch ends at once."""
 
-    def __init__(self, open_response: Callable[[], Any], what: str) -> None:
+    def __init__(self, open_response: Callable[[], Any], what: str, reads: Reads) -> None:
         self._open = open_response
-        self._what = what
+        self._what, self._reads = what, reads
         self._closed = threading.Event()
         self._response: Any = None
 
@@ -292,7 +296,7 @@ class _Watch:
             for line in _lines(response, self._what):
                 if self._closed.is_set():
                     return
-                event = _event_from(line, self._what)
+                event = _event_from(line, self._what, self._reads)
                 if event is not None:
                     yield event
         except KubeError:
@@ -339,13 +343,13 @@ def _lines(response: Any, what: str) -> Iterator[bytes]:
         yield bytes(buffer)
 
 
-def _event_from(line: bytes, what: str) -> WatchEvent | None:
-    """One watch line as a WatchEvent; an ERROR line (410 Gone, say) as the error it names."""
+def _event_from(line: bytes, what: str, reads: Reads = "object") -> WatchEvent | None:
+    """One watch line as a WatchEvent (its object decoded as much as `reads` says); an ERROR
+    line (410 Gone, say) as the error it names."""
     try:
-        raw = json.loads(line)
+        kind, obj = decode_event(line, reads)
     except ValueError as error:
         raise KubeError(f"{what}: a watch line that is not JSON") from error
-    kind, obj = (raw.get("type"), raw.get("object")) if isinstance(raw, dict) else (None, None)
     if not isinstance(obj, dict):
         return None
     if kind == "ERROR":

@@ -308,7 +308,7 @@ def decode(url: str) -> dict[str, float]:
             tracemalloc.start()
             held = bytes(memoryview(_largest_page(api, resource.path(ALL_NAMESPACES))))
             tracemalloc.reset_peak()  # from here: the answer, and what decoding it takes
-            page = decode_page(held, keep, "decode")
+            page = decode_page(held, keep, "decode", informer.reflector.selection.reads)
             decoded_peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
             figures[f"{label}_page_mb"] = len(held) / 1e6
@@ -316,7 +316,10 @@ def decode(url: str) -> dict[str, float]:
             figures[f"{label}_decode_ratio"] = decoded_peak / len(held)
             del page, held
             tracemalloc.start()
-            listed = kube.list(resource, ALL_NAMESPACES, keep=keep, limit=PAGE)
+            listed = kube.list(
+                resource, ALL_NAMESPACES, keep=keep, limit=PAGE,
+                reads=informer.reflector.selection.reads,
+            )  # fmt: skip
             call_peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()
             figures[f"{label}_call_ratio"] = call_peak / max(listed.size, 1)
@@ -330,7 +333,7 @@ def decode(url: str) -> dict[str, float]:
             tracemalloc.start()
             held = bytes(memoryview(line))
             tracemalloc.reset_peak()
-            event = _event_from(held, "decode")
+            event = _event_from(held, "decode", informer.reflector.selection.reads)
             kept = informer._entry(event.object) if event is not None else None
             event_peak = tracemalloc.get_traced_memory()[1]
             tracemalloc.stop()

@@ -125,3 +125,41 @@ def test_a_writes_answer_is_not_taken_back_by_a_late_event_or_an_older_list(
 def test_keys_are_namespace_and_name_or_the_name_of_a_cluster_scoped_object() -> None:
     assert key_of({"metadata": {"name": "a", "namespace": "ns"}}) == "ns/a"
     assert key_of({"metadata": {"name": NAMESPACE.kind}}) == NAMESPACE.kind
+
+
+def test_a_conditions_reader_gets_metadata_and_conditions_alone_from_a_list_and_a_watch(
+    backend: Backend,
+) -> None:
+    """The hub side's informers read `conditions` (docs/performance.md): what their `keep` gets
+    is metadata without managedFields and status.conditions, whether the object came in a
+    list's page or in a watch event, from the REST client or from the fake."""
+    seen: queue.Queue[dict[str, Any]] = queue.Queue()
+
+    def keep(obj: dict[str, Any]) -> int:
+        seen.put(obj)
+        return int(obj["metadata"].get("generation") or 0)
+
+    big = addon("big", replicas=3)
+    big["metadata"]["managedFields"] = [{"manager": "kubectl", "operation": "Update"}]
+    big["metadata"]["labels"] = {"team": "a"}
+    condition = {"type": "Ready", "status": "True", "reason": "Up", "message": "",
+                 "lastTransitionTime": "2026-11-28T00:00:00Z"}  # fmt: skip
+    big["status"] = {"conditions": [condition], "history": [{"reason": "Up"}]}
+    backend.put(big)
+    informer: Informer[int] = Informer(
+        backend.kube, Selection(ADDON, ADDONS, name="big", reads="conditions"), name="test",
+        keep=keep, backoff=FAST, watch_seconds=30,
+    )  # fmt: skip
+    informer.start()
+    try:
+        listed = seen.get(timeout=WAIT)
+        watching(backend)
+        backend.change_spec("big", replicas=4)
+        watched = seen.get(timeout=WAIT)
+    finally:
+        informer.stop(WAIT)
+    for obj in (listed, watched):
+        assert set(obj) == {"apiVersion", "kind", "metadata", "status"}
+        assert obj["status"] == {"conditions": [condition]}
+        assert obj["metadata"]["labels"] == {"team": "a"} and obj["metadata"]["name"] == "big"
+        assert "managedFields" not in obj["metadata"]

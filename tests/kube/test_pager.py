@@ -13,9 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from controller.kube.api import NAMESPACE, GoneError, KubeError, Page, whole
-from controller.kube.listing import decode_page
+from controller.kube.api import NAMESPACE, GoneError, KubeError, Page, conditions_only, whole
+from controller.kube.listing import decode_event, decode_page
 from controller.kube.pager import list_all
 from controller.kube.rest import RestKube
 from kubesim import APIServer
@@ -158,3 +160,46 @@ def _traced_peak(work: Callable[[], object]) -> int:
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+objects = st.fixed_dictionaries(
+    {},
+    optional={
+        "apiVersion": json_values, "kind": json_values, "spec": json_values,
+        "metadata": json_values | st.fixed_dictionaries(
+            {"name": st.text(max_size=5)},
+            optional={"managedFields": json_values, "labels": json_values},
+        ),
+        "status": json_values | st.fixed_dictionaries(
+            {}, optional={"conditions": json_values, "history": json_values}
+        ),
+    },
+)  # fmt: skip
+
+
+@given(objects)
+def test_a_conditions_reader_decodes_exactly_what_conditions_only_keeps(
+    obj: dict[str, Any],
+) -> None:
+    """Field by field, without decoding the rest, a page's item and a watch line's object come
+    out as `conditions_only` keeps the whole object: a metadata or status that is no object
+    included (what the reader refuses, it must see)."""
+    wire = json.dumps(obj).encode()
+    page = decode_page(b'{"metadata":{},"items":[' + wire + b"]}", whole, "list", "conditions")
+    assert page.items == [conditions_only(obj)]
+    event = decode_event(b'{"type":"MODIFIED","object":' + wire + b"}", "conditions")
+    assert event == ("MODIFIED", conditions_only(obj))
+
+
+def test_an_error_event_is_decoded_whole_for_a_conditions_reader() -> None:
+    line = b'{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired"}}'
+    assert decode_event(line, "conditions") == (
+        "ERROR", {"kind": "Status", "code": 410, "reason": "Expired"},
+    )  # fmt: skip
