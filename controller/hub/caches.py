@@ -20,12 +20,13 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Final
 
+from controller.hub.kept import kept, thawed
 from controller.hub.metrics import MirrorMetrics
-from controller.hub.mirror import CLUSTER_LABEL, MANAGED_CLUSTER_ADDON, owned, read_copy, shared
+from controller.hub.mirror import CLUSTER_LABEL, MANAGED_CLUSTER_ADDON, owned, read_copy
 from controller.hub.ocm import MANAGED_CLUSTER
 from controller.hub.path import OcmView, find
 from controller.kube.api import ADDON, ALL_NAMESPACES, NAMESPACE, Kube, KubeError, resource_version
@@ -67,7 +68,7 @@ class Addon:
         notes = notes if isinstance(notes, Mapping) else {}
         return cls(
             resource_version(obj),
-            [_shared(c) for c in conditions] if isinstance(conditions, list) else [],
+            [kept(c) for c in conditions] if isinstance(conditions, list) else [],
             {k: v for k in _ANNOTATIONS if isinstance(v := notes.get(k), str)},
         )
 
@@ -226,15 +227,17 @@ class HubCaches:
         agent: tuple[Any, ...] | None = addon.ocm if addon is not None else None
         if self.agents is not None:
             agent = self.agents.get(f"{namespace}/{self._agent_addon}")
-        available, registered, deployed = agent or (None, None, None)
+        cluster = self.managed_clusters.get(namespace)
+        available, registered, deployed, cluster = thawed([*(agent or (None,) * 3), cluster])
         view = OcmView(
-            cluster=self.managed_clusters.get(namespace) or None,
-            available=available, registered=registered, deployed=deployed,
-            has_copy=copy is not None,
+            cluster=cluster or None, available=available, registered=registered,
+            deployed=deployed, has_copy=copy is not None,
         )  # fmt: skip
+        if addon is not None:
+            addon = replace(addon, conditions=thawed(addon.conditions))
         with self._lock:
             refused, changed = self._addons_refused, self._copy_changed.get(namespace)
-        return Snapshot(copy, addon, refused, view, changed)
+        return Snapshot(None if copy is None else thawed(copy), addon, refused, view, changed)
 
     def remember(self, found: dict[str, Any]) -> None:
         """What a read or a write answered, unless the watch already saw something newer."""
@@ -299,14 +302,7 @@ class HubCaches:
             self._malformed[namespace] = problems
         else:
             self._malformed.pop(namespace, None)
-        return conditions
-
-
-def _shared(condition: Any) -> Any:
-    """A condition whose strings are each one object for every equal string kept (`shared`)."""
-    return (
-        {k: shared(v) for k, v in condition.items()} if isinstance(condition, dict) else condition
-    )
+        return [kept(c) for c in conditions]
 
 
 def _availability(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -314,7 +310,7 @@ def _availability(obj: Mapping[str, Any]) -> dict[str, Any]:
     status = obj.get("status")
     found = find(status.get("conditions") if isinstance(status, Mapping) else None,
                  "ManagedClusterConditionAvailable")  # fmt: skip
-    return dict(found) if found is not None else {}
+    return kept(dict(found)) if found is not None else {}
 
 
 def _time(text: object) -> datetime | None:

@@ -25,7 +25,6 @@ decides whether a difference is written (once per hub copy state after someone e
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -57,7 +56,6 @@ __all__ = [
     "mirror",
     "owned",
     "read_copy",
-    "shared",
     "standard_conditions",
 ]
 
@@ -96,18 +94,11 @@ def read_copy(hub_conditions: object) -> tuple[list[Condition], list[str]]:
         if problem is not None:
             problems.append(f"conditions[{index}] ({kind}): {problem}")
             continue
-        mirrored = {field: shared(condition.get(field)) for field in _FIELDS}
+        mirrored = {field: condition.get(field) for field in _FIELDS}
         message = condition.get("message")
-        mirrored["message"] = shared(cut(message, MAX_MESSAGE)) if isinstance(message, str) else ""
+        mirrored["message"] = cut(message, MAX_MESSAGE) if isinstance(message, str) else ""
         found[kind] = mirrored
     return list(found.values()), problems
-
-
-def shared(value: Any) -> Any:
-    """One object for every equal string kept (the caches hold 10,000 of each status, type and
-    reason, and one message five times a copy): `sys.intern`, whose strings die with their last
-    reference."""
-    return sys.intern(value) if type(value) is str else value
 
 
 def _refused(condition: Mapping[str, Any]) -> str | None:

@@ -4,7 +4,6 @@ when a difference is written (`Repairs`)."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -214,24 +213,3 @@ def test_an_owned_condition_changed_later_than_the_copy_comes_from_a_newer_copy(
     # only owned types count, and only those the copy carries
     assert not from_newer_copy(copy, [cond("Available", "True", "ProbeAvailable", at=T1)])
     assert not from_newer_copy([], addon)
-
-
-def test_what_the_hub_side_keeps_of_copies_and_addons_holds_each_equal_string_once() -> None:
-    """At 10,000 clusters the caches would hold 10,000 of each status, type and reason, and a
-    copy's message once per standard type: kept once each instead (docs/performance.md)."""
-    from controller.hub.caches import Addon
-
-    def decoded() -> list[dict[str, Any]]:  # as each answer decodes them: new strings
-        return json.loads(json.dumps(SEED_COPY))
-
-    first, second = standard_conditions(decoded()), standard_conditions(decoded())
-    assert first == second == standard_conditions(SEED_COPY)
-    for a, b in zip(first, second, strict=True):
-        assert all(a[field] is b[field] for field in a)
-    one, other = (Addon.of({"status": {"conditions": decoded()}}) for _ in range(2))
-    assert one.conditions == other.conditions == SEED_COPY
-    assert all(
-        a[field] is b[field]
-        for a, b in zip(one.conditions, other.conditions, strict=True)
-        for field in a
-    )
