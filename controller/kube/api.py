@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, Protocol, TypeVar, cast
 
+from controller.kube.reads import Reads
 from statemachines.errors import AddonStatusError
 
 __all__ = [
@@ -52,7 +53,6 @@ __all__ = [
     "UnavailableError",
     "WatchEvent",
     "WatchStream",
-    "conditions_only",
     "error_for",
     "json_copy",
     "resource_version",
@@ -231,32 +231,6 @@ Keep = Callable[[dict[str, Any]], T | None]
 def whole(obj: dict[str, Any]) -> dict[str, Any]:
     """Keep the whole object."""
     return obj
-
-
-Reads = Literal["object", "conditions"]
-"""How much of each object a list or a watch decodes: the whole `object`, or its `conditions`
-(`conditions_only`), the rest skipped unread: a hub copy near the §6 budget is 230 KB, and a
-reader of its conditions never builds the other 99% into Python objects."""
-
-
-def conditions_only(obj: dict[str, Any]) -> dict[str, Any]:
-    """`obj` as a `conditions` reader gets it: apiVersion, kind, metadata without managedFields
-    (controller-runtime's informers drop them too) and status.conditions; a metadata or status
-    that is no object is kept as it is, for the reader to refuse."""
-    kept: dict[str, Any] = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
-    if "metadata" in obj:
-        meta = obj["metadata"]
-        kept["metadata"] = (
-            {k: v for k, v in meta.items() if k != "managedFields"}
-            if isinstance(meta, dict) else meta
-        )  # fmt: skip
-    if "status" in obj:
-        status = obj["status"]
-        kept["status"] = (
-            {k: v for k, v in status.items() if k == "conditions"}
-            if isinstance(status, dict) else status
-        )  # fmt: skip
-    return kept
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from controller.kube.api import Keep, KubeError, Page, Reads, conditions_only
+from controller.kube.api import Keep, KubeError, Page
+from controller.kube.reads import Reads, conditions_only
 
 __all__ = ["decode_event", "decode_object", "decode_page"]
 

@@ -30,12 +30,11 @@ from controller.kube.api import (
     KindNotServedError,
     NotFoundError,
     Page,
-    Reads,
     UnavailableError,
     WatchEvent,
-    conditions_only,
     json_copy,
 )
+from controller.kube.reads import Reads, conditions_only
 
 T = TypeVar("T")
 

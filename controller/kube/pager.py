@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final, Generic, TypeVar
 
-from controller.kube.api import ApiResource, GoneError, Keep, Kube, KubeError, Reads
+from controller.kube.api import ApiResource, GoneError, Keep, Kube, KubeError
+from controller.kube.reads import Reads
 
 __all__ = ["PAGE", "Listing", "list_all"]
 

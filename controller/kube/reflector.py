@@ -31,7 +31,6 @@ from controller.kube.api import (
     Keep,
     Kube,
     KubeError,
-    Reads,
     WatchEvent,
     WatchStream,
     resource_version,
@@ -39,6 +38,7 @@ from controller.kube.api import (
 )
 from controller.kube.backoff import Backoff
 from controller.kube.pager import PAGE, list_all
+from controller.kube.reads import Reads
 from controller.kube.runnable import Runnable
 
 __all__ = ["RESTART_CAUSES", "ObjectKind", "Reflector", "Selection", "WatchMetrics"]

@@ -28,13 +28,13 @@ from controller.kube.api import (
     KubeError,
     NotFoundError,
     Page,
-    Reads,
     WatchEvent,
     error_for,
 )
 from controller.kube.connection import Connection, ConnectionSetupError
 from controller.kube.deadlines import within
 from controller.kube.listing import decode_event, decode_page
+from controller.kube.reads import Reads
 
 __all__ = ["RequestTimeout", "RestKube"]
 

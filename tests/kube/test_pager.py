@@ -16,9 +16,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controller.kube.api import NAMESPACE, GoneError, KubeError, Page, conditions_only, whole
+from controller.kube.api import NAMESPACE, GoneError, KubeError, Page, whole
 from controller.kube.listing import decode_event, decode_page
 from controller.kube.pager import list_all
+from controller.kube.reads import conditions_only
 from controller.kube.rest import RestKube
 from kubesim import APIServer
 from tests.kube.test_hostile_server import serve  # noqa: F401 - a fixture

@@ -1,0 +1,32 @@
+"""How much of each object a list or a watch decodes (`Reads`): the whole `object`, or its
+`conditions` (`conditions_only`), the rest skipped unread (`controller.kube.listing`). A hub
+copy near the §6 budget is 230 KB; a reader of its conditions never builds the other 99% into
+Python objects."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+__all__ = ["Reads", "conditions_only"]
+
+Reads = Literal["object", "conditions"]
+
+
+def conditions_only(obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` as a `conditions` reader gets it: apiVersion, kind, metadata without managedFields
+    (controller-runtime's informers drop them too) and status.conditions; a metadata or status
+    that is no object is kept as it is, for the reader to refuse."""
+    kept: dict[str, Any] = {key: obj[key] for key in ("apiVersion", "kind") if key in obj}
+    if "metadata" in obj:
+        meta = obj["metadata"]
+        kept["metadata"] = (
+            {k: v for k, v in meta.items() if k != "managedFields"}
+            if isinstance(meta, dict) else meta
+        )  # fmt: skip
+    if "status" in obj:
+        status = obj["status"]
+        kept["status"] = (
+            {k: v for k, v in status.items() if k == "conditions"}
+            if isinstance(status, dict) else status
+        )  # fmt: skip
+    return kept
