@@ -43,7 +43,7 @@ def agent_identity(cluster: str, addon: str) -> tuple[str, list[str]]:
     return user, groups
 
 
-@dataclass
+@dataclass(slots=True)
 class _Asked:
     due: float  # monotonic: when to ask next
     booked: bool = False  # `due` is a slot of the fleet's budget, already taken

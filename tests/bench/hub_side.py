@@ -150,6 +150,12 @@ def _status(pid: int, field: str) -> int:
     raise RuntimeError(f"no {field} for {pid}")
 
 
+def _cpu(pid: int) -> float:
+    """User + system CPU seconds `pid` has spent (/proc/PID/stat's utime and stime)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _wait_writes(hub: Hub, total: int, timeout: float) -> float:
     """Seconds until the hub holds `total` ManagedClusterAddOn writes."""
     started = time.perf_counter()
@@ -216,6 +222,7 @@ def one_size(
         try:
             _wait_writes(hub, count, timeout)
             figures["first"] = time.perf_counter() - started
+            figures["first_cpu"] = _cpu(process.pid)
             figures["first_writes"] = hub.writes() / count
             figures["rss"] = _status(process.pid, "VmRSS") / MIB
             figures["peak_mirrored"] = _status(process.pid, "VmHWM") / MIB
@@ -226,8 +233,10 @@ def one_size(
             for index, cluster in enumerate(clusters):
                 _put_copy(hub, cluster, copies.status(index, "visible"))
             figures["burst_put"] = time.perf_counter() - burst_started
+            cpu = _cpu(process.pid)
             _wait_writes(hub, before + count, timeout)
             figures["burst"] = time.perf_counter() - burst_started
+            figures["burst_cpu"] = _cpu(process.pid) - cpu
             figures["burst_writes"] = (hub.writes() - before) / count
             # a change not mirrored, then one visible change that follows them all through the
             # watch: once it is mirrored, everything before it was seen
@@ -437,8 +446,10 @@ def show(
     row("hub copies' status on the wire (MB)", "status_mb", "{:.1f}")
     row("first full mirror (s)", "first", "{:.2f}")
     row("first mirror, clusters per second", "rate", "{:.0f}")
+    row("first mirror: the hub side's CPU (s)", "first_cpu", "{:.2f}")
     row("burst of every copy (s)", "burst", "{:.2f}")
     row("burst, clusters per second", "burst_rate", "{:.0f}")
+    row("burst: the hub side's CPU (s)", "burst_cpu", "{:.2f}")
     row("burst: the copies written to the hub in (s)", "burst_put", "{:.2f}")
     row("resync reads per cluster", "resync_reads", "{:.2f}")
     row("reads per cluster, whole run", "reads", "{:.2f}")
