@@ -120,6 +120,17 @@ class AccessReviews:
             asked.due = now + self._recheck
             return self._recheck
 
+    def soon(self, cluster: str, seconds: float) -> float | None:
+        """A refusal is asked again within `seconds` (the hub side has just written it: OCM
+        re-creates a missing agent RoleBinding on the ManagedClusterAddOn's next change, which
+        that write is); the seconds until it is due, None when nothing is refused."""
+        with self._lock:
+            asked = self._asked.get(cluster)
+            if asked is None or asked.denied is None:
+                return None
+            asked.due, asked.booked = min(asked.due, self._clock() + seconds), False
+            return asked.due - self._clock()
+
     def forget(self, cluster: str) -> None:
         with self._lock:
             self._asked.pop(cluster, None)

@@ -4,8 +4,9 @@ the upstream `ManagedClusterAddOn` CRD, cluster namespaces with a copy and a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -167,9 +168,11 @@ def replica(
     *,
     token: str = "hub-a",
     registry: CollectorRegistry | None = None,
+    clock: Callable[[], datetime] | None = None,
     **settings: Any,
 ) -> Iterator[HubReplica]:
-    """A started hub-side replica as `token`, fast backoff, no servers."""
+    """A started hub-side replica as `token`, fast backoff, no servers; `clock`: the time OCM's
+    view is judged at."""
     chosen = HubOptions(request_timeout=5.0, **settings)
     with (
         connection(hub.server, token) as client_,
@@ -181,6 +184,7 @@ def replica(
             identity=token,
             backoff=Backoff(initial=0.02, maximum=0.2),
             watch_seconds=30,
+            clock=clock,
         ) as made,
     ):
         yield made

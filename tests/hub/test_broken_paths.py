@@ -276,3 +276,46 @@ def test_a_refusal_is_asked_again_at_its_windows_end_and_one_lifted_by_then_neve
             waits = reviews.check("cluster2")
             assert waits is not None and waits > 3000  # allowed: the interval again
             assert reviews.denied("cluster2") is None and reviews.allowed("cluster2")
+
+
+def test_a_refusal_just_written_is_asked_again_within_seconds() -> None:
+    """The hub side's own StatusNotReplicated write is the change on which OCM's addon manager
+    re-creates a missing agent RoleBinding (on OCM v1.3: 26 to 285 ms after it): `soon` asks
+    again within seconds, not at the window's end; with nothing refused it does nothing."""
+    clock = FakeClock()
+    with hub_server(rbac=True) as hub:
+        hub.cluster("cluster2")
+        with connection(hub.server, "hub-a") as api:
+            reviews = AccessReviews(
+                RestKube(api), addon="addon-status", copy_name="observability-addon",
+                interval=3600, recheck=120, clock=clock.monotonic, now=clock.now,
+            )  # fmt: skip
+            assert reviews.soon("cluster2", 5) is None  # never asked: nothing to confirm
+            assert reviews.check("cluster2") == 120
+            assert reviews.soon("cluster2", 5) == 5
+            _bind(hub, "cluster2")
+            clock.move(seconds=5)
+            waits = reviews.check("cluster2")
+            assert waits is not None and waits > 3000
+            assert reviews.denied("cluster2") is None and reviews.allowed("cluster2")
+            assert reviews.soon("cluster2", 5) is None
+
+
+def test_a_verdict_ocm_lifts_on_the_hub_sides_own_write_is_gone_within_seconds() -> None:
+    """As OCM v1.3 does (issue 31's check on its own controllers): the agent's RoleBinding is
+    re-created on the ManagedClusterAddOn's next change, here the hub side's StatusNotReplicated
+    write. The verdict goes at the review asked seconds after that write; the window's own
+    (ten minutes of real time) would come long after this test's wait."""
+    clock = FakeClock(datetime.now(UTC))  # after the copy's last change, as on a live hub
+    with hub_server(rbac=True) as hub:
+        hub.cluster("cluster2")
+        hub.set_copy("cluster2", COPY)
+        with replica(hub, clock=clock.now, access_check=timedelta(seconds=1),
+                     path_window=timedelta(minutes=10)) as made:  # fmt: skip
+            side = made.side
+            eventually(lambda: side._access.denied("cluster2") is not None, "the refusal")
+            clock.move(minutes=11)  # the refusal held for the window
+            side.resync()
+            eventually(lambda: reason_of(hub, "cluster2") == "StatusNotReplicated", "the verdict")
+            _bind(hub, "cluster2")  # OCM, on that write
+            eventually(lambda: reason_of(hub, "cluster2") == "ForwardSuccessful", "allowed again")

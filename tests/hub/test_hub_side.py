@@ -4,7 +4,8 @@ of the hub copy."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -522,3 +523,30 @@ def test_a_managed_cluster_addon_a_list_map_could_not_hold_is_mirrored_as_one(
     ]  # fmt: skip
     assert sample(registry, "addon_status_hub_mirror_errors_total", kind="invalid") == 0
     assert "Traceback" not in caplog.text
+
+
+def test_another_writers_burst_is_retried_quietly_and_a_lasting_conflict_is_told(
+    hub: Hub, caplog: pytest.LogCaptureFixture
+) -> None:
+    """OCM's addon manager writes a new ManagedClusterAddOn six or seven times in its first half
+    second (seen on OCM v1.3): a first write it outruns is retried after backoff with no
+    warning; conflicts that outlast a second round of attempts are told once. Each 409 is
+    counted either way."""
+    for cluster in ("burst", "lasting"):
+        hub.cluster(cluster)
+        hub.set_copy(cluster, seed())
+
+    def status_of(cluster: str) -> Callable[[RequestInfo], bool]:
+        return lambda info: info.namespace == cluster and info.subresource == "status"
+
+    hub.server.faults.fail_next(5, 409, match=status_of("burst"))  # one round of attempts
+    hub.server.faults.fail_next(10, 409, match=status_of("lasting"))  # two rounds
+    registry = CollectorRegistry()
+    with caplog.at_level(logging.INFO, logger="controller.hub"), replica(hub, registry=registry):
+        eventually(lambda: hub.conditions("burst") == standard(seed()), "after the burst")
+        eventually(lambda: hub.conditions("lasting") == standard(seed()), "after the conflicts")
+    told = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not any("burst" in line for line in told)
+    assert [line for line in told if "lasting" in line and "conflict" in line] != []
+    assert len([line for line in told if "lasting" in line]) == 1
+    assert sample(registry, "addon_status_hub_mirror_errors_total", kind="conflict") == 15
