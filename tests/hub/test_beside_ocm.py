@@ -98,9 +98,14 @@ def test_ten_simulated_minutes_beside_ocms_writers(hub: Hub, profile: str) -> No
         hub.set_copy(cluster, shape(**healthy))
     with connection(hub.server, "hub-a") as api, connection(hub.server, "admin") as ocm_api:
         kube = Recorded(RestKube(api, request_timeout=5.0))
+        # acm: OCM's view of the agent is the rollout's own addon, as the shipped acm component
+        # says (--agent-addon); the observability operator's mirror copies the hub copy's
+        # Available onto observability-controller, which is not OCM's health check
+        path = PathSettings(agent_addon="addon-status")
         side = HubSide(
             kube, metrics=MirrorMetrics(CollectorRegistry()), addon_name=hub.addon_name,
             resync_interval=300 / SCALE, backoff=Backoff(0.02, 0.2), watch_seconds=30,
+            path=path,
         )  # fmt: skip
         ocm = OcmWriters(RestKube(ocm_api), addon_name=hub.addon_name, acm=profile == "acm",
                          time_scale=SCALE)  # fmt: skip
