@@ -46,6 +46,7 @@ LINK_OWNER: Final = "addon-status.open-cluster-management.io/launch-link"
 _ANNOTATIONS: Final = (LINK, LINK_TEXT, LINK_OWNER)
 _OCM_TYPES: Final = ("Available", "RegistrationApplied", "ManifestApplied")
 Conditions = list[dict[str, Any]]
+Kept = list[Mapping[str, Any]]  # conditions as the stores keep them (`controller.hub.kept`)
 _READS: Final = "conditions"
 """Every kind is read for its metadata and conditions alone: the rest is never decoded."""
 
@@ -57,7 +58,7 @@ class Addon:
     large, and a merge patch needs nothing else)."""
 
     resource_version: str
-    conditions: Conditions
+    conditions: Kept
     annotations: dict[str, str] = field(default_factory=dict)
 
     @classmethod
@@ -170,7 +171,7 @@ class HubCaches:
                               listed=self._addons_listed),
             on_failed=self._addons_failed, metrics=watches.addons, **common,
         )  # fmt: skip
-        self.copies: Informer[Conditions] = Informer(
+        self.copies: Informer[Kept] = Informer(
             kube, Selection(ADDON, ALL_NAMESPACES, name=copy_name, reads=_READS),
             name="hub-copies", keep=self._standard,
             handlers=Handlers(added=self._copy_added, updated=self._copy_updated,
@@ -211,7 +212,7 @@ class HubCaches:
         clusters = self.clusters.items()
         return sorted(n for n in found if n in clusters)
 
-    def clusters_with_copies(self) -> dict[str, Conditions]:
+    def clusters_with_copies(self) -> dict[str, Kept]:
         """Each cluster's hub copy, standard conditions."""
         clusters = self.clusters.items()
         copies = {_namespace_of(key): value for key, value in self.copies.items().items()}
@@ -245,7 +246,7 @@ class HubCaches:
 
     # --- the informers' hooks (each one's own thread) ----------------------------------------
 
-    def _copy_added(self, key: str, new: Conditions) -> None:
+    def _copy_added(self, key: str, new: Kept) -> None:
         """A copy first seen: its own newest transition is the best guess of when it changed."""
         times = [t for c in new if (t := _time(c.get("lastTransitionTime"))) is not None]
         with self._lock:
@@ -253,7 +254,7 @@ class HubCaches:
                 self._copy_changed[_namespace_of(key)] = max(times)
         self._changed_at(_namespace_of(key))
 
-    def _copy_updated(self, key: str, old: Conditions, new: Conditions) -> None:
+    def _copy_updated(self, key: str, old: Kept, new: Kept) -> None:
         if old != new:
             with self._lock:
                 self._copy_changed[_namespace_of(key)] = self._clock()
@@ -280,7 +281,7 @@ class HubCaches:
         if self.listed and (addons_known or self.addons.synced):
             self._synced_at()
 
-    def _standard(self, obj: Mapping[str, Any]) -> Conditions:
+    def _standard(self, obj: Mapping[str, Any]) -> Kept:
         """The copy's standard conditions a `ManagedClusterAddOn` keeps; a copy that holds
         conditions it would refuse (written under a laxer schema) is counted and told once,
         and the rest of it is mirrored."""
