@@ -24,6 +24,7 @@ from statemachines.size import cut
 __all__ = [
     "CLUSTER_LOST",
     "PATH_REASONS",
+    "STATUS_NOT_REPLICATED",
     "Break",
     "OcmView",
     "degraded",
@@ -59,9 +60,8 @@ def find(conditions: object, kind: str) -> Mapping[str, Any] | None:
 class OcmView:
     """What OCM and the hub's API server say of one cluster's path (each None: not known)."""
 
-    cluster: Mapping[str, Any] | None = (
-        None  # the ManagedCluster's ManagedClusterConditionAvailable
-    )
+    # the ManagedCluster's ManagedClusterConditionAvailable
+    cluster: Mapping[str, Any] | None = None
     available: Mapping[str, Any] | None = None  # the agent's ManagedClusterAddOn's Available
     registered: Mapping[str, Any] | None = None  # ... its RegistrationApplied
     deployed: Mapping[str, Any] | None = None  # ... its ManifestApplied

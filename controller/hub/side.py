@@ -214,9 +214,11 @@ class HubSide:
         False when it is left as it is for now, the seconds until it must be looked at again)."""
         name = self.addon_name
         found = self.caches.snapshot(namespace)
+        addon = found.addon if found is not None else None
+        if addon is None:  # no row in the console: no path verdict either
+            self._paths.pop(namespace, None)
         if found is None:
             return False, None
-        addon = found.addon
         if addon is None:
             if found.copy is None:
                 return False, None

@@ -122,6 +122,12 @@ class Hub:
     def delete_copy(self, cluster: str) -> None:
         self.custom.delete_namespaced_custom_object(GROUP, VERSION, cluster, PLURAL, COPY)
 
+    def delete_addon(self, cluster: str) -> None:
+        """OCM's addon manager, when the addon is disabled on the cluster."""
+        self.custom.delete_namespaced_custom_object(
+            MCA.group, MCA.version, cluster, MCA.plural, self.addon_name
+        )
+
     def addon(self, cluster: str) -> Obj:
         obj: Obj = self.custom.get_namespaced_custom_object(
             MCA.group, MCA.version, cluster, MCA.plural, self.addon_name

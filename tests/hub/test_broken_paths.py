@@ -102,6 +102,20 @@ def test_an_agent_that_is_not_running_is_degraded_on_the_console_and_the_copy_re
         assert made.side.path_reasons() == {}
 
 
+def test_a_cluster_whose_addon_is_removed_leaves_the_path_metrics(hub: Hub) -> None:
+    """The addon disabled on a cluster whose agent was down (OCM deletes its
+    ManagedClusterAddOn): the console has no row for it, and the metric the agent-down alert
+    reads no longer names it."""
+    hub.cluster("cluster1")
+    hub.set_copy("cluster1", COPY)
+    with replica(hub) as made:
+        eventually(lambda: reason_of(hub, "cluster1") == "ForwardSuccessful", "the mirror")
+        ocm(hub, "cluster1", DOWN, DEPLOYED, REGISTERED)
+        eventually(lambda: made.side.path_reasons() == {"cluster1": "AgentUnavailable"}, "down")
+        hub.delete_addon("cluster1")
+        eventually(lambda: made.side.path_reasons() == {}, "the verdict gone with its row")
+
+
 def test_a_lost_cluster_shows_unknown_never_the_copys_stale_verdict(hub: Hub) -> None:
     hub.cluster("cluster1")
     hub.set_copy("cluster1", seed("Degraded", "ForwardFailure", "remote write 503"))
