@@ -138,6 +138,7 @@ class Process(Generic[OptionsT]):
                 on_started_leading=lambda: self._lead(True),
                 on_stopped_leading=lambda: self._lead(False),
                 metrics=LeaderMetrics(self.registry),
+                notes=self._lease_notes,
             )
             self.supervise("leader-election", self.elector.problems)
         Gauge(
@@ -166,6 +167,7 @@ class Process(Generic[OptionsT]):
         self.stopping = False  # stop() has begun: a step-down now is the last one
         self.releasing = True  # False: stop as a crash would, the Lease left to expire
         self._closing: list[Callable[[], None]] = []
+        self._notes: list[Callable[[], Mapping[str, str]]] = []
 
     # --- assembling -------------------------------------------------------------------------
 
@@ -214,6 +216,14 @@ class Process(Generic[OptionsT]):
     def on_stepping_down(self, hook: Callable[[], None]) -> None:
         """`hook()` runs each time it stops leading, and once more on stop if it leads."""
         self._on_stepping_down.append(hook)
+
+    def note_on_lease(self, notes: Callable[[], Mapping[str, str]]) -> None:
+        """The leader keeps `notes()` as annotations on its Lease at each renewal: what an
+        admin's `check hub` reads of a replica it cannot reach."""
+        self._notes.append(notes)
+
+    def _lease_notes(self) -> dict[str, str]:
+        return {k: v for notes in self._notes for k, v in notes().items()}
 
     def close_with(self, close: Callable[[], None]) -> None:
         """`close()` runs once the process has stopped (or failed to start or be assembled):

@@ -50,6 +50,11 @@ def add_check_parser(sub: Any) -> None:
         "--copy-name", default="observability-addon", metavar="NAME",
         help="the hub copies: the ObservabilityAddon of this name in each cluster namespace",
     )  # fmt: skip
+    hub.add_argument(
+        "--hub-side", metavar="NAMESPACE/NAME",
+        help="the hub side's Deployment and Lease (default: each Deployment labelled "
+        "app.kubernetes.io/name=addon-status-hub-controller)",
+    )  # fmt: skip
     hub.set_defaults(handler=_hub)
 
 
@@ -101,6 +106,14 @@ def _hub(args: argparse.Namespace) -> int:
     except KubeconfigError as error:
         print(f"addon-status check hub: {error}", file=sys.stderr)
         return 2
+    hub_side = None
+    if args.hub_side is not None:
+        namespace, _, name = args.hub_side.partition("/")
+        if not (namespace and name) or "/" in name:
+            print(f"addon-status check hub: --hub-side {args.hub_side!r}: want NAMESPACE/NAME",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        hub_side = (namespace, name)
     findings = hub_findings(RestKube(connection, request_timeout=30.0), args.addon_name,
-                            args.copy_name)  # fmt: skip
+                            args.copy_name, hub_side=hub_side)  # fmt: skip
     return 0 if report(findings) else 1

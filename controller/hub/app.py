@@ -101,6 +101,7 @@ class HubReplica(Process[HubOptions]):
         self.registry.register(ClusterPaths(self.side.path_reasons))
         self.add("mirror", self.side, alive=lambda: self.side.alive, ready=lambda: self.side.synced)
         self.on_leading(self.side.resync)
+        self.note_on_lease(self.side.lease_notes)
 
 
 @contextmanager

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from controller.hub.access import AccessReviews
 from controller.hub.caches import Addon, HubCaches, Snapshot, Watches
+from controller.hub.lease_notes import resync_notes
 from controller.hub.link import ConsoleLink, link_patch
 from controller.hub.metrics import MirrorMetrics
 from controller.hub.mirror import (
@@ -128,6 +129,7 @@ class HubSide:
         self._failing: dict[str, ErrorKind] = {}
         self._outrun: set[str] = set()  # outrun once by another writer's burst of writes
         self._contested: set[str] = set()
+        self.resynced: datetime | None = None  # when the worker last queued every cluster
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -173,6 +175,10 @@ class HubSide:
         copies = self.caches.clusters_with_copies()
         return [cluster_state(namespace, copies[namespace]) for namespace in sorted(copies)]
 
+    def lease_notes(self) -> dict[str, str]:
+        """The last resync, for the Lease the leader holds (`controller.hub.lease_notes`)."""
+        return resync_notes(self.resynced, self._resync)
+
     def path_reasons(self) -> dict[str, str]:
         """Each cluster whose `Degraded` OCM's view decides, with its reason (for the
         metrics)."""
@@ -190,6 +196,7 @@ class HubSide:
         if namespace == _RESYNC:
             for each in self.caches.namespaces():
                 self.queue.add(each)
+            self.resynced = datetime.now(UTC)  # wall time, as `check hub` reads it
             return Result(requeue_after=self._resync)
         if self._role.may_write():
             return self.sync(namespace)

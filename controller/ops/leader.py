@@ -27,7 +27,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -166,6 +166,7 @@ class LeaderElector:
         on_started_leading: Callable[[], None],
         on_stopped_leading: Callable[[], None],
         metrics: LeaderMetrics | None = None,
+        notes: Callable[[], Mapping[str, str]] = dict,
     ) -> None:
         if not lease_duration > renew_deadline > retry_period > 0:
             raise ValueError("need lease_duration > renew_deadline > retry_period > 0")
@@ -177,6 +178,7 @@ class LeaderElector:
         self._renew_deadline, self._retry_period = renew_deadline, retry_period
         self._clock, self._metrics = clock, metrics
         self._on_started, self._on_stopped = on_started_leading, on_stopped_leading
+        self._notes = notes  # annotations the holder keeps on the Lease (`check hub` reads them)
         self._stop = threading.Event()
         self._release_on_stop = True
         self._runner = Runnable("leader-election", self.run, self._stop.set)
@@ -356,13 +358,15 @@ class LeaderElector:
 
     def _write(self, lease: dict[str, Any] | None, record: LeaseRecord) -> dict[str, Any]:
         """Create (lease None) or replace with the read resourceVersion, keeping the Lease's
-        labels and annotations; the Lease as the server stored it."""
+        labels and annotations, the holder's notes added; the Lease as the server stored it."""
         metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
         if lease is not None:
             read = lease.get("metadata") or {}
             metadata |= {
                 k: read[k] for k in ("resourceVersion", "labels", "annotations") if read.get(k)
             }
+        if record.holder == self.identity and (notes := self._notes()):
+            metadata["annotations"] = {**(metadata.get("annotations") or {}), **notes}
         body = {
             "apiVersion": LEASE.api_version,
             "kind": LEASE.kind,

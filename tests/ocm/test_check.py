@@ -19,8 +19,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from controller.check.findings import Finding
+from controller.check.hub import DEPLOYMENT
 from controller.check.spoke import spoke_findings
 from controller.cli import main
+from controller.hub.app import HubReplica
+from controller.hub.lease_notes import LAST_RESYNC
 from controller.hub.mirror import managed_cluster_addon
 from controller.hub.ocm import MANAGED_CLUSTER_ADDON
 from controller.kube.api import ADDON, ApiResource, Kube, NotFoundError, whole
@@ -29,7 +32,7 @@ from controller.kube.kubeconfig import Kubeconfig, client_for, kubeconfig_yaml
 from kubesim import APIServer
 from tests.hub.hubside import cond
 from tests.ocm.world import ADDON_NAMESPACE, CLUSTERS, COPY, Spoke
-from tests.support import apply_objects, connection, kube_of
+from tests.support import apply_objects, connection, eventually, kube_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -87,14 +90,37 @@ def _check_hub(
     return code, capsys.readouterr().out
 
 
+HUB_SIDE_NAMESPACE, HUB_SIDE_NAME = "addon-status", "addon-status-hub-controller"  # the rollout's
+LEASES = ("coordination.k8s.io", "v1", "leases")
+
+
+def _lease(hub: APIServer) -> Any:
+    return hub.get_object(*LEASES, HUB_SIDE_NAMESPACE, HUB_SIDE_NAME)
+
+
+def _running(hub: APIServer, replica: HubReplica) -> None:
+    """The hub side's pods ready, as the kubelet would report them (kubesim runs no pods), and
+    its leader's first resync on the Lease it holds."""
+    ready = {"replicas": 2, "readyReplicas": 2, "availableReplicas": 2}
+    kube_of(hub, "admin").patch_status(DEPLOYMENT, HUB_SIDE_NAMESPACE, HUB_SIDE_NAME,
+                                       {"status": ready})  # fmt: skip
+    eventually(
+        lambda: (
+            LAST_RESYNC in (((_lease(hub) or {}).get("metadata") or {}).get("annotations") or {})
+        ),
+        "the leader's resync noted",
+    )
+
+
 def _failed(out: str) -> list[str]:
     return [line for line in out.splitlines() if line.startswith("✘")]
 
 
 def test_the_hub_check_passes_where_the_rollout_went_well(
-    hub: APIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    hub: APIServer, hub_side: HubReplica, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _as_ocm(kube_of(hub, "admin"))
+    _running(hub, hub_side)
     code, out = _check_hub(hub, tmp_path, capsys)
     assert (code, _failed(out)) == (0, []), out
     assert "✔ the addon manager may bind the agents' hub roles" in out
@@ -104,6 +130,9 @@ def test_the_hub_check_passes_where_the_rollout_went_well(
     assert "✔ 2 of 2 clusters: registered, manifests applied, the hub copy kept by a running " \
            "agent" in out  # fmt: skip
     assert "► cluster " not in out
+    assert "✔ the hub side runs: 2 of 2 replicas ready" in out
+    assert f"✔ {hub_side.identity} leads (Lease renewed " in out
+    assert "✔ the leader resynced every cluster " in out
 
 
 def _delete(resource: str, namespace: str = "", name: str = "") -> Callable[[APIServer], None]:
@@ -152,6 +181,16 @@ def _unbound(cluster: str) -> Callable[[APIServer], None]:
     return breaks
 
 
+def _not_ready(server: APIServer) -> None:
+    kube_of(server, "admin").patch_status(DEPLOYMENT, HUB_SIDE_NAMESPACE, HUB_SIDE_NAME,
+                                          {"status": {"readyReplicas": 0}})  # fmt: skip
+
+
+def _stuck(server: APIServer) -> None:
+    """A worker stuck for an hour (the test sets the replica's last resync back): its leader
+    keeps renewing the Lease with the notes of that resync."""
+
+
 @pytest.mark.parametrize(
     ("breaks", "failure"),
     [
@@ -181,18 +220,43 @@ def _unbound(cluster: str) -> Callable[[APIServer], None]:
         (_unbound("cluster2"),
          "✘ system:open-cluster-management:cluster:cluster2:addon:addon-status:agent:"
          "addon-status-agent may not update observabilityaddons/status"),
+        (_delete("rbac.authorization.k8s.io/v1/rolebindings", "cluster1",
+                 "open-cluster-management:addon-status:clusterrole:agent"),
+         "✘ system:open-cluster-management:cluster:cluster1:addon:addon-status:agent:"
+         "addon-status-agent may not update observabilityaddons/status observability-addon in "
+         "cluster1: RoleBinding cluster1/open-cluster-management:"
+         "addon-status:clusterrole:agent is missing: the addon manager makes it again"),
+        (_not_ready,
+         "✘ the hub side has no ready replica (of 2): kubectl -n addon-status describe "
+         "deployment addon-status-hub-controller"),
+        (_stuck,
+         "✘ the leader last resynced 60m ago (every 300s): its worker is stuck"),
     ],
     ids=["bind-grant", "admission-policy", "placement", "manifests", "silent-agent", "copy",
-         "lost-clusters-dropped", "agent-unbound"],
+         "lost-clusters-dropped", "agent-unbound", "agent-binding-deleted", "hub-side-not-ready",
+         "hub-side-stuck"],
 )  # fmt: skip
 def test_each_broken_part_of_the_rollout_is_one_line_saying_what_to_do(
     hub: APIServer,
+    hub_side: HubReplica,
+    *,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     breaks: Callable[[APIServer], None],
     failure: str,
 ) -> None:
     _as_ocm(kube_of(hub, "admin"))
+    _running(hub, hub_side)
+    if breaks is _stuck:
+        hub_side.side.loop.stop(5.0)
+        hub_side.side.resynced = dt.datetime.now(dt.UTC) - dt.timedelta(hours=1)
+        eventually(
+            lambda: (
+                _lease(hub)["metadata"]["annotations"][LAST_RESYNC]
+                < dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H")
+            ),
+            "the old resync noted",
+        )
     breaks(hub)
     code, out = _check_hub(hub, tmp_path, capsys)
     assert code == 1
@@ -241,3 +305,22 @@ def test_the_spoke_check_passes_in_each_running_agent_and_names_what_breaks(
            f"{ADDON_NAMESPACE}" in failed, failed  # fmt: skip
     assert f"✘ may not update observabilityaddons/status.{ADDON.group} {COPY} in " \
            f"{spoke.cluster} on the hub" in failed, failed  # fmt: skip
+
+
+def test_the_hub_check_says_when_the_hub_side_stopped_or_is_not_installed(
+    hub: APIServer, hub_side: HubReplica, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _as_ocm(kube_of(hub, "admin"))
+    _running(hub, hub_side)
+    hub_side.stop()  # both replicas gone: the last leader released the Lease
+    code, out = _check_hub(hub, tmp_path, capsys)
+    assert (code, _failed(out)) == (1, [
+        "✘ no replica holds the hub side's Lease addon-status/addon-status-hub-controller "
+        "(released): nothing writes the ManagedClusterAddOns: kubectl -n addon-status get pods "
+        "-l app.kubernetes.io/name=addon-status-hub-controller; their logs"]), out  # fmt: skip
+    assert hub.delete_object("apps", "v1", "deployments", HUB_SIDE_NAMESPACE, HUB_SIDE_NAME)
+    code, out = _check_hub(hub, tmp_path, capsys)
+    assert (code, _failed(out)) == (1, [
+        "✘ the hub side is not installed: no Deployment labelled "
+        "app.kubernetes.io/name=addon-status-hub-controller: kubectl apply -k manifests/ocm "
+        "(manifests/ocm/acm on ACM)"]), out  # fmt: skip
