@@ -61,6 +61,7 @@ class AccessReviews:
         *,
         addon: str,
         copy_name: str,
+        resource: ApiResource = ADDON,
         interval: float,
         recheck: float = 120.0,
         rate: float = 10.0,
@@ -68,6 +69,7 @@ class AccessReviews:
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
     ) -> None:
         self._kube, self._addon, self._copy = kube, addon, copy_name
+        self._resource = resource
         self._interval, self._recheck, self._gap = interval, recheck, 1.0 / rate
         self._clock, self._now = clock, now
         self._lock = threading.Lock()
@@ -139,7 +141,7 @@ class AccessReviews:
         """(whether the review was answered, why the agent may not update its copy's status:
         None when it may or when the review cannot be asked)."""
         try:
-            return True, refusal(self._kube, cluster, self._addon, self._copy)
+            return True, refusal(self._kube, cluster, self._addon, self._copy, self._resource)
         except KubeError as error:
             if not self._told:
                 self._told = True
@@ -151,13 +153,15 @@ class AccessReviews:
             return False, None
 
 
-def refusal(kube: Kube, cluster: str, addon: str, copy_name: str) -> str | None:
+def refusal(
+    kube: Kube, cluster: str, addon: str, copy_name: str, resource: ApiResource = ADDON
+) -> str | None:
     """Why `addon`'s agent on `cluster` may not update its hub copy's status, as the API
     server's SubjectAccessReview answers; None when it may. Raises KubeError."""
     user, groups = agent_identity(cluster, addon)
     attributes = {
-        "namespace": cluster, "verb": "update", "group": ADDON.group,
-        "resource": ADDON.plural, "subresource": "status", "name": copy_name,
+        "namespace": cluster, "verb": "update", "group": resource.group,
+        "resource": resource.plural, "subresource": "status", "name": copy_name,
     }  # fmt: skip
     review = {
         "apiVersion": SUBJECT_ACCESS_REVIEW.api_version,
@@ -168,5 +172,5 @@ def refusal(kube: Kube, cluster: str, addon: str, copy_name: str) -> str | None:
     if isinstance(status, dict) and status.get("allowed") is True:
         return None
     reason = status.get("reason") if isinstance(status, dict) else None
-    what = f"update {ADDON.plural}/status {copy_name} in {cluster}"
+    what = f"update {resource.plural}/status {copy_name} in {cluster}"
     return f"{user} may not {what}" + (f": {reason}" if isinstance(reason, str) else "")

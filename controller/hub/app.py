@@ -24,6 +24,7 @@ from controller.hub.link import ConsoleLink
 from controller.hub.metrics import ClusterPaths, ClusterStates, MirrorMetrics
 from controller.hub.options import HubOptions
 from controller.hub.side import HubSide, PathSettings, Watches
+from controller.kube.api import ADDON_KINDS
 from controller.kube.backoff import Backoff
 from controller.kube.connection import Connection
 from controller.kube.kubeconfig import client_for
@@ -73,6 +74,7 @@ class HubReplica(Process[HubOptions]):
                 role=self.role,
                 addon_name=options.addon_name,
                 copy_name=options.copy_name,
+                copy_resource=ADDON_KINDS[options.addon_kind],
                 namespace_selector=options.namespace_selector,
                 resync_interval=options.resync.total_seconds(),
                 backoff=backoff,

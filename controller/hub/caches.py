@@ -29,7 +29,16 @@ from controller.hub.metrics import MirrorMetrics
 from controller.hub.mirror import CLUSTER_LABEL, MANAGED_CLUSTER_ADDON, owned, read_copy
 from controller.hub.ocm import MANAGED_CLUSTER
 from controller.hub.path import OcmView, find
-from controller.kube.api import ADDON, ALL_NAMESPACES, NAMESPACE, Kube, KubeError, resource_version
+from controller.hub.writers import other_status_writers
+from controller.kube.api import (
+    ADDON,
+    ALL_NAMESPACES,
+    NAMESPACE,
+    ApiResource,
+    Kube,
+    KubeError,
+    resource_version,
+)
 from controller.kube.backoff import Backoff
 from controller.kube.informer import Handlers, Informer
 from controller.kube.reflector import Selection, WatchMetrics
@@ -102,6 +111,7 @@ class Snapshot:
     refused: KubeError | None
     view: OcmView
     copy_changed: datetime | None
+    writers: tuple[str, ...] = ()  # who else wrote the copy's status (`controller.hub.writers`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +146,7 @@ class HubCaches:
         watches: Watches,
         clock: Callable[[], datetime],
         agent_addon: str = "",
+        copy_resource: ApiResource = ADDON,
     ) -> None:
         self.copy_name, self._addon_name = copy_name, addon_name
         self._agent_addon = agent_addon or addon_name
@@ -145,6 +156,7 @@ class HubCaches:
         self._addons_refused: KubeError | None = None  # the list's last refusal, if any
         self._copy_changed: dict[str, datetime] = {}  # namespace -> when its copy changed
         self._malformed: dict[str, list[str]] = {}  # the copies' thread: what each held, told
+        self._writers: dict[str, tuple[str, ...]] = {}  # namespace -> its copy's other writers
 
         def count_failure(error: KubeError) -> None:
             metrics.errors.labels(kind=error.kind.value).inc()
@@ -172,7 +184,7 @@ class HubCaches:
             on_failed=self._addons_failed, metrics=watches.addons, **common,
         )  # fmt: skip
         self.copies: Informer[Kept] = Informer(
-            kube, Selection(ADDON, ALL_NAMESPACES, name=copy_name, reads=_READS),
+            kube, Selection(copy_resource, ALL_NAMESPACES, name=copy_name, reads=_READS),
             name="hub-copies", keep=self._standard,
             handlers=Handlers(added=self._copy_added, updated=self._copy_updated,
                               deleted=look, listed=self._check_synced),
@@ -238,7 +250,10 @@ class HubCaches:
             addon = replace(addon, conditions=thawed(addon.conditions))
         with self._lock:
             refused, changed = self._addons_refused, self._copy_changed.get(namespace)
-        return Snapshot(None if copy is None else thawed(copy), addon, refused, view, changed)
+            writers = self._writers.get(namespace, ()) if copy is not None else ()
+        return Snapshot(
+            None if copy is None else thawed(copy), addon, refused, view, changed, writers
+        )
 
     def remember(self, found: dict[str, Any]) -> None:
         """What a read or a write answered, unless the watch already saw something newer."""
@@ -286,6 +301,15 @@ class HubCaches:
         conditions it would refuse (written under a laxer schema) is counted and told once,
         and the rest of it is mirrored."""
         namespace = _namespace(obj)
+        meta = obj.get("metadata")
+        writers = other_status_writers(
+            meta.get("managedFields") if isinstance(meta, Mapping) else None
+        )
+        with self._lock:
+            before = self._writers.get(namespace, ())
+            self._writers[namespace] = writers
+        if writers != before:
+            self._changed_at(namespace)
         status = obj.get("status")
         conditions, problems = read_copy(
             status.get("conditions") if isinstance(status, Mapping) else []

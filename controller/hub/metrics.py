@@ -40,6 +40,12 @@ class MirrorMetrics:
         )
         for kind in ErrorKind:
             self.errors.labels(kind=kind.value)
+        self.conflicts_lost = CounterMetric(
+            "addon_status_hub_mirror_conflicts_lost",
+            "Writes to a ManagedClusterAddOn refused with 409 because another writer wrote it "
+            "first (each followed by one read and at most one write)",
+            registry=registry,
+        )
         self.repairs = CounterMetric(
             "addon_status_hub_mirror_repairs",
             "Writes that put back a condition the hub side owns after another writer changed it "

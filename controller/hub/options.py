@@ -7,6 +7,7 @@ import argparse
 import os
 import re
 from datetime import timedelta
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -31,6 +32,9 @@ _HUB_FLAGS = (
     Flag("copy_name", "--copy-name",
          "the hub copies: the ObservabilityAddon of this name in each cluster namespace "
          "(observability-addon)", "NAME"),
+    Flag("addon_kind", "--addon-kind",
+         "the hub copies' kind: ObservabilityAddon (ACM's, default) or AddonStatus (the "
+         "project's own, beside ACM's observability operator)", "KIND"),
     Flag("namespace_selector", "--namespace-selector",
          "only cluster namespaces with these labels too (e.g. env=prod)", "SELECTOR"),
     Flag("resync", "--resync",
@@ -100,6 +104,7 @@ class HubOptions(ProcessOptions):
 
     addon_name: str = Field(default="addon-status", pattern=NAME)
     copy_name: str = Field(default="observability-addon", pattern=NAME)
+    addon_kind: Literal["ObservabilityAddon", "AddonStatus"] = "ObservabilityAddon"
     namespace_selector: str = ""
     resync: Duration = timedelta(minutes=5)
     agent_addon: str = Field(default="", pattern=rf"^$|{NAME}")

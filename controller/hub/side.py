@@ -41,7 +41,16 @@ from controller.hub.mirror import (
     standard_conditions,
 )
 from controller.hub.path import PATH_REASONS, STATUS_NOT_REPLICATED, effective
-from controller.kube.api import ADDON, ConflictError, ErrorKind, Kube, KubeError, NotFoundError
+from controller.hub.writers import Writers, degraded_by
+from controller.kube.api import (
+    ADDON,
+    ApiResource,
+    ConflictError,
+    ErrorKind,
+    Kube,
+    KubeError,
+    NotFoundError,
+)
 from controller.kube.backoff import Backoff
 from controller.kube.controller import Controller, Result
 from controller.kube.ratelimit import default_rate_limiter
@@ -94,12 +103,14 @@ class HubSide:
         backoff: Backoff | None = None,
         watch_seconds: int = 300,
         watches: Watches | None = None,
-        conflict_retries: int = 5,
+        conflict_retries: int = 2,
         queue_metrics: QueueMetrics | None = None,
         path: PathSettings | None = None,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        copy_resource: ApiResource = ADDON,
     ) -> None:
         self._kube, self._metrics, self._now = kube, metrics, clock
+        self.copy_resource = copy_resource
         self._path = path = path or PathSettings()
         self._role = role or Role()
         self.addon_name, self.copy_name = addon_name, copy_name
@@ -117,13 +128,15 @@ class HubSide:
             namespace_selector=namespace_selector, metrics=metrics, changed=self.queue.add,
             synced=self._caches_synced, backoff=backoff, watch_seconds=watch_seconds,
             watches=watches or Watches(), clock=clock, agent_addon=path.agent_addon,
+            copy_resource=copy_resource,
         )  # fmt: skip
         self._access = AccessReviews(
             kube, addon=path.agent_addon or addon_name, copy_name=copy_name,
             interval=path.access_interval.total_seconds(), rate=path.access_rate, now=clock,
-            recheck=path.window.total_seconds(),
+            recheck=path.window.total_seconds(), resource=copy_resource,
         )  # fmt: skip
         self._paths: dict[str, str] = {}  # namespace -> the path reason its Degraded holds
+        self._writers = Writers(copy_name)
         # Only the worker touches these:
         self._repairs = Repairs()
         self._failing: dict[str, ErrorKind] = {}
@@ -264,12 +277,21 @@ class HubSide:
 
         def conflicted(attempt: int, error: ConflictError) -> None:
             self._metrics.errors.labels(kind=error.kind.value).inc()
+            self._metrics.conflicts_lost.inc()
+            log.info(
+                "ManagedClusterAddOn %s/%s: lost a write to another writer (409); reading it "
+                "once and writing at most once more", namespace, name,
+            )  # fmt: skip
 
-        updated = update_status(
-            read, conditions, write, what=f"ManagedClusterAddOn {namespace}/{name}",
-            attempts=self._attempts, first=addon.as_object(name, namespace),
-            on_conflict=conflicted,
-        )  # fmt: skip
+        try:
+            updated = update_status(
+                read, conditions, write, what=f"ManagedClusterAddOn {namespace}/{name}",
+                attempts=self._attempts, first=addon.as_object(name, namespace),
+                on_conflict=conflicted,
+            )  # fmt: skip
+        except ConflictError:
+            self._metrics.conflicts_lost.inc()
+            raise
         if updated.written and self._repairs.wrote(namespace, wanted):
             self._metrics.repairs.inc()
             log.info(
@@ -303,6 +325,11 @@ class HubSide:
                 else "the path holds again: the hub copy's Degraded",
             )  # fmt: skip
         waits = [asked] if asked is not None else []
+        writers = self._writers.held(namespace, found.writers, now)
+        if writers:  # the copy is not the agent's word alone: Degraded says so, nothing fought
+            wanted = degraded_by(writers, wanted, self.copy_name, now)
+            if (until := self._writers.until(namespace)) is not None:
+                again = until if again is None else min(again, until)
         if reason == STATUS_NOT_REPLICATED and before != reason:
             confirm = access.soon(namespace, _CONFIRM)
             waits += [confirm] if confirm is not None else []
@@ -345,7 +372,7 @@ class HubSide:
         writer with a faster watch copied a newer one, which must not be written over with
         the older (a flap of the condition the console reads)."""
         try:
-            current = self._kube.get(ADDON, namespace, self.copy_name)
+            current = self._kube.get(self.copy_resource, namespace, self.copy_name)
         except NotFoundError:
             return True  # deleted: its watch event comes too
         status = current.get("status")

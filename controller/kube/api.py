@@ -29,11 +29,13 @@ from statemachines.errors import AddonStatusError
 
 __all__ = [
     "ADDON",
+    "ADDON_KINDS",
     "ALL_NAMESPACES",
     "CONFIG_MAP",
     "EVENT",
     "LEASE",
     "NAMESPACE",
+    "OWN_ADDON",
     "SECRET",
     "ApiResource",
     "ConflictError",
@@ -96,6 +98,11 @@ ADDON = ApiResource(
     "observabilityaddons",
     "ObservabilityAddon",
 )
+OWN_ADDON = ApiResource("status.addon-status.io", "v1alpha1", "addonstatuses", "AddonStatus")
+"""The project's own kind, for running beside ACM's observability operator (docs/spec.md
+§12.1): MCO never reads or writes it, so neither owns what the other writes."""
+ADDON_KINDS = {ADDON.kind: ADDON, OWN_ADDON.kind: OWN_ADDON}
+"""The addon CR's kind as `--addon-kind` names it: MCO's (the default) or the project's own."""
 LEASE = ApiResource("coordination.k8s.io", "v1", "leases", "Lease")
 ALL_NAMESPACES = ""  # as client-go's metav1.NamespaceAll: a list or a watch across namespaces
 EVENT = ApiResource("", "v1", "events", "Event")

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from controller.kube.api import Keep, KubeError, Page
-from controller.kube.reads import Reads, conditions_only
+from controller.kube.reads import Reads, conditions_only, writers_only
 
 __all__ = ["decode_event", "decode_object", "decode_page"]
 
@@ -52,7 +52,10 @@ def decode_object(raw: bytes | msgspec.Raw, reads: Reads) -> Any:
         if key in fields:
             kept[key] = _ITEM.decode(fields[key])
     if "metadata" in fields:
-        kept["metadata"] = _part(fields["metadata"], lambda key: key != "managedFields")
+        meta = _part(fields["metadata"], lambda key: True)
+        if isinstance(meta, dict) and "managedFields" in meta:  # who wrote: a few entries
+            meta["managedFields"] = writers_only(meta["managedFields"])
+        kept["metadata"] = meta
     if "status" in fields:
         kept["status"] = _part(fields["status"], lambda key: key == "conditions")
     return kept

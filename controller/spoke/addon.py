@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from itertools import count
 from typing import Any, Literal
 
-from controller.kube.api import ADDON, EVENT, Kube
+from controller.kube.api import ADDON, EVENT, ApiResource, Kube
 
 __all__ = [
     "GROUP",
@@ -35,6 +35,7 @@ COMPONENT = "addon-status"
 class AddonRef:
     namespace: str
     name: str
+    resource: ApiResource = ADDON  # the kind: MCO's, or the project's own beside MCO
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name}"
@@ -69,12 +70,12 @@ class AddonStore:
 
     def get(self) -> dict[str, Any]:
         """The CR as stored now."""
-        return self.kube.get(ADDON, self.ref.namespace, self.ref.name)
+        return self.kube.get(self.ref.resource, self.ref.namespace, self.ref.name)
 
     def replace_status(self, obj: dict[str, Any]) -> dict[str, Any]:
         """PUT `obj` on the status subresource; its `metadata.resourceVersion` is the
         precondition. Returns the stored CR."""
-        return self.kube.replace_status(ADDON, self.ref.namespace, self.ref.name, obj)
+        return self.kube.replace_status(self.ref.resource, self.ref.namespace, self.ref.name, obj)
 
     def record_event(self, record: EventRecord) -> str:
         """Create a core v1 Event whose involvedObject is the CR, named `record.name` (else a
@@ -88,8 +89,8 @@ class AddonStore:
             "kind": "Event",
             "metadata": {"name": name, "namespace": self.ref.namespace},
             "involvedObject": {
-                "apiVersion": ADDON.api_version,
-                "kind": KIND,
+                "apiVersion": self.ref.resource.api_version,
+                "kind": self.ref.resource.kind,
                 "name": self.ref.name,
                 "namespace": self.ref.namespace,
                 **({"uid": record.uid} if record.uid else {}),

@@ -285,6 +285,7 @@ class Replica(Process[RunOptions]):
                 backoff_max=longest,
                 create_missing=self.options.hub_create_missing,
                 queue_metrics=self.queue_metrics.queue("hub-replicator"),
+                resource=hub.resource,
             )
 
         return replicator

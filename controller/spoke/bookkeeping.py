@@ -24,8 +24,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from controller.kube.api import ADDON, CONFIG_MAP, ConflictError, Kube, NotFoundError
-from controller.spoke.addon import KIND, AddonRef
+from controller.kube.api import CONFIG_MAP, ConflictError, Kube, NotFoundError
+from controller.spoke.addon import AddonRef
 from statemachines.errors import StoredStateError
 from statemachines.placement import KEY, bookkeeping_text
 
@@ -58,6 +58,7 @@ class ConfigMapBookkeeping:
     def __init__(self, kube: Kube, ref: AddonRef) -> None:
         self.ref = AddonRef(ref.namespace, config_map_name(ref.name))
         self._addon = ref.name
+        self._resource = ref.resource
         self._kube = kube
         self._last: dict[str, Any] | None = None  # the ConfigMap as last read or written
 
@@ -117,8 +118,8 @@ class ConfigMapBookkeeping:
             "namespace": self.ref.namespace,
             "ownerReferences": [
                 {
-                    "apiVersion": ADDON.api_version,
-                    "kind": KIND,
+                    "apiVersion": self._resource.api_version,
+                    "kind": self._resource.kind,
                     "name": self._addon,
                     "uid": (owner.get("metadata") or {}).get("uid"),
                     "controller": True,

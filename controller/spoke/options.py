@@ -25,6 +25,7 @@ from controller.flags import (
     add_flags,
     first_problem,
 )
+from controller.kube.api import ADDON_KINDS
 from controller.report_api.flags import REPORT_API_FLAGS, combination_problem
 from controller.spoke.addon import AddonRef
 from statemachines.config import Config
@@ -54,6 +55,13 @@ _SPOKE_FLAGS = (
         "addon_namespace", "--addon-namespace", f"its namespace (default {DEFAULT_NAMESPACE})", "NS"
     ),
     Flag("profile", "--profile", "names written: seed or acm (seed)", "NAME"),
+    Flag(
+        "addon_kind",
+        "--addon-kind",
+        "the addon CR's kind: ObservabilityAddon (ACM's, default) or AddonStatus (the "
+        "project's own, beside ACM's observability operator)",
+        "KIND",
+    ),
     Flag("collectors", "--collectors", "comma-separated collectors (default: all)", "LIST"),
     Flag("config_file", "--config", "configuration file: resources, collectorSettings", "FILE"),
     Flag("degrade_after", "--degrade-after", "dampening window before Degraded (10m)", "DUR"),
@@ -85,6 +93,7 @@ class RunOptions(ProcessOptions):
     addon_name: str = Field(default=DEFAULT_NAME, pattern=NAME)
     addon_namespace: str = Field(default=DEFAULT_NAMESPACE, pattern=LABEL)
     profile: Literal["seed", "acm"] = "seed"
+    addon_kind: Literal["ObservabilityAddon", "AddonStatus"] = "ObservabilityAddon"
     collectors: tuple[str, ...] | None = None
     config_file: Path | None = None  # resources (health rules), collectorSettings, profile
     degrade_after: Duration | None = None
@@ -157,14 +166,16 @@ class RunOptions(ProcessOptions):
 
     @property
     def ref(self) -> AddonRef:
-        return AddonRef(self.addon_namespace, self.addon_name)
+        return AddonRef(self.addon_namespace, self.addon_name, ADDON_KINDS[self.addon_kind])
 
     @property
     def hub_ref(self) -> AddonRef | None:
         """The hub copy of the addon CR (namespace: the cluster's name); None without a name."""
         if self.cluster_name is None:
             return None
-        return AddonRef(self.cluster_name, self.hub_addon_name or self.addon_name)
+        return AddonRef(
+            self.cluster_name, self.hub_addon_name or self.addon_name, ADDON_KINDS[self.addon_kind]
+        )
 
     @property
     def lease_ref(self) -> AddonRef:

@@ -23,6 +23,7 @@ from typing import Any, Final, Protocol
 
 from controller.kube.api import (
     ADDON,
+    ApiResource,
     ConflictError,
     ErrorKind,
     Kube,
@@ -150,10 +151,12 @@ class HubReplicator:
         create_missing: bool = False,
         conflict_retries: int = 5,
         queue_metrics: QueueMetrics | None = None,
+        resource: ApiResource = ADDON,
     ) -> None:
         if copy not in ("conditions", "status"):
             raise ValueError(f"copy must be 'conditions' or 'status', not {copy!r}")
         self.namespace, self.name, self.copy = namespace, name, copy
+        self.resource = resource  # the copy's kind: the spoke CR's
         self._source, self._clock, self._metrics = client_source, clock, metrics
         self._kube = kube
         self._resync = resync_interval
@@ -259,7 +262,7 @@ class HubReplicator:
         def write(body: dict[str, Any]) -> dict[str, Any]:
             if self.loop.queue.shutting_down:  # leadership lost meanwhile: the new leader writes
                 raise _Stopping
-            stored = kube.replace_status(ADDON, self.namespace, self.name, body)
+            stored = kube.replace_status(self.resource, self.namespace, self.name, body)
             self._echo = Echo(
                 sent=projection(body["status"], self.copy),
                 stored=projection(stored.get("status") or {}, self.copy),
@@ -283,17 +286,17 @@ class HubReplicator:
 
     def _read_or_create(self, kube: Kube) -> dict[str, Any]:
         try:
-            return kube.get(ADDON, self.namespace, self.name)
+            return kube.get(self.resource, self.namespace, self.name)
         except NotFoundError:
             if not self._create_missing:
                 raise
         log.info("creating the hub copy %s/%s", self.namespace, self.name)
         body = {
-            "apiVersion": ADDON.api_version,
-            "kind": ADDON.kind,
+            "apiVersion": self.resource.api_version,
+            "kind": self.resource.kind,
             "metadata": {"name": self.name, "namespace": self.namespace},
         }
-        return kube.create(ADDON, self.namespace, body)
+        return kube.create(self.resource, self.namespace, body)
 
     def _succeeded(self, publication: Publication, *, wrote: bool) -> Result:
         with self._wake:

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from controller.kube.api import ADDON, Kube, WatchEvent, resource_version
+from controller.kube.api import Kube, WatchEvent, resource_version
 from controller.kube.backoff import Backoff
 from controller.kube.informer import Handlers, Informer
 from controller.kube.reflector import ObjectKind, Selection, WatchMetrics
@@ -64,7 +64,7 @@ def addon_watch(
 
     informer: Informer[Object] = Informer(
         kube,
-        Selection(ADDON, ref.namespace, ref.name),
+        Selection(ref.resource, ref.namespace, ref.name),
         name=ADDON_WATCH,
         handlers=Handlers(added=added, updated=updated, deleted=gone, listed=listed),
         metrics=metrics,

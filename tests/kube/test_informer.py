@@ -127,11 +127,15 @@ def test_keys_are_namespace_and_name_or_the_name_of_a_cluster_scoped_object() ->
     assert key_of({"metadata": {"name": NAMESPACE.kind}}) == NAMESPACE.kind
 
 
+WHO = [{"manager": "kubectl", "operation": "Update"}]
+
+
 def test_a_conditions_reader_gets_metadata_and_conditions_alone_from_a_list_and_a_watch(
     backend: Backend,
 ) -> None:
     """The hub side's informers read `conditions` (docs/performance.md): what their `keep` gets
-    is metadata without managedFields and status.conditions, whether the object came in a
+    is metadata with managedFields cut to who wrote (not their field sets) and status.conditions,
+    whether the object came in a
     list's page or in a watch event, from the REST client or from the fake."""
     seen: queue.Queue[dict[str, Any]] = queue.Queue()
 
@@ -140,7 +144,9 @@ def test_a_conditions_reader_gets_metadata_and_conditions_alone_from_a_list_and_
         return int(obj["metadata"].get("generation") or 0)
 
     big = addon("big", replicas=3)
-    big["metadata"]["managedFields"] = [{"manager": "kubectl", "operation": "Update"}]
+    big["metadata"]["managedFields"] = [
+        {"manager": "kubectl", "operation": "Update", "fieldsV1": {"f:spec": {"f:replicas": {}}}}
+    ]
     big["metadata"]["labels"] = {"team": "a"}
     condition = {"type": "Ready", "status": "True", "reason": "Up", "message": "",
                  "lastTransitionTime": "2026-11-28T00:00:00Z"}  # fmt: skip
@@ -162,4 +168,5 @@ def test_a_conditions_reader_gets_metadata_and_conditions_alone_from_a_list_and_
         assert set(obj) == {"apiVersion", "kind", "metadata", "status"}
         assert obj["status"] == {"conditions": [condition]}
         assert obj["metadata"]["labels"] == {"team": "a"} and obj["metadata"]["name"] == "big"
-        assert "managedFields" not in obj["metadata"]
+        # kubesim, as it says, keeps no managedFields; the fake keeps what it was given
+        assert obj["metadata"].get("managedFields", WHO) == WHO
