@@ -8,9 +8,13 @@ ManagedClusterAddOn (MCA) of the addon:
 - the health check, resynced every 30 s: template addons are fixed to workload availability,
   `observability-controller` (acm) to the klusterlet's lease (`Available=True`,
   `ManagedClusterAddOnLeaseUpdated`);
-- in `acm`, the observability operator's placementrule controller, which copies `Available`,
-  `Degraded` and `Progressing` from the cluster's hub copy as they are, only when a condition's
-  status changes.
+- in `acm`, the observability operator's (MCO's) placementrule controller, as its status.go
+  does (measured against MCO's own code, docs/spec.md §12.1): on any change of the conditions of
+  a hub copy labelled `owner=multicluster-observability-operator` (no other copy), it copies
+  `Available`, `Degraded` and `Progressing` from it onto `observability-controller`, each only
+  where the True/False value differs from the MCA's, as a JSON merge patch of the whole list
+  read from its cache, without a resourceVersion (it never meets a 409, and overwrites what
+  another writer wrote since its cache saw it); a standard type that leaves the copy stays.
 
 On the demo's whole hub (`rendered`: each cluster's share of the rollout), the rest of OCM too:
 
@@ -28,9 +32,10 @@ On the demo's whole hub (`rendered`: each cluster's share of the rollout), the r
 
 Without `rendered` (a hub of MCAs alone, as tests/hub runs the hub side) every agent counts as
 available. They run on the project's one informer and controller loop, on the story's clock
-(`now`): a requeue waits for story time, and `tick()` says the clock moved. Each writes as OCM's
-patcher does: a JSON merge patch of the status conditions under the resourceVersion it read,
-only when a condition differs (a 409 reads again). `time_scale` runs the 30 s resync faster.
+(`now`): a requeue waits for story time, and `tick()` says the clock moved. OCM's writers write as
+OCM's patcher does: a JSON merge patch of the status conditions under the resourceVersion it
+read, only when a condition differs (a 409 reads again); MCO's as above. `time_scale` runs the
+30 s resync faster. MCO's endpoint operator, on the spoke, is `controller.demo.mco_endpoint`.
 """
 
 from __future__ import annotations
@@ -76,6 +81,8 @@ _PROGRESSING: Final = ("Progressing", "False", "Completed", "completed with no e
 _LEASE: Final = ("Available", "True", "ManagedClusterAddOnLeaseUpdated",
                  "observability-controller add-on is available.")  # fmt: skip
 _MIRRORED: Final = ("Available", "Degraded", "Progressing")  # MCO's placementrule controller
+MCO_OWNER: Final = "owner=multicluster-observability-operator"
+"""The label of the hub copies MCO made, the only ones its placementrule controller copies."""
 _ADDON_LABEL: Final = "open-cluster-management.io/addon-name"
 
 
@@ -89,6 +96,7 @@ class OcmWriters:
         *,
         addon_name: str,
         acm: bool = False,
+        mco_status: bool = True,
         time_scale: float = 1.0,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
         rendered: Mapping[str, Rendered] | None = None,
@@ -117,9 +125,10 @@ class OcmWriters:
         )  # fmt: skip
         self._informers: list[Informer[Any]] = [self.addons]
         self._copies: Informer[list[Obj]] | None = None
-        if acm:
+        if acm and mco_status:  # False: adopted, MCO's status copy dropped (docs/spec.md §12.1)
             self._copies = Informer(
-                kube, Selection(ADDON, ALL_NAMESPACES, name="observability-addon"),
+                kube, Selection(ADDON, ALL_NAMESPACES, name="observability-addon",
+                                label_selector=MCO_OWNER),
                 name="ocm-copies", keep=_conditions, watch_seconds=60, handlers=Handlers(
                     added=lambda key, new: queue(f"copy/{_namespace(key)}"),
                     updated=self._copy_changed, listed=self._listed,
@@ -191,8 +200,9 @@ class OcmWriters:
         self.loop.queue.add_after(f"resync/{namespace}", self._resync)
 
     def _copy_changed(self, key: str, old: list[Obj], new: list[Obj]) -> None:
-        """MCO reconciles on a hub copy whose conditions' statuses changed (its predicate)."""
-        if _statuses(old) != _statuses(new):
+        """MCO reconciles on any change of a hub copy's conditions (its predicate); what it
+        writes depends on the MCA's values, not the copy's old ones."""
+        if old != new:
             self.loop.queue.add(f"copy/{_namespace(key)}")
 
     def _count(self) -> None:
@@ -208,7 +218,7 @@ class OcmWriters:
         if kind == "cluster" and self.clusters is not None:
             return self.clusters.sync(namespace)
         if kind == "copy":
-            self._write(namespace, self._copied)
+            self._patch_unconditionally(namespace, self._copied)
         else:
             self._write(namespace, self._whole if self._rendered is not None else self._ocm)
         return None
@@ -238,10 +248,30 @@ class OcmWriters:
             self._count()
             return
 
+    def _patch_unconditionally(
+        self, namespace: str, wanted_of: Callable[[str, list[Obj]], list[Obj]]
+    ) -> None:
+        """As MCO's `client.MergeFrom` patch: the whole list from the cached MCA, no
+        resourceVersion, so no 409."""
+        obj = self.addons.get(f"{namespace}/{self._addon}")
+        if obj is None:
+            return  # MCO: "managedclusteraddon does not exist"
+        conditions = list((obj.get("status") or {}).get("conditions") or [])
+        wanted = wanted_of(namespace, conditions)
+        if wanted == conditions:
+            return
+        patch = {"status": {"conditions": wanted}}
+        try:
+            written = self._kube.patch_status(MANAGED_CLUSTER_ADDON, namespace, self._addon, patch)
+        except NotFoundError:
+            return
+        self.addons.remember(written)
+        self._count()
+
     def _ocm(self, namespace: str, conditions: list[Obj]) -> list[Obj]:
         """A hub of MCAs alone: Progressing, and Available as if every agent ran; with `acm`,
         not the types MCO copies from the hub copy (its copy wins, as MCO writes it last)."""
-        copied = {c.get("type") for c in self._copy_of(namespace)} if self._acm else set()
+        copied = {c.get("type") for c in self._copy_of(namespace)}
         available = _LEASE if self._acm else ("Available", "True", "ProbeAvailable",
                                               f"{self._addon} add-on is available.")  # fmt: skip
         result = conditions
@@ -343,7 +373,10 @@ class OcmWriters:
             if source is not None and current.get("status") != source.get("status"):
                 kept = {k: source.get(k) for k in ("type", "status", "reason", "message",
                                                    "lastTransitionTime")}  # fmt: skip
-                result = [c for c in result if c.get("type") != kind] + [kept]
+                # meta.SetStatusCondition: in its place, else appended
+                result = [kept if c.get("type") == kind else c for c in result]
+                if not current:
+                    result.append(kept)
         return result
 
 
@@ -353,10 +386,6 @@ def _namespace(key: str) -> str:
 
 def _conditions(obj: Obj) -> list[Obj]:
     return list((obj.get("status") or {}).get("conditions") or [])
-
-
-def _statuses(conditions: list[Obj] | None) -> dict[Any, Any]:
-    return {c.get("type"): c.get("status") for c in conditions or [] if c.get("type") in _MIRRORED}
 
 
 def _owned_by(mca: Mapping[str, Any]) -> list[Obj]:

@@ -95,7 +95,8 @@ class Hub:
         body = {
             "apiVersion": f"{GROUP}/{VERSION}",
             "kind": KIND,
-            "metadata": {"name": COPY},
+            # as ACM's observability operator makes it (its placementrule copies no other)
+            "metadata": {"name": COPY, "labels": {"owner": "multicluster-observability-operator"}},
             "spec": {"enableMetrics": True},
         }
         self.custom.create_namespaced_custom_object(GROUP, VERSION, name, PLURAL, body)
