@@ -29,7 +29,6 @@ from controller.hub.metrics import MirrorMetrics
 from controller.hub.mirror import CLUSTER_LABEL, MANAGED_CLUSTER_ADDON, owned, read_copy
 from controller.hub.ocm import MANAGED_CLUSTER
 from controller.hub.path import OcmView, find
-from controller.hub.writers import other_status_writers
 from controller.kube.api import (
     ADDON,
     ALL_NAMESPACES,
@@ -41,6 +40,7 @@ from controller.kube.api import (
 )
 from controller.kube.backoff import Backoff
 from controller.kube.informer import Handlers, Informer
+from controller.kube.managers import other_status_writers
 from controller.kube.reflector import Selection, WatchMetrics
 from statemachines.conditions import parse_time
 

@@ -15,41 +15,22 @@ Pure rules, no I/O; `Writers` keeps what was seen per cluster.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
+from controller.kube.managers import OURS, other_status_writers
 from statemachines.conditions import format_time
 
 __all__ = ["ANOTHER_WRITER", "HOLD", "OURS", "Writers", "other_status_writers"]
 
 log = logging.getLogger(__name__)
 
-OURS: Final = "addon-status"
-"""The field manager of every process of the project (its User-Agent:
-`controller.kube.connection`)."""
 ANOTHER_WRITER: Final = "StatusWrittenByAnother"
 HOLD: Final = timedelta(minutes=10)
 """Twice the 5 minutes after which ACM's endpoint operator writes again: a forgotten one that
 keeps writing stays seen between its writes."""
-
-
-def other_status_writers(managed_fields: object, ours: str = OURS) -> tuple[str, ...]:
-    """The field managers other than `ours` that wrote the object's status (a `managedFields`
-    entry of the status subresource, or of the main resource holding `f:status`)."""
-    found: set[str] = set()
-    for entry in managed_fields if isinstance(managed_fields, list) else []:
-        if not isinstance(entry, Mapping):
-            continue
-        manager = entry.get("manager")
-        fields = entry.get("fieldsV1")
-        on_status = entry.get("subresource") == "status" or (
-            isinstance(fields, Mapping) and "f:status" in fields
-        )
-        if isinstance(manager, str) and manager != ours and on_status:
-            found.add(manager)
-    return tuple(sorted(found))
 
 
 @dataclass(slots=True)

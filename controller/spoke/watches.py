@@ -17,6 +17,7 @@ from typing import Any
 from controller.kube.api import Kube, WatchEvent, resource_version
 from controller.kube.backoff import Backoff
 from controller.kube.informer import Handlers, Informer
+from controller.kube.managers import OURS, last_status_writer
 from controller.kube.reflector import ObjectKind, Selection, WatchMetrics
 from controller.spoke.addon import AddonRef
 from statemachines.health import Resource
@@ -48,7 +49,20 @@ def addon_watch(
         present = True
         deliver(WatchEvent("ADDED", new))
 
+    told: tuple[str, ...] = ()
+
     def updated(key: str, old: Object, new: Object) -> None:
+        nonlocal told
+        writer = _another_status_write(old, new)
+        if writer is not None:  # not fought: the next verdict of the project's own writes over it
+            if writer not in told:
+                told = (*told, writer)
+                log.warning(
+                    "the addon CR %s: its status was written by %s (managedFields), not by this "
+                    "controller; not written back: switch that writer off (docs/spec.md §12.1)",
+                    ref, writer,
+                )  # fmt: skip
+            return
         deliver(WatchEvent("MODIFIED", new))
 
     def gone(key: str, old: Object) -> None:
@@ -72,6 +86,18 @@ def addon_watch(
         watch_seconds=watch_seconds,
     )
     return informer
+
+
+def _another_status_write(old: Object, new: Object) -> str | None:
+    """The manager of another writer's status-only write that made `new` of `old` (its
+    managedFields say it wrote the status last); None for any other change."""
+    old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
+    if old.get("status") == new.get("status") or old.get("spec") != new.get("spec"):
+        return None
+    if old_meta.get("generation") != new_meta.get("generation"):
+        return None
+    writer = last_status_writer(new_meta.get("managedFields"))
+    return writer if writer is not None and writer != OURS else None
 
 
 def object_watches(

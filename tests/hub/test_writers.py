@@ -11,8 +11,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from controller.hub.writers import ANOTHER_WRITER, Writers, degraded_by, other_status_writers
+from controller.hub.writers import ANOTHER_WRITER, Writers, degraded_by
 from controller.kube.listing import decode_object
+from controller.kube.managers import other_status_writers
 from tests.hub.hubside import cond
 
 NOW = datetime(2026, 11, 29, 0, 40, tzinfo=UTC)
@@ -82,3 +83,24 @@ def test_the_degraded_said_keeps_its_transition_while_it_holds() -> None:
     assert degraded[0]["lastTransitionTime"] == "2026-11-29T00:40:00Z"
     again = degraded_by(("mco",), said, "observability-addon", NOW + timedelta(minutes=1))
     assert [c for c in again if c["type"] == "Degraded"] == degraded
+
+
+def test_the_spoke_leaves_another_writers_status_write_and_takes_its_own() -> None:
+    """The spoke's CR watch (controller/spoke/watches.py): a status-only write whose newest
+    managedFields entry is another manager's is not handed to the worker (not written back);
+    the project's own writes, spec changes and metadata edits are."""
+    from controller.spoke.watches import _another_status_write
+
+    stale = {"conditions": [cond("Degraded", "True", "ReportsStale")]}
+    forwarding = {"conditions": [cond("Available", "True", "ForwardSuccessful")]}
+    old = {"metadata": {"generation": 1, "managedFields": [APPLIED, OURS]},
+           "spec": {}, "status": stale}  # fmt: skip
+    mco_wrote = {**old, "metadata": {"generation": 1, "managedFields": [APPLIED, MCO]},
+                 "status": forwarding}  # fmt: skip
+    assert _another_status_write(old, mco_wrote) == "mco-endpoint-status-harness"
+    ours_again = {**mco_wrote, "metadata": {"generation": 1, "managedFields": [APPLIED, OURS]},
+                  "status": old["status"]}  # fmt: skip
+    assert _another_status_write(mco_wrote, ours_again) is None
+    edited = {**mco_wrote, "metadata": {"generation": 2, "managedFields": [APPLIED, MCO]},
+              "spec": {"enableMetrics": False}}  # fmt: skip
+    assert _another_status_write(mco_wrote, edited) is None
