@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["OURS", "last_status_writer", "other_status_writers"]
+__all__ = ["OURS", "other_status_writers", "status_writers_of"]
 
 OURS: Final = "addon-status"
 
@@ -34,10 +34,11 @@ def other_status_writers(managed_fields: object, ours: str = OURS) -> tuple[str,
     return tuple(sorted({e["manager"] for e in _status_entries(managed_fields)} - {ours}))
 
 
-def last_status_writer(managed_fields: object) -> str | None:
-    """The manager of the newest status write (by its entry's `time`; ours on a tie)."""
-    entries = _status_entries(managed_fields)
-    if not entries:
-        return None
-    newest = max(entries, key=lambda e: (str(e.get("time") or ""), e["manager"] == OURS))
-    return str(newest["manager"])
+def status_writers_of(old_fields: object, new_fields: object) -> tuple[str, ...]:
+    """The managers whose status entry a write changed (new, or another time or field set):
+    the writer of that write. A write within the same second as the entry's last one, that
+    changed none of its fields' ownership, changes nothing here."""
+    before = {e["manager"]: e for e in _status_entries(old_fields)}
+    return tuple(sorted(
+        e["manager"] for e in _status_entries(new_fields) if before.get(e["manager"]) != e
+    ))  # fmt: skip

@@ -17,7 +17,7 @@ from typing import Any
 from controller.kube.api import Kube, WatchEvent, resource_version
 from controller.kube.backoff import Backoff
 from controller.kube.informer import Handlers, Informer
-from controller.kube.managers import OURS, last_status_writer
+from controller.kube.managers import OURS, status_writers_of
 from controller.kube.reflector import ObjectKind, Selection, WatchMetrics
 from controller.spoke.addon import AddonRef
 from statemachines.health import Resource
@@ -89,15 +89,16 @@ def addon_watch(
 
 
 def _another_status_write(old: Object, new: Object) -> str | None:
-    """The manager of another writer's status-only write that made `new` of `old` (its
-    managedFields say it wrote the status last); None for any other change."""
+    """The manager of another writer's status-only write that made `new` of `old` (the entry
+    of managedFields the write changed is another manager's); None for any other change."""
     old_meta, new_meta = old.get("metadata") or {}, new.get("metadata") or {}
     if old.get("status") == new.get("status") or old.get("spec") != new.get("spec"):
         return None
     if old_meta.get("generation") != new_meta.get("generation"):
         return None
-    writer = last_status_writer(new_meta.get("managedFields"))
-    return writer if writer is not None and writer != OURS else None
+    writers = status_writers_of(old_meta.get("managedFields"), new_meta.get("managedFields"))
+    others = [w for w in writers if w != OURS]
+    return ", ".join(others) if others and OURS not in writers else None
 
 
 def object_watches(

@@ -95,10 +95,12 @@ def test_the_spoke_leaves_another_writers_status_write_and_takes_its_own() -> No
     forwarding = {"conditions": [cond("Available", "True", "ForwardSuccessful")]}
     old = {"metadata": {"generation": 1, "managedFields": [APPLIED, OURS]},
            "spec": {}, "status": stale}  # fmt: skip
-    mco_wrote = {**old, "metadata": {"generation": 1, "managedFields": [APPLIED, MCO]},
+    # the CR's conditions are a list map (MCO's CRD): both keep an entry, of the same second
+    mco_wrote = {**old, "metadata": {"generation": 1, "managedFields": [APPLIED, OURS, MCO]},
                  "status": forwarding}  # fmt: skip
     assert _another_status_write(old, mco_wrote) == "mco-endpoint-status-harness"
-    ours_again = {**mco_wrote, "metadata": {"generation": 1, "managedFields": [APPLIED, OURS]},
+    later = {**OURS, "time": "2026-11-29T00:38:48Z"}
+    ours_again = {**mco_wrote, "metadata": {"generation": 1, "managedFields": [APPLIED, later]},
                   "status": old["status"]}  # fmt: skip
     assert _another_status_write(mco_wrote, ours_again) is None
     edited = {**mco_wrote, "metadata": {"generation": 2, "managedFields": [APPLIED, MCO]},
