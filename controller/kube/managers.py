@@ -35,10 +35,11 @@ def other_status_writers(managed_fields: object, ours: str = OURS) -> tuple[str,
 
 
 def status_writers_of(old_fields: object, new_fields: object) -> tuple[str, ...]:
-    """The managers whose status entry a write changed (new, or another time or field set):
-    the writer of that write. A write within the same second as the entry's last one, that
-    changed none of its fields' ownership, changes nothing here."""
-    before = {e["manager"]: e for e in _status_entries(old_fields)}
+    """The managers whose status entry a write made or stamped anew (its `time`): the writer
+    of that write. The field sets are not compared: a write takes fields from the entries of
+    others. A manager's second write within the second of its first is not seen here."""
+    before = {e["manager"]: e.get("time") for e in _status_entries(old_fields)}
     return tuple(sorted(
-        e["manager"] for e in _status_entries(new_fields) if before.get(e["manager"]) != e
+        e["manager"] for e in _status_entries(new_fields)
+        if e["manager"] not in before or before[e["manager"]] != e.get("time")
     ))  # fmt: skip

@@ -106,3 +106,17 @@ def test_the_spoke_leaves_another_writers_status_write_and_takes_its_own() -> No
     edited = {**mco_wrote, "metadata": {"generation": 2, "managedFields": [APPLIED, MCO]},
               "spec": {"enableMetrics": False}}  # fmt: skip
     assert _another_status_write(mco_wrote, edited) is None
+
+
+def test_a_write_that_takes_fields_from_the_projects_entry_is_the_other_writers() -> None:
+    """kube-apiserver moves the fields another manager's write changed out of the project's
+    entry (seen on the harness: `addon-status`'s field set shrinks, its time stays)."""
+    from controller.spoke.watches import _another_status_write
+
+    ours = {**OURS, "fieldsV1": {"f:status": {"f:conditions": {"k:Available": {}, "k:A": {}}}}}
+    shrunk = {**OURS, "fieldsV1": {"f:status": {"f:conditions": {"k:A": {}}}}}
+    old = {"metadata": {"generation": 1, "managedFields": [APPLIED, ours]}, "spec": {},
+           "status": {"conditions": [cond("Available", "False", "ReportsStale")]}}  # fmt: skip
+    new = {**old, "metadata": {"generation": 1, "managedFields": [APPLIED, shrunk, MCO]},
+           "status": {"conditions": [cond("Available", "True", "ForwardSuccessful")]}}  # fmt: skip
+    assert _another_status_write(old, new) == "mco-endpoint-status-harness"
