@@ -29,6 +29,7 @@ from controller.hub.metrics import MirrorMetrics
 from controller.hub.mirror import CLUSTER_LABEL, MANAGED_CLUSTER_ADDON, owned, read_copy
 from controller.hub.ocm import MANAGED_CLUSTER
 from controller.hub.path import OcmView, find
+from controller.hub.writers import HOLD
 from controller.kube.api import (
     ADDON,
     ALL_NAMESPACES,
@@ -42,7 +43,7 @@ from controller.kube.backoff import Backoff
 from controller.kube.informer import Handlers, Informer
 from controller.kube.managers import other_status_writers
 from controller.kube.reflector import Selection, WatchMetrics
-from statemachines.conditions import parse_time
+from statemachines.conditions import format_time, parse_time
 
 __all__ = ["LINK", "LINK_TEXT", "Addon", "HubCaches", "Snapshot", "Watches"]
 
@@ -302,8 +303,9 @@ class HubCaches:
         and the rest of it is mirrored."""
         namespace = _namespace(obj)
         meta = obj.get("metadata")
+        since = format_time(self._clock() - HOLD)  # a writer gone since keeps its old fields
         writers = other_status_writers(
-            meta.get("managedFields") if isinstance(meta, Mapping) else None
+            meta.get("managedFields") if isinstance(meta, Mapping) else None, since=since
         )
         with self._lock:
             before = self._writers.get(namespace, ())

@@ -29,9 +29,16 @@ def _status_entries(managed_fields: object) -> list[Mapping[str, Any]]:
     return found
 
 
-def other_status_writers(managed_fields: object, ours: str = OURS) -> tuple[str, ...]:
-    """The field managers other than `ours` that wrote the object's status."""
-    return tuple(sorted({e["manager"] for e in _status_entries(managed_fields)} - {ours}))
+def other_status_writers(
+    managed_fields: object, ours: str = OURS, *, since: str = ""
+) -> tuple[str, ...]:
+    """The field managers other than `ours` that wrote the object's status (at `since` or
+    later, an RFC 3339 time: an entry keeps the fields a manager set and no one changed since,
+    so a writer long gone may still hold one)."""
+    return tuple(sorted(
+        {e["manager"] for e in _status_entries(managed_fields)
+         if str(e.get("time") or "9") >= since} - {ours}
+    ))  # fmt: skip
 
 
 def status_writers_of(old_fields: object, new_fields: object) -> tuple[str, ...]:

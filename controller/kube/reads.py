@@ -13,16 +13,16 @@ Reads = Literal["object", "conditions"]
 
 
 def writers_only(entries: Any) -> Any:
-    """Of `metadata.managedFields`, who wrote what part: each entry's manager, operation and
-    subresource, and of its fields only whether it holds `f:status` (who else writes a status
-    the project owns: `controller.hub.writers`); the field sets are not kept."""
+    """Of `metadata.managedFields`, who wrote what part and when: each entry's manager,
+    operation, subresource and time, and of its fields only whether it holds `f:status` (who
+    else writes a status the project owns: `controller.hub.writers`); no field sets."""
     if not isinstance(entries, list):
         return entries
     kept = []
     for entry in entries:
         if not isinstance(entry, dict):
             continue
-        short = {k: entry[k] for k in ("manager", "operation", "subresource") if k in entry}
+        short = {k: entry[k] for k in ("manager", "operation", "subresource", "time") if k in entry}
         fields = entry.get("fieldsV1")
         if isinstance(fields, dict) and "f:status" in fields:
             short["fieldsV1"] = {"f:status": {}}

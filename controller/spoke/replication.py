@@ -19,6 +19,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final, Protocol
 
 from controller.kube.api import (
@@ -33,12 +34,14 @@ from controller.kube.api import (
 )
 from controller.kube.backoff import RETRY_AFTER_CEILING, Backoff, backoff_delay
 from controller.kube.controller import Controller, Result
+from controller.kube.managers import other_status_writers
 from controller.kube.ratelimit import ItemBackoff
 from controller.kube.rest import RestKube
 from controller.kube.update import update_status
 from controller.kube.workqueue import QueueMetrics
 from controller.ops.clocks import MonotonicClock
 from controller.spoke.metrics import ReplicationMetrics
+from statemachines.conditions import format_time
 from statemachines.hub_copy import CopyMode, for_hub
 
 __all__ = [
@@ -56,6 +59,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+ANOTHER_WRITER_HOLD: Final = timedelta(minutes=10)  # twice MCO's endpoint operator's requeue
 _REAUTH_KINDS: Final = frozenset({ErrorKind.UNAUTHORIZED, ErrorKind.FORBIDDEN})
 
 
@@ -157,6 +161,7 @@ class HubReplicator:
             raise ValueError(f"copy must be 'conditions' or 'status', not {copy!r}")
         self.namespace, self.name, self.copy = namespace, name, copy
         self.resource = resource  # the copy's kind: the spoke CR's
+        self._others: tuple[str, ...] = ()  # other writers of the copy's status, told
         self._source, self._clock, self._metrics = client_source, clock, metrics
         self._kube = kube
         self._resync = resync_interval
@@ -239,25 +244,36 @@ class HubReplicator:
             if latest.sequence <= self._synced and self._next_resync > now:
                 return Result(requeue_after=self._next_resync - now)
             self._taken, self._successor_at = latest.sequence, None
+            repair = latest.sequence <= self._synced  # a resync: nothing new to say
         try:
-            wrote = self._sync(latest)
+            wrote = self._sync(latest, repair=repair)
         except _Stopping:
             return None
         except KubeError as error:
             return self._failed(error)
         return self._succeeded(latest, wrote=wrote)
 
-    def _sync(self, publication: Publication) -> bool:
+    def _sync(self, publication: Publication, *, repair: bool = False) -> bool:
         """Fresh read, compare, write with the read resourceVersion; a 409 means someone wrote
-        in between, so read again (bounded) rather than back off. True when it wrote."""
+        in between, so read again (bounded) rather than back off. True when it wrote. A
+        `repair` of a copy another field manager wrote lately is left (docs/spec.md §12.1):
+        told once, not fought; the project's next verdict is written as ever."""
         kube = self._kube(self._source.current())
         status = publication.status
+        read: dict[str, Any] = {}
 
         def hub_status(current: Mapping[str, Any]) -> dict[str, Any] | None:
             if in_sync(status, current, self.copy, echo=self._echo):
                 self._metrics.found_unchanged()
                 return None
+            if repair and self._written_by_another(read):
+                return None
             return hub_status_for(status, current, self.copy)
+
+        def read_copy() -> dict[str, Any]:
+            read.clear()
+            read.update(self._read_or_create(kube))
+            return read
 
         def write(body: dict[str, Any]) -> dict[str, Any]:
             if self.loop.queue.shutting_down:  # leadership lost meanwhile: the new leader writes
@@ -275,7 +291,7 @@ class HubReplicator:
             log.debug("hub copy changed while writing, reading it again")
 
         updated = update_status(
-            lambda: self._read_or_create(kube),
+            read_copy,
             hub_status,
             write,
             what=f"hub copy {self.namespace}/{self.name}",
@@ -283,6 +299,21 @@ class HubReplicator:
             on_conflict=conflicted,
         )
         return updated.written
+
+    def _written_by_another(self, copy: Mapping[str, Any]) -> bool:
+        """Whether another field manager wrote the copy's status within `ANOTHER_WRITER_HOLD`;
+        told once per set of writers."""
+        since = format_time(datetime.now(UTC) - ANOTHER_WRITER_HOLD)
+        others = other_status_writers((copy.get("metadata") or {}).get("managedFields"),
+                                      since=since)  # fmt: skip
+        if others and others != self._others:
+            log.warning(
+                "hub copy %s/%s: its status is also written by %s (managedFields); not written "
+                "back until the next status of this controller: switch that writer off "
+                "(docs/spec.md §12.1)", self.namespace, self.name, ", ".join(others),
+            )  # fmt: skip
+        self._others = others
+        return bool(others)
 
     def _read_or_create(self, kube: Kube) -> dict[str, Any]:
         try:

@@ -36,6 +36,11 @@ def test_only_a_status_writer_other_than_the_project_counts() -> None:
     edit = {**APPLIED, "manager": "kubectl-edit", "fieldsV1": {"f:status": {}}}
     assert other_status_writers([edit, OURS]) == ("kubectl-edit",)
     assert other_status_writers(None) == () and other_status_writers("junk") == ()
+    # a writer gone since keeps the fields it set that no one changed: old entries do not count
+    assert other_status_writers([APPLIED, MCO], since="2026-11-29T00:38:47Z") == (
+        "mco-endpoint-status-harness",
+    )
+    assert other_status_writers([APPLIED, MCO], since="2026-11-29T00:48:48Z") == ()
 
 
 def test_a_conditions_reader_keeps_who_wrote_not_what() -> None:
@@ -48,9 +53,10 @@ def test_a_conditions_reader_keeps_who_wrote_not_what() -> None:
     )
     kept = decode_object(raw, "conditions")
     assert kept["metadata"]["managedFields"] == [
-        {"manager": "kubectl-client-side-apply", "operation": "Update"},
+        {"manager": "kubectl-client-side-apply", "operation": "Update",
+         "time": "2026-11-28T17:00:42Z"},
         {"manager": "mco-endpoint-status-harness", "operation": "Update",
-         "subresource": "status", "fieldsV1": {"f:status": {}}},
+         "subresource": "status", "time": "2026-11-29T00:38:47Z", "fieldsV1": {"f:status": {}}},
     ]  # fmt: skip
     assert other_status_writers(kept["metadata"]["managedFields"]) == (
         "mco-endpoint-status-harness",

@@ -8,14 +8,16 @@ repairs a copy someone else changed; the metrics count what happened.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controller.kube.api import ErrorKind
+from controller.kube.api import ADDON, ErrorKind
 from controller.ops.leader import SystemClock
 from controller.spoke.metrics import ReplicationMetrics
 from controller.spoke.replication import HubReplicator
@@ -366,3 +368,31 @@ def test_an_unknown_copy_mode_is_refused(hub: FakeHub, registry: CollectorRegist
             clock=SystemClock(),
             metrics=ReplicationMetrics(registry),
         )
+
+
+def test_a_copy_another_writer_wrote_lately_is_told_and_not_repaired(
+    hub: FakeHub, replicator: Factory, caplog: pytest.LogCaptureFixture
+) -> None:
+    """docs/spec.md §12.1: ACM's endpoint operator left running writes the hub copy too; its
+    field manager is in the copy's managedFields (as kube-apiserver records a status update).
+    The resync leaves its write and says so once; the controller's next status is written."""
+    rep = replicator(resync_interval=0.1)
+    rep.publish(status(1))
+    assert rep.wait_synced(5)
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    entry = {"manager": "endpoint-monitoring-operator", "operation": "Update",
+             "subresource": "status", "time": now, "fieldsV1": {"f:status": {}}}  # fmt: skip
+
+    def mco_writes(obj: dict[str, Any]) -> None:
+        obj["status"] = status(666)
+        obj["metadata"]["managedFields"] = [entry]
+
+    with caplog.at_level(logging.WARNING, logger="controller.spoke.replication"):
+        hub.edit(ADDON, NAMESPACE, NAME, mco_writes)
+        reads = len(hub.ops("get"))
+        eventually(lambda: len(hub.ops("get")) >= reads + 3, what="three resyncs")
+        assert hub.status() == status(666)
+        rep.publish(status(2))
+        eventually(lambda: hub.status() == status(2), what="the next status written")
+    told = [r for r in caplog.records if "endpoint-monitoring-operator" in r.getMessage()]
+    assert len(told) == 1
