@@ -30,7 +30,7 @@ from controller.terminal import escaped
 from statemachines.names import ConditionType
 
 if TYPE_CHECKING:
-    from controller.kube.api import Kube
+    from controller.kube.api import ApiResource, Kube
 
 __all__ = ["add_fleet_parser", "run_fleet", "watch_fleet"]
 
@@ -76,6 +76,11 @@ def add_fleet_parser(sub: Any) -> None:
         "--copy-name", default="observability-addon", metavar="NAME",
         help="the hub copies: the ObservabilityAddon of this name in each cluster namespace "
         "(objects of other names are no cluster's)",
+    )  # fmt: skip
+    fleet.add_argument(
+        "--addon-kind", default="ObservabilityAddon", choices=("ObservabilityAddon", "AddonStatus"),
+        help="the hub copies' kind: ObservabilityAddon (ACM's, default) or AddonStatus (the "
+        "project's own, beside ACM's observability operator)",
     )  # fmt: skip
     fleet.add_argument(
         "--addon-name", default="addon-status", metavar="NAME",
@@ -132,7 +137,7 @@ def run_fleet(args: argparse.Namespace) -> int:
     from controller.fleet.clock import HubClock
     from controller.fleet.copies import list_clusters, list_hub_copies, list_ocm
     from controller.fleet.paths import join
-    from controller.kube.api import KubeError
+    from controller.kube.api import ADDON_KINDS, KubeError
     from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource, kubeconfig_path
     from controller.kube.rest import RestKube
 
@@ -161,10 +166,10 @@ def run_fleet(args: argparse.Namespace) -> int:
         with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):  # how a watch ends
             watch_fleet(kube, show, out=sys.stdout, interval=args.interval, name=args.copy_name,
                         addon=args.addon_name, agent_addon=args.agent_addon,
-                        now=hub_now)  # fmt: skip
+                        now=hub_now, kind=ADDON_KINDS[args.addon_kind])  # fmt: skip
         return _closed_quietly()
     try:
-        listing = list_hub_copies(kube, args.copy_name)
+        listing = list_hub_copies(kube, args.copy_name, kind=ADDON_KINDS[args.addon_kind])
         clusters = list_clusters(kube)
     except KubeError as error:
         print(f"addon-status fleet: {escaped(error)}", file=sys.stderr)
@@ -203,7 +208,7 @@ def _one_cluster(kube: Kube, args: argparse.Namespace, now: Callable[[], datetim
     1 when neither its copy nor its ManagedClusterAddOn can be read."""
     from controller.fleet.cluster import ClusterOcm, cluster_document, describe
     from controller.hub.ocm import MANAGED_CLUSTER, MANAGED_CLUSTER_ADDON
-    from controller.kube.api import ADDON, ApiResource, KubeError, NotFoundError
+    from controller.kube.api import ADDON_KINDS, KubeError, NotFoundError
 
     cluster, output = args.cluster_name, args.format
 
@@ -214,7 +219,7 @@ def _one_cluster(kube: Kube, args: argparse.Namespace, now: Callable[[], datetim
             return None
 
     try:
-        copy = read(ADDON, cluster, args.copy_name)
+        copy = read(ADDON_KINDS[args.addon_kind], cluster, args.copy_name)
         addon = read(MANAGED_CLUSTER_ADDON, cluster, args.addon_name)
     except KubeError as error:
         print(f"addon-status fleet: {escaped(error)}", file=sys.stderr)
@@ -271,6 +276,7 @@ def watch_fleet(
     name: str = "observability-addon",
     addon: str = "addon-status",
     agent_addon: str = "",
+    kind: ApiResource | None = None,
 ) -> None:
     """Draw `show(rows, now)` until `stop` is set (or Ctrl-C): on a terminal every `interval`
     seconds in place, elsewhere once per change of a row. The hub copies, the cluster
@@ -301,7 +307,7 @@ def watch_fleet(
         keep=lambda obj: True, **common, **told,
     )  # fmt: skip
     copies = Informer(
-        kube, Selection(ADDON, name=name), name="fleet", keep=row_of, **common, **told
+        kube, Selection(kind or ADDON, name=name), name="fleet", keep=row_of, **common, **told
     )
 
     def addons(name: str, called: str) -> Informer[Any]:  # OCM's kinds: a hub may serve none

@@ -62,7 +62,9 @@ def _names(kube: Kube, resource: ApiResource, selector: str, page: int) -> froze
     return frozenset(listed.items)
 
 
-def list_hub_copies(kube: Kube, name: str = COPY_NAME, *, page: int = PAGE) -> Listing:
+def list_hub_copies(
+    kube: Kube, name: str = COPY_NAME, *, page: int = PAGE, kind: ApiResource = ADDON
+) -> Listing:
     """Every hub copy (the `ObservabilityAddon` called `name` in every namespace); objects of
     other names (which anyone allowed to create one could add) are no cluster's. Raises
     KubeError."""
@@ -72,7 +74,7 @@ def list_hub_copies(kube: Kube, name: str = COPY_NAME, *, page: int = PAGE) -> L
     gc.disable()
     try:
         listed = list_all(
-            kube, ADDON, ALL_NAMESPACES, field_selector=f"metadata.name={name}", page=page,
+            kube, kind, ALL_NAMESPACES, field_selector=f"metadata.name={name}", page=page,
             keep=lambda item: row_of(item) if _name(item) == name else None,
         )  # fmt: skip
     finally:
