@@ -16,7 +16,6 @@ from cryptography.hazmat.primitives.serialization import Encoding
 
 from controller.check.findings import Access, Finding, bad, good, may
 from controller.kube.api import (
-    ADDON,
     CONFIG_MAP,
     EVENT,
     LEASE,
@@ -56,17 +55,17 @@ def spoke_findings(
         yield bad("the API server cannot be reached", str(error))
         return
     try:
-        kube.discover(ADDON.api_version, ADDON.kind)
+        kube.discover(options.ref.resource.api_version, options.ref.resource.kind)
     except NotFoundError:
         yield bad(
-            f"{ADDON.kind} {ADDON.api_version} is not served",
+            f"{options.ref.resource.kind} {options.ref.resource.api_version} is not served",
             "apply the CRD (manifests/base/crd.yaml; on OCM the AddOnTemplate carries it)",
         )
         return
     except KubeError as error:
         yield bad("the API server did not answer", str(error))
         return
-    yield good(f"{ADDON.kind} {ADDON.api_version} is served")
+    yield good(f"{options.ref.resource.kind} {options.ref.resource.api_version} is served")
     yield from _addon_cr(kube, options)
     yield from _permissions(kube, options)
     yield from _report_api(kube, options, now)
@@ -75,7 +74,7 @@ def spoke_findings(
 
 def _addon_cr(kube: Kube, options: RunOptions) -> Iterator[Finding]:
     try:
-        found = kube.get(ADDON, options.addon_namespace, options.addon_name)
+        found = kube.get(options.ref.resource, options.addon_namespace, options.addon_name)
     except NotFoundError:
         yield bad(
             f"the addon CR {options.ref} does not exist",
@@ -93,10 +92,10 @@ def _addon_cr(kube: Kube, options: RunOptions) -> Iterator[Finding]:
 def needed(kube: Kube, options: RunOptions) -> list[Access]:
     """Every request kind the controller makes with these options (manifests/base/rbac.yaml
     says why each is needed)."""
-    namespace, name = options.addon_namespace, options.addon_name
+    namespace, name, addon = options.addon_namespace, options.addon_name, options.ref.resource
     wanted = [
-        *(Access(verb, ADDON, namespace, name) for verb in ("get", "list", "watch")),
-        Access("update", ADDON, namespace, name, "status"),
+        *(Access(verb, addon, namespace, name) for verb in ("get", "list", "watch")),
+        Access("update", addon, namespace, name, "status"),
         Access("create", EVENT, namespace),
         Access("patch", EVENT, namespace),
     ]
@@ -260,13 +259,13 @@ def _hub(options: RunOptions, connect: Connect) -> Iterator[Finding | str]:
     yield f"hub: the copy {hub_ref}"
     try:
         hub = RestKube(connect(options.hub_kubeconfig), request_timeout=options.request_timeout)
-        copies = hub.discover(ADDON.api_version, ADDON.kind)
+        copies = hub.discover(options.ref.resource.api_version, options.ref.resource.kind)
     except AddonStatusError as error:
         yield bad(f"the hub kubeconfig {options.hub_kubeconfig} cannot be used", str(error))
         return
     except NotFoundError:
         yield bad(
-            f"the hub does not serve {ADDON.kind} {ADDON.api_version}",
+            f"the hub does not serve {hub_ref.resource.kind} {hub_ref.resource.api_version}",
             "apply the copies' CRD on the hub (manifests/hub)",
         )
         return
