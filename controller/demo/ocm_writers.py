@@ -8,13 +8,8 @@ ManagedClusterAddOn (MCA) of the addon:
 - the health check, resynced every 30 s: template addons are fixed to workload availability,
   `observability-controller` (acm) to the klusterlet's lease (`Available=True`,
   `ManagedClusterAddOnLeaseUpdated`);
-- in `acm`, the observability operator's (MCO's) placementrule controller, as its status.go
-  does (measured against MCO's own code, docs/spec.md §12.1): on any change of the conditions of
-  a hub copy labelled `owner=multicluster-observability-operator` (no other copy), it copies
-  `Available`, `Degraded` and `Progressing` from it onto `observability-controller`, each only
-  where the True/False value differs from the MCA's, as a JSON merge patch of the whole list
-  read from its cache, without a resourceVersion (it never meets a 409, and overwrites what
-  another writer wrote since its cache saw it); a standard type that leaves the copy stays.
+- in `acm`, unless dropped (`mco_status`), MCO's status copy (`controller.demo.mco`) on any
+  change of a copy's conditions: a merge patch from its cache without a resourceVersion.
 
 On the demo's whole hub (`rendered`: each cluster's share of the rollout), the rest of OCM too:
 
@@ -32,10 +27,9 @@ On the demo's whole hub (`rendered`: each cluster's share of the rollout), the r
 
 Without `rendered` (a hub of MCAs alone, as tests/hub runs the hub side) every agent counts as
 available. They run on the project's one informer and controller loop, on the story's clock
-(`now`): a requeue waits for story time, and `tick()` says the clock moved. OCM's writers write as
-OCM's patcher does: a JSON merge patch of the status conditions under the resourceVersion it
-read, only when a condition differs (a 409 reads again); MCO's as above. `time_scale` runs the
-30 s resync faster. MCO's endpoint operator, on the spoke, is `controller.demo.mco_endpoint`.
+(`now`): a requeue waits for story time, and `tick()` says the clock moved. OCM's write as OCM's
+patcher does: a JSON merge patch of the conditions under the resourceVersion read, only when a
+condition differs (a 409 reads again). `time_scale` runs the 30 s resync faster.
 """
 
 from __future__ import annotations
@@ -47,6 +41,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from controller.demo.addon_manager import Rendered
+from controller.demo.mco import MCO_OWNER, placementrule_copy
 from controller.demo.ocm_clusters import ClusterRegistration
 from controller.demo.ocm_model import (
     MANAGED_CLUSTER_ADDON,
@@ -80,9 +75,6 @@ RESYNC: Final = 30.0  # the klusterlet lease controller's and the health check's
 _PROGRESSING: Final = ("Progressing", "False", "Completed", "completed with no errors.")
 _LEASE: Final = ("Available", "True", "ManagedClusterAddOnLeaseUpdated",
                  "observability-controller add-on is available.")  # fmt: skip
-_MIRRORED: Final = ("Available", "Degraded", "Progressing")  # MCO's placementrule controller
-MCO_OWNER: Final = "owner=multicluster-observability-operator"
-"""The label of the hub copies MCO made, the only ones its placementrule controller copies."""
 _ADDON_LABEL: Final = "open-cluster-management.io/addon-name"
 
 
@@ -218,7 +210,9 @@ class OcmWriters:
         if kind == "cluster" and self.clusters is not None:
             return self.clusters.sync(namespace)
         if kind == "copy":
-            self._patch_unconditionally(namespace, self._copied)
+            self._patch_unconditionally(
+                namespace, lambda ns, conditions: placementrule_copy(self._copy_of(ns), conditions)
+            )
         else:
             self._write(namespace, self._whole if self._rendered is not None else self._ocm)
         return None
@@ -362,22 +356,6 @@ class OcmWriters:
         if self._copies is None:
             return []
         return self._copies.get(f"{namespace}/observability-addon") or []
-
-    def _copied(self, namespace: str, conditions: list[Obj]) -> list[Obj]:
-        """MCO's copy of the hub copy's conditions whose status differs."""
-        copy = {c.get("type"): c for c in self._copy_of(namespace)}
-        result = conditions
-        for kind in _MIRRORED:
-            source = copy.get(kind)
-            current = condition(result, kind)
-            if source is not None and current.get("status") != source.get("status"):
-                kept = {k: source.get(k) for k in ("type", "status", "reason", "message",
-                                                   "lastTransitionTime")}  # fmt: skip
-                # meta.SetStatusCondition: in its place, else appended
-                result = [kept if c.get("type") == kind else c for c in result]
-                if not current:
-                    result.append(kept)
-        return result
 
 
 def _namespace(key: str) -> str:

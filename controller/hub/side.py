@@ -31,7 +31,6 @@ from controller.hub.link import ConsoleLink, link_patch
 from controller.hub.metrics import MirrorMetrics
 from controller.hub.mirror import (
     MANAGED_CLUSTER_ADDON,
-    OWNED_TYPES,
     ClusterState,
     Repairs,
     cluster_state,
@@ -41,12 +40,12 @@ from controller.hub.mirror import (
     standard_conditions,
 )
 from controller.hub.path import PATH_REASONS, STATUS_NOT_REPLICATED, effective
+from controller.hub.told import Told
 from controller.hub.writers import Writers, degraded_by
 from controller.kube.api import (
     ADDON,
     ApiResource,
     ConflictError,
-    ErrorKind,
     Kube,
     KubeError,
     NotFoundError,
@@ -139,9 +138,7 @@ class HubSide:
         self._writers = Writers(copy_name)
         # Only the worker touches these:
         self._repairs = Repairs()
-        self._failing: dict[str, ErrorKind] = {}
-        self._outrun: set[str] = set()  # outrun once by another writer's burst of writes
-        self._contested: set[str] = set()
+        self._told = Told(addon_name, metrics)
         self.resynced: datetime | None = None  # when the worker last queued every cluster
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -224,9 +221,9 @@ class HubSide:
         except _NotLeader:
             return None  # the next leader queues every cluster
         except KubeError as error:
-            return self._failed(namespace, error)
+            return self._told.failed(namespace, error)
         if mirrored:
-            self._succeeded(namespace)
+            self._told.succeeded(namespace)
         return None if later is None else Result(requeue_after=max(later, 0.0))
 
     def _mirror(self, namespace: str) -> tuple[bool, float | None]:
@@ -363,7 +360,7 @@ class HubSide:
         if from_newer_copy(wanted, addon.conditions) and self._copy_moved_on(namespace, copy):
             return True  # the copy's own watch event brings it, and a sync with it
         if not self._repairs.due(namespace, wanted):
-            self._contest(namespace)
+            self._told.contest(namespace)
             return True
         return False
 
@@ -378,51 +375,3 @@ class HubSide:
         status = current.get("status")
         conditions = status.get("conditions") if isinstance(status, Mapping) else None
         return standard_conditions(conditions) != copy
-
-    def _succeeded(self, namespace: str) -> None:
-        self._contested.discard(namespace)
-        self._outrun.discard(namespace)
-        if self._failing.pop(namespace, None) is not None:
-            log.info("ManagedClusterAddOn %s/%s mirrored again", namespace, self.addon_name)
-
-    def _contest(self, namespace: str) -> None:
-        """Someone changes an owned condition again after it was repaired: left to them until
-        the hub copy changes (two writers that each repair the other's write loop for ever)."""
-        if namespace not in self._contested:
-            self._contested.add(namespace)
-            self._metrics.contested.inc()
-            log.warning(
-                "ManagedClusterAddOn %s/%s: another writer changed %s again after it was "
-                "repaired; not written until the hub copy changes",
-                namespace, self.addon_name, ", ".join(OWNED_TYPES),
-            )  # fmt: skip
-
-    def _failed(self, namespace: str, error: KubeError) -> Result:
-        """`namespace` again after its backoff; the first failure of a kind is told, a refusal
-        as a refusal."""
-        self._metrics.errors.labels(kind=error.kind.value).inc()
-        retry = Result(retry=True, retry_after=error.retry_after)
-        if self._failing.get(namespace) is error.kind:
-            return retry
-        if error.kind is ErrorKind.CONFLICT and namespace not in self._outrun:
-            # another writer's burst: OCM's addon manager writes a new ManagedClusterAddOn six
-            # or seven times in its first half second (measured on OCM v1.3); told if it lasts
-            self._outrun.add(namespace)
-            log.debug("ManagedClusterAddOn %s/%s: %s", namespace, self.addon_name, error.detail)
-            return retry
-        self._failing[namespace] = error.kind
-        where = f"ManagedClusterAddOn {namespace}/{self.addon_name}"
-        if error.kind is ErrorKind.NOT_FOUND:
-            log.warning(
-                "no %s (the addon is not enabled for cluster %s, or its CRD is not installed on "
-                "the hub); trying again with backoff", where, namespace,
-            )  # fmt: skip
-        elif error.kind is ErrorKind.FORBIDDEN:
-            log.warning(
-                "the hub side is refused %s (403: its ClusterRole must name the "
-                "ManagedClusterAddOn of --addon-name): %s; trying again with backoff",
-                where, error.detail,
-            )  # fmt: skip
-        else:
-            log.warning("cannot mirror onto %s (%s: %s)", where, error.kind, error.detail)
-        return retry

@@ -1,5 +1,5 @@
 """The demo's model of ACM's observability operator (MCO) writes as MCO's own status code does
-(controller/demo/ocm_writers.py `acm`, controller/demo/mco_endpoint.py; docs/spec.md §12.1 says
+(controller/demo/ocm_writers.py `acm`, controller.demo.mco.py; docs/spec.md §12.1 says
 what was measured against MCO's code): the placementrule copy of all three standard types, on a
 True/False value change only, as a merge patch without a resourceVersion, of the hub copies MCO
 labels alone; the endpoint operator's aggregation by priority with unknown reasons as Degraded,
@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from controller.demo.mco_endpoint import EndpointStatus, aggregate, spoke_conditions
+from controller.demo.mco import EndpointStatus, aggregate, spoke_conditions
 from controller.demo.ocm_writers import OcmWriters
 from controller.kube.api import ADDON, ApiResource, Kube
 from tests.hub.hubside import COPY, T1, acm, cond, hub_server

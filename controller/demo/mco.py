@@ -1,9 +1,17 @@
-"""ACM's observability operator's (MCO's) endpoint status reconciler, as it writes (its
-operators/endpointmetrics/controllers/status/status_controller.go, measured against MCO's own
+"""ACM's observability operator's (MCO's) status code, as it writes (measured against MCO's own
 code: docs/spec.md §12.1), so that tests and the demo run the project beside it.
 
-On a change of a component condition (`MetricsCollector`, `UwlMetricsCollector`: what MCO's
-collectors write on the spoke ObservabilityAddon) and every 5 minutes after each pass:
+Its placementrule controller's status copy (`placementrule_copy`, its status.go): from each hub
+copy labelled `owner=multicluster-observability-operator` (`MCO_OWNER`; no other copy) onto
+`observability-controller`, `Available`, `Degraded` and `Progressing`, each only where the
+True/False value differs from the ManagedClusterAddOn's (set in its place, as
+meta.SetStatusCondition does); a standard type that leaves the copy stays.
+(`controller.demo.ocm_writers` runs it.)
+
+Its endpoint operator's status reconciler (`EndpointStatus`, its
+endpointmetrics/controllers/status/status_controller.go), on a change of a component condition
+(`MetricsCollector`, `UwlMetricsCollector`: what MCO's collectors write on the spoke
+ObservabilityAddon) and every 5 minutes after each pass:
 
 - it aggregates the components' reasons by priority (`aggregate`): the highest-priority reason
   leads to its standard type, `True`; a reason it does not know (the project's `NoReportYet`,
@@ -30,7 +38,15 @@ from controller.kube.ratelimit import default_rate_limiter
 from controller.kube.reflector import Selection
 from statemachines.conditions import format_time
 
-__all__ = ["COMPONENTS", "REQUEUE", "EndpointStatus", "aggregate", "spoke_conditions"]
+__all__ = [
+    "COMPONENTS",
+    "MCO_OWNER",
+    "REQUEUE",
+    "EndpointStatus",
+    "aggregate",
+    "placementrule_copy",
+    "spoke_conditions",
+]
 
 Obj = dict[str, Any]
 COMPONENTS: Final = ("MetricsCollector", "UwlMetricsCollector")
@@ -47,6 +63,8 @@ _REASONS: Final = {  # MCO's newReason: reason -> (priority, standard type)
     "NotSupported": (8, "Degraded"),
 }
 _UNKNOWN: Final = (-1, "Degraded")
+MCO_OWNER: Final = "owner=multicluster-observability-operator"
+_FIELDS: Final = ("type", "status", "reason", "message", "lastTransitionTime")
 _MESSAGES: Final = {
     "Available": "observability-controller add-on is available.",
     "Progressing": "observability-controller add-on is progressing.",
@@ -71,6 +89,23 @@ def aggregate(conditions: Sequence[Mapping[str, Any]], now: datetime) -> Obj | N
         message = message[:253] + "..."
     return {"type": kind, "status": "True", "reason": reason, "message": message,
             "lastTransitionTime": format_time(now)}  # fmt: skip
+
+
+def placementrule_copy(
+    copy: Sequence[Mapping[str, Any]], conditions: Sequence[Mapping[str, Any]]
+) -> list[Obj]:
+    """The ManagedClusterAddOn's `conditions` after MCO's copy of the hub copy's."""
+    result = [dict(c) for c in conditions]
+    for source in (c for c in copy if c.get("type") in STANDARD):
+        current = next((c for c in result if c.get("type") == source.get("type")), None)
+        if current is not None and current.get("status") == source.get("status"):
+            continue
+        kept = {k: source.get(k) for k in _FIELDS}
+        if current is None:
+            result.append(kept)
+        else:
+            result[result.index(current)] = kept
+    return result
 
 
 def _should_update(conditions: Sequence[Mapping[str, Any]], new: Mapping[str, Any]) -> bool:
