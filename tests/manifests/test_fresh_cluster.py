@@ -42,6 +42,8 @@ PREREQUISITES: Final[dict[str, tuple[tuple[str, ...], tuple[Path, ...]]]] = {
     "hub/create-missing": (("cluster1",), ()),
     "hub-controller": (("open-cluster-management-observability",), ()),
     "hub-controller-acm": (("open-cluster-management-observability",), ()),
+    "beside": ((ADDON_NAMESPACE,), ()),
+    "hub-controller-beside": (("open-cluster-management-observability",), ()),
     "ocm": ((), OCM),
     "ocm/acm": ((), OCM),
 }
