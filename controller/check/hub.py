@@ -7,17 +7,15 @@ ManagedClusterAddOn (registered, manifests applied, the agent available) and its
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator, Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Final
 
 from controller.check.findings import Access, Finding, bad, good, may
+from controller.check.hub_side import APPLY, hub_side_findings
 from controller.hub.access import refusal
-from controller.hub.lease_notes import last_resync
 from controller.hub.ocm import MANAGED_CLUSTER, MANAGED_CLUSTER_ADDON
 from controller.kube.api import (
     ADDON,
-    ALL_NAMESPACES,
-    LEASE,
     ApiResource,
     Kube,
     KubeError,
@@ -55,13 +53,7 @@ ADDON_MANAGER: Final = {  # OCM's and MCE's addon manager, as RBAC sees it
 }
 POLICY: Final = "addon-status-agent-isolation"  # manifests/ocm/common/agent-isolation.yaml
 PLACEMENT_LABEL: Final = "cluster.open-cluster-management.io/placement"
-APPLY: Final = "kubectl apply -k manifests/ocm (manifests/ocm/acm on ACM)"
-DEPLOYMENT: Final = ApiResource("apps", "v1", "deployments", "Deployment")
 ROLE_BINDING: Final = ApiResource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
-HUB_SIDE_LABEL: Final = "app.kubernetes.io/name=addon-status-hub-controller"  # its manifests'
-APPLY_HUB_SIDE: Final = (
-    "kubectl apply -k manifests/hub-controller (manifests/hub-controller-acm on ACM)"
-)
 
 
 def hub_findings(
@@ -79,25 +71,7 @@ def hub_findings(
     served = yield from _apis(kube)
     if served is not None:
         yield from _rollout(kube, served, addon, copy_name)
-    now = now or datetime.now().astimezone()
-    if hub_side is not None:
-        yield f"hub side: {'/'.join(hub_side)}"
-        yield from _hub_side(kube, *hub_side, now)
-        return
-    try:
-        found = list_all(
-            kube, DEPLOYMENT, ALL_NAMESPACES, keep=whole, label_selector=HUB_SIDE_LABEL
-        )
-    except KubeError as error:
-        yield bad("the hub side's Deployments cannot be listed", str(error))
-        return
-    if not found.items:
-        yield bad(f"the hub side is not installed: no Deployment labelled {HUB_SIDE_LABEL}",
-                  APPLY)  # fmt: skip
-    for deployment in found.items:
-        namespace, name = deployment["metadata"]["namespace"], deployment["metadata"]["name"]
-        yield f"hub side: {namespace}/{name}"
-        yield from _hub_side(kube, namespace, name, now)
+    yield from hub_side_findings(kube, hub_side, now or datetime.now().astimezone())
 
 
 def _rollout(
@@ -365,80 +339,3 @@ def _why_refused(kube: Kube, cluster: str, addon: str) -> str:
         f"RoleBinding {cluster}/{name} exists (ClusterRole {role}): its subjects, the "
         "ClusterRole's rules, and the admission policy"
     )
-
-
-def _hub_side(kube: Kube, namespace: str, name: str, now: datetime) -> Iterator[Finding]:
-    """The hub side itself: its Deployment ready, its Lease held, its last resync recent (the
-    leader keeps it on the Lease: `controller.hub.lease_notes`)."""
-    try:
-        deployment = kube.get(DEPLOYMENT, namespace, name)
-    except NotFoundError:
-        yield bad(f"the hub side's Deployment {namespace}/{name} does not exist", APPLY_HUB_SIDE)
-        return
-    except KubeError as error:
-        yield bad(f"the hub side's Deployment {namespace}/{name} cannot be read", str(error))
-        return
-    status = deployment.get("status") or {}
-    wanted = (deployment.get("spec") or {}).get("replicas", 1)
-    ready = status.get("readyReplicas") or 0
-    if ready:
-        yield good(f"the hub side runs: {ready} of {wanted} replicas ready")
-    else:
-        yield bad(
-            f"the hub side has no ready replica (of {wanted})",
-            f"kubectl -n {namespace} describe deployment {name}; its pods' logs",
-        )
-    try:
-        lease = kube.get(LEASE, namespace, name)
-    except NotFoundError:
-        yield bad(
-            f"no replica holds the hub side's Lease {namespace}/{name}",
-            "the hub side runs with --leader-elect (as manifests/hub-controller does): its logs",
-        )
-        return
-    except KubeError as error:
-        yield bad(f"the hub side's Lease {namespace}/{name} cannot be read", str(error))
-        return
-    spec = lease.get("spec") or {}
-    holder = spec.get("holderIdentity") or ""
-    renewed = _time(spec.get("renewTime"))
-    duration = timedelta(seconds=spec.get("leaseDurationSeconds") or 0)
-    if not holder or renewed is None or renewed + duration < now:
-        since = f"last renewed {_ago(now, renewed)} by {holder}" if holder else "released"
-        yield bad(
-            f"no replica holds the hub side's Lease {namespace}/{name} ({since}): nothing "
-            "writes the ManagedClusterAddOns",
-            f"kubectl -n {namespace} get pods -l app.kubernetes.io/name={name}; their logs",
-        )
-        return
-    yield good(f"{holder} leads (Lease renewed {_ago(now, renewed)})")
-    resync = last_resync((lease.get("metadata") or {}).get("annotations") or {})
-    if resync is None:
-        yield bad(
-            "the leader does not say when it last resynced (a hub side older than 0.2.0)",
-            APPLY_HUB_SIDE,
-        )
-        return
-    at, every = resync
-    if now - at > timedelta(seconds=2 * every) + duration:
-        yield bad(
-            f"the leader last resynced {_ago(now, at)} (every {every:.0f}s): its worker is stuck",
-            f"kubectl -n {namespace} logs {holder}; deleting that pod hands the Lease over",
-        )
-    else:
-        yield good(f"the leader resynced every cluster {_ago(now, at)} (every {every:.0f}s)")
-
-
-def _time(value: object) -> datetime | None:
-    try:
-        moment = datetime.fromisoformat(value) if isinstance(value, str) else None
-    except ValueError:
-        return None
-    return moment if moment is not None and moment.tzinfo is not None else None
-
-
-def _ago(now: datetime, at: datetime | None) -> str:
-    if at is None:
-        return "at an unknown time"
-    seconds = max(0, round((now - at).total_seconds()))
-    return f"{seconds}s ago" if seconds < 120 else f"{seconds // 60}m ago"

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from controller.check.findings import Finding
-from controller.check.hub import DEPLOYMENT
+from controller.check.hub_side import DEPLOYMENT
 from controller.check.spoke import spoke_findings
 from controller.cli import main
 from controller.hub.app import HubReplica
