@@ -65,8 +65,9 @@ class Told:
             )  # fmt: skip
         elif error.kind is ErrorKind.FORBIDDEN:
             log.warning(
-                "the hub side is refused %s (403: its ClusterRole must name the "
-                "ManagedClusterAddOn of --addon-name): %s; trying again with backoff",
+                "mirroring onto %s: the hub side was refused a request (403; the request and "
+                "the server's words: %s); its ClusterRole must allow it (the "
+                "ManagedClusterAddOn's name is --addon-name); trying again with backoff",
                 where, error.detail,
             )  # fmt: skip
         else:

@@ -28,6 +28,7 @@ __all__ = [
 ]
 
 _DETAIL_LIMIT: Final = 200
+_FORBIDDEN_LIMIT: Final = 4096
 # The largest answer read: a page of 500 objects is a few MiB; a pod's memory is 256 MiB.
 MAX_ANSWER: Final = 64 << 20
 READ: Final = 64 << 10  # bytes per read: the deadline is checked between reads
@@ -113,7 +114,11 @@ def refused(
         seconds = details.get("retryAfterSeconds")
         retry_after = float(seconds) if isinstance(seconds, int) and seconds > 0 else None
     message = body.get("message") if isinstance(body.get("message"), str) else response.reason
-    detail = f"{what}: {status} {message or ''}".strip()[: len(what) + _DETAIL_LIMIT]
+    detail = f"{what}: {status} {message or ''}".strip()
+    # a 403's sentence names who was refused what, where: kept whole (within a bound no real
+    # one reaches); other answers' messages are cut, they may quote a whole object back
+    cut = _FORBIDDEN_LIMIT if status == 403 else _DETAIL_LIMIT
+    detail = detail[: len(what) + cut]
     return error_for(detail, status=status, retry_after=retry_after)
 
 

@@ -20,6 +20,14 @@ from controller.hub.options import HubOptions
 from controller.kube.backoff import Backoff
 from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION
 from kubesim import APIServer, UserInfo
+from tests.identities import (
+    HUB_CONTROLLER,
+    HUB_CONTROLLER_ACM,
+    Identity,
+    bind,
+    identity,
+    tokens_for,
+)
 from tests.support import api_client, condition, connection
 
 ROOT: Final = Path(__file__).resolve().parents[2]
@@ -35,6 +43,11 @@ TOKENS: Final = {
     "hub-a": UserInfo("hub-side-a", groups=("system:masters",)),
     "hub-b": UserInfo("hub-side-b", groups=("system:masters",)),
 }
+# The shipped hub side's ServiceAccount (manifests/hub-controller, and -acm for ACM's
+# `observability-controller`): what `hub_server` runs the replicas as, bound by the overlay's roles.
+HUB_SIDE: Final = identity(HUB_CONTROLLER, "addon-status-hub-controller")
+HUB_SIDE_ACM: Final = identity(HUB_CONTROLLER_ACM, "addon-status-hub-controller")
+HUB_USER: Final = HUB_SIDE.user.username  # who the replicas' requests are from
 
 Obj = dict[str, Any]
 
@@ -77,8 +90,11 @@ def api(server: APIServer, token: str = "admin") -> client.ApiClient:
 class Hub:
     """The embedded hub, written to as the spokes' replication and OCM would."""
 
-    def __init__(self, server: APIServer, addon: str = ADDON) -> None:
+    def __init__(
+        self, server: APIServer, addon: str = ADDON, *, identity: Identity | None = None
+    ) -> None:
         self.server = server
+        self.identity = identity  # the hub side's ServiceAccount, when bound by its roles
         self.addon_name = addon  # the ManagedClusterAddOn's name
         self._api = api(server)
         self.custom = client.CustomObjectsApi(self._api)
@@ -158,11 +174,19 @@ class Hub:
 
 
 @contextmanager
-def hub_server(*, rbac: bool = False) -> Iterator[Hub]:
-    """`rbac`: requests authorized as kube-apiserver's RBAC does (the tokens above are
-    system:masters), and SubjectAccessReviews answered from it."""
-    with APIServer([COPY_CRD, MCA_CRD, CLUSTER_CRD], tokens=TOKENS, rbac=rbac) as server:
-        hub = Hub(server)
+def hub_server(*, rbac: bool = True, acm: bool = False) -> Iterator[Hub]:
+    """The embedded hub, authorizing as kube-apiserver's RBAC does: `hub-a` and `hub-b` are
+    two replicas of the hub side's ServiceAccount, bound only by the shipped overlay's roles
+    (`acm`: manifests/hub-controller-acm), so a call those roles do not allow fails the test;
+    `admin` (system:masters) writes as OCM and the spokes would. `rbac=False`: everyone
+    allowed (a test of a refusal's handling that fakes the refusal itself)."""
+    side = HUB_SIDE_ACM if acm else HUB_SIDE
+    tokens = tokens_for(**{"hub-a": side, "hub-b": side}) if rbac else TOKENS
+    tokens = {**tokens, "admin": TOKENS["admin"]}
+    with APIServer([COPY_CRD, MCA_CRD, CLUSTER_CRD], tokens=tokens, rbac=rbac) as server:
+        if rbac:
+            bind(server, side)
+        hub = Hub(server, identity=side)
         try:
             yield hub
         finally:
@@ -180,6 +204,8 @@ def replica(
 ) -> Iterator[HubReplica]:
     """A started hub-side replica as `token`, fast backoff, no servers; `clock`: the time OCM's
     view is judged at."""
+    if hub.identity is not None:  # the Deployment's POD_NAMESPACE: where its Role lets it lease
+        settings.setdefault("lease_namespace", hub.identity.namespace)
     chosen = HubOptions(request_timeout=5.0, **settings)
     with (
         connection(hub.server, token) as client_,

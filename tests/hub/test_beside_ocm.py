@@ -26,7 +26,7 @@ from controller.kube.api import ALL_NAMESPACES, ApiResource, Kube
 from controller.kube.backoff import Backoff
 from controller.kube.reflector import Reflector, Selection
 from controller.kube.rest import RestKube
-from tests.hub.hubside import T1, Hub, acm, hub_server, seed
+from tests.hub.hubside import HUB_USER, T1, Hub, acm, hub_server, seed
 from tests.support import WAIT, connection, eventually
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -85,7 +85,7 @@ def profile(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def hub(profile: str) -> Iterator[Hub]:
-    with hub_server() as made:
+    with hub_server(acm=profile == "acm") as made:
         made.addon_name = "addon-status" if profile == "seed" else "observability-controller"
         yield made
 
@@ -140,7 +140,7 @@ def test_ten_simulated_minutes_beside_ocms_writers(hub: Hub, profile: str) -> No
             assert progressing == [("False", "Completed")], progressing
         degraded = history.of(cluster, "Degraded")
         assert len(degraded) == 1 + changes.get(cluster, 0), (cluster, degraded)  # no flap
-        writes = hub.writes(cluster, user="hub-side-a")
+        writes = hub.writes(cluster, user=HUB_USER)
         assert writes <= 1 + changes.get(cluster, 0), (cluster, writes)
 
 
@@ -199,7 +199,7 @@ def test_a_newer_copy_copied_by_acms_operator_first_is_not_written_over_with_the
     """ACM's operator copies the hub copy's Degraded, with its time, when its watch is ahead of
     the hub side's: the hub side, still holding the older copy, reads the copy before writing
     over that condition, and writes nothing; its watch then brings the copy (docs/spec.md §12.1)."""
-    with hub_server() as hub:
+    with hub_server(acm=True) as hub:
         hub.addon_name = "observability-controller"
         hub.cluster("cluster1")
         hub.set_copy("cluster1", acm("Degraded", "ForwardFailure"))
@@ -219,7 +219,7 @@ def _race(hub: Hub) -> None:
         try:
             eventually(lambda: hub.conditions("cluster1") != [], "the first mirror")
             assert side.wait_idle(WAIT)
-            written = hub.writes("cluster1", user="hub-side-a")
+            written = hub.writes("cluster1", user=HUB_USER)
             kube.flowing.clear()
             recovered = acm("Available", "ForwardSuccessful", at=T1)
             hub.set_copy("cluster1", recovered)
@@ -227,7 +227,7 @@ def _race(hub: Hub) -> None:
             hub.set_addon_conditions("cluster1", [*copied, recovered[2]])  # as the operator
 
             def looked() -> bool:
-                return _copy_reads(hub) > 0 or hub.writes("cluster1", user="hub-side-a") > written
+                return _copy_reads(hub) > 0 or hub.writes("cluster1", user=HUB_USER) > written
 
             def held() -> bool:
                 found = side.caches.snapshot("cluster1")
@@ -240,7 +240,7 @@ def _race(hub: Hub) -> None:
         finally:
             side.stop()
             history.reflector.stop()
-    assert hub.writes("cluster1", user="hub-side-a") == written
+    assert hub.writes("cluster1", user=HUB_USER) == written
     assert history.of("cluster1", "Degraded") == [
         ("True", "ForwardFailure"),
         ("False", "ForwardSuccessful"),
@@ -249,7 +249,7 @@ def _race(hub: Hub) -> None:
 
 def _copy_reads(hub: Hub) -> int:
     return hub.server.count_requests(
-        resource="observabilityaddons", namespace="cluster1", user="hub-side-a", verbs=("get",)
+        resource="observabilityaddons", namespace="cluster1", user=HUB_USER, verbs=("get",)
     )
 
 
@@ -260,7 +260,7 @@ def test_on_acm_adopted_an_agent_down_is_the_hub_sides_word_alone() -> None:
     side's `Degraded` says so; once the agent writes again, it says the copy's truth. No flap.
     (With MCO's copy left running, its patch without a resourceVersion, from its cache, wrote
     the older `Degraded` back over the hub side's: the fight §12.1 measured.)"""
-    with hub_server() as hub:
+    with hub_server(acm=True) as hub:
         hub.addon_name = "observability-controller"
         agent = Hub(hub.server, "addon-status")
         try:
@@ -311,4 +311,4 @@ def _agent_down_beside_acm(hub: Hub, agent: Hub) -> None:
     assert history.of("cluster1", "Degraded") == [
         ("False", "ForwardSuccessful"), ("True", "AgentUnavailable"), ("True", "ForwardFailure"),
     ]  # fmt: skip
-    assert hub.writes("cluster1", user="hub-side-a") <= 3
+    assert hub.writes("cluster1", user=HUB_USER) <= 3

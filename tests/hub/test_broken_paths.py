@@ -11,6 +11,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 from prometheus_client import CollectorRegistry
@@ -23,6 +24,8 @@ from statemachines.conditions import format_time
 from tests.clock import FakeClock
 from tests.hub.console import shown
 from tests.hub.hubside import Hub, cond, hub_server, replica, sample, seed
+from tests.identities import grant
+from tests.manifests.kustomize import MANIFESTS
 from tests.support import connection, eventually
 
 pytestmark = pytest.mark.integration
@@ -133,8 +136,8 @@ def test_a_lost_cluster_shows_unknown_never_the_copys_stale_verdict(hub: Hub) ->
 
 
 def test_an_agent_not_registered_is_degraded_naming_registration(hub: Hub) -> None:
-    """No access review here (this hub authorizes everything: it would say the agent may
-    write, which outweighs OCM's word, tests/hub/test_path.py)."""
+    """No access review here (its answer, not OCM's, would name the agent's missing binding:
+    tests/hub/test_path.py)."""
     hub.cluster("cluster1")
     hub.set_copy("cluster1", COPY)
     with replica(hub, access_check=timedelta(0)):
@@ -148,6 +151,7 @@ def test_an_agent_not_registered_is_degraded_naming_registration(hub: Hub) -> No
 def test_a_cluster_whose_copy_never_came_is_degraded_after_the_grace_period(hub: Hub) -> None:
     hub.cluster("cluster1")
     hub.delete_copy("cluster1")
+    _bind(hub, "cluster1")  # the agent may write its copy: it just never did
     ocm(hub, "cluster1", UP, DEPLOYED, REGISTERED)
     registry = CollectorRegistry()
     with replica(hub, registry=registry):
@@ -172,7 +176,7 @@ def test_a_break_is_counted_once_it_held_for_the_window(hub: Hub) -> None:
 def test_an_agent_that_may_not_write_its_copy_is_degraded_until_it_may_again() -> None:
     """RBAC answers the hub side's SubjectAccessReview for the agent's identity, as OCM's
     registration names it: cluster1's agent is bound, cluster2's binding was deleted."""
-    with hub_server(rbac=True) as hub:
+    with hub_server() as hub:
         _may_not_write(hub)
 
 
@@ -217,6 +221,9 @@ def test_the_console_link_is_kept_rewritten_when_it_changes_and_removed_with_the
 ) -> None:
     hub.cluster("cluster1")
     hub.set_copy("cluster1", COPY)
+    assert hub.identity is not None  # manifests/components/console-link's one grant, as shipped
+    [rule] = [p for p in _console_link_rules() if p["resources"] == ["managedclusteraddons"]]
+    grant(hub.server, hub.identity, [rule], "console link")
 
     def annotations() -> dict[str, str]:
         return dict(hub.addon("cluster1")["metadata"].get("annotations") or {})
@@ -257,7 +264,7 @@ def test_an_administrators_own_link_is_left_alone(hub: Hub) -> None:
 def test_on_acm_the_agents_own_addon_tells_whether_it_runs_and_acms_addon_shows_it() -> None:
     """The acm rollout's agent is OCM's `addon-status` addon; the console reads the
     observability operator's `observability-controller` (docs/spec.md §12.2)."""
-    with hub_server() as hub:
+    with hub_server(acm=True) as hub:
         acms = Hub(hub.server, addon="observability-controller")
         try:
             hub.cluster("cluster1")
@@ -275,7 +282,7 @@ def test_a_refusal_is_asked_again_at_its_windows_end_and_one_lifted_by_then_neve
     """OCM binds the agent's role a moment after it makes the ManagedClusterAddOn: the first
     review may refuse. It is asked again when the window ends, before it could count."""
     clock = FakeClock()
-    with hub_server(rbac=True) as hub:
+    with hub_server() as hub:
         hub.cluster("cluster2")
         with connection(hub.server, "hub-a") as api:
             reviews = AccessReviews(
@@ -297,7 +304,7 @@ def test_a_refusal_just_written_is_asked_again_within_seconds() -> None:
     re-creates a missing agent RoleBinding (on OCM v1.3: 26 to 285 ms after it): `soon` asks
     again within seconds, not at the window's end; with nothing refused it does nothing."""
     clock = FakeClock()
-    with hub_server(rbac=True) as hub:
+    with hub_server() as hub:
         hub.cluster("cluster2")
         with connection(hub.server, "hub-a") as api:
             reviews = AccessReviews(
@@ -321,7 +328,7 @@ def test_a_verdict_ocm_lifts_on_the_hub_sides_own_write_is_gone_within_seconds()
     write. The verdict goes at the review asked seconds after that write; the window's own
     (ten minutes of real time) would come long after this test's wait."""
     clock = FakeClock(datetime.now(UTC))  # after the copy's last change, as on a live hub
-    with hub_server(rbac=True) as hub:
+    with hub_server() as hub:
         hub.cluster("cluster2")
         hub.set_copy("cluster2", COPY)
         with replica(hub, clock=clock.now, access_check=timedelta(seconds=1),
@@ -333,3 +340,13 @@ def test_a_verdict_ocm_lifts_on_the_hub_sides_own_write_is_gone_within_seconds()
             eventually(lambda: reason_of(hub, "cluster2") == "StatusNotReplicated", "the verdict")
             _bind(hub, "cluster2")  # OCM, on that write
             eventually(lambda: reason_of(hub, "cluster2") == "ForwardSuccessful", "allowed again")
+
+
+def _console_link_rules() -> list[dict[str, Any]]:
+    """The rules manifests/components/console-link adds to the hub side's ClusterRole."""
+    component = MANIFESTS / "components" / "console-link" / "kustomization.yaml"
+    [patch] = [
+        p for p in yaml.safe_load(component.read_text())["patches"]
+        if p["target"]["kind"] == "ClusterRole"
+    ]  # fmt: skip
+    return [op["value"] for op in yaml.safe_load(patch["patch"]) if op["op"] == "add"]

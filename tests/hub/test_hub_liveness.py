@@ -15,7 +15,7 @@ import pytest
 from controller.flags import Address
 from controller.hub.app import HubReplica
 from controller.hub.options import HubOptions
-from tests.hub.hubside import Hub, hub_server
+from tests.hub.hubside import HUB_SIDE, Hub, hub_server
 from tests.support import WAIT, connection, eventually
 
 pytestmark = pytest.mark.integration
@@ -44,6 +44,7 @@ def test_healthz_checks_every_thread_of_the_hub_side(hub: Hub) -> None:
         metrics_address=LOOPBACK, probe_address=LOOPBACK, leader_elect=True,
         lease_duration=timedelta(seconds=3), renew_deadline=timedelta(seconds=2),
         retry_period=timedelta(seconds=0.1), request_timeout=5.0,
+        lease_namespace=HUB_SIDE.namespace,  # where its Role lets it hold the Lease
     )  # fmt: skip
     with connection(hub.server, "hub-a") as api, HubReplica(options, api, identity="a") as made:
         eventually(lambda: made.leading and made.side.synced, "a synced leader")

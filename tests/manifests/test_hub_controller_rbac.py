@@ -18,7 +18,7 @@ from controller.hub.app import HubReplica
 from controller.hub.options import HubOptions, add_hub_flags
 from controller.kube.backoff import Backoff
 from kubesim import APIServer, RequestInfo, UserInfo
-from tests.hub.hubside import CLUSTER_CRD, COPY_CRD, MCA_CRD, Hub, seed, standard
+from tests.hub.hubside import CLUSTER_CRD, COPY_CRD, MCA_CRD, T1, Hub, cond, seed, standard
 from tests.manifests.kustomize import MANIFESTS, build, find
 from tests.manifests.rbac import Grant, Request, ServiceAccount, grants_for, unauthorized, unused
 from tests.support import IN_CLUSTER, connection, eventually
@@ -108,6 +108,12 @@ def _run(
                         ),
                         "the mirror after the failover",
                     )
+                    # an admin's hand edit, later than the copy: the copy is read again before
+                    # it is written over (docs/spec.md §12.1), then repaired once
+                    wanted = standard(seed("Degraded", "UpdateFailed"))
+                    edit = cond("Degraded", "False", "HandEdited", at=T1)
+                    hub.set_addon_conditions("cluster1", [edit, *wanted[1:]])
+                    eventually(lambda: hub.conditions("cluster1") == wanted, "the repair")
                 finally:
                     first.stop()
                     second.stop()
