@@ -8,7 +8,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from kubernetes import client
@@ -22,6 +22,8 @@ from controller.spoke.app import Replica
 from controller.spoke.options import RunOptions
 from kubesim import APIServer
 from tests.clock import FakeClock
+from tests.identities import ADMIN_TOKEN, bind, identity, tokens_for
+from tests.manifests.kustomize import MANIFESTS
 from tests.spoke.fakes import NAME, NAMESPACE
 from tests.spoke.support import spoke_replica
 from tests.support import api_client, connection
@@ -41,15 +43,23 @@ OPTIONS = RunOptions(
 SpokeFactory = Callable[..., Replica]
 
 
+# `run` as the shipped spoke's ServiceAccount, bound only by manifests/kubernetes' roles (RBAC on:
+# a request those roles do not allow fails the test); the tests' own writes are the admin's.
+SPOKE: Final = identity(MANIFESTS / "kubernetes", "addon-status-controller")
+SPOKE_TOKEN: Final = "spoke"
+
+
 @pytest.fixture
 def server() -> Iterator[APIServer]:
-    with APIServer([CRD], watch_history=200) as srv:
+    with APIServer(
+        [CRD], watch_history=200, rbac=True, tokens=tokens_for(**{SPOKE_TOKEN: SPOKE})
+    ) as srv:
         yield srv
 
 
 @pytest.fixture
 def api(server: APIServer) -> Iterator[client.ApiClient]:
-    with api_client(server) as c:
+    with api_client(server, ADMIN_TOKEN) as c:
         yield c
 
 
@@ -118,11 +128,12 @@ def _dict(value: object) -> dict[str, Any]:
 
 
 @pytest.fixture
-def addon(api: client.ApiClient) -> Addon:
+def addon(server: APIServer, api: client.ApiClient) -> Addon:
     core = client.CoreV1Api(api)
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
     a = Addon(api)
     a.create()
+    bind(server, SPOKE)  # and the spoke's ServiceAccount, bound by the shipped roles
     return a
 
 
@@ -139,7 +150,7 @@ def spoke(server: APIServer, addon: Addon, clock: FakeClock) -> Iterator[SpokeFa
 
     def make(*, kube: Kube | None = None, **kwargs: Any) -> Replica:
         kwargs.setdefault("registry", CollectorRegistry())
-        client_ = None if kube is not None else connection(server)
+        client_ = None if kube is not None else connection(server, SPOKE_TOKEN)
         controller = spoke_replica(OPTIONS, api_client=client_, kube=kube, clock=clock, **kwargs)
         controller.start()
         started.append(controller)

@@ -25,7 +25,7 @@ from statemachines.errors import ReportError
 from tests.names import R
 from tests.report_api.conftest import Answer, call
 from tests.spoke.fakes import NAME, NAMESPACE
-from tests.spoke.integration.conftest import Addon, SpokeFactory
+from tests.spoke.integration.conftest import SPOKE_TOKEN, Addon, SpokeFactory
 from tests.spoke.support import MC, UWL, WAIT, boot, collector, report, settle
 from tests.support import connection, eventually
 
@@ -125,7 +125,7 @@ def test_a_generation_no_int64_holds_never_reaches_the_worker_and_the_worker_goe
 
 
 def test_the_store_reports_a_real_422_naming_the_field(server: APIServer, addon: Addon) -> None:
-    store = AddonStore(RestKube(connection(server)), AddonRef(NAMESPACE, NAME))
+    store = AddonStore(RestKube(connection(server, SPOKE_TOKEN)), AddonRef(NAMESPACE, NAME))
     obj = store.get()
     obj["status"] = {"collectors": [{"name": MC, "observedGeneration": 2**63}]}
     with pytest.raises(InvalidError) as caught:

@@ -27,7 +27,14 @@ from statemachines.vocabulary import SEED
 from tests.clock import FakeClock
 from tests.names import R
 from tests.spoke.fakes import NAME, NAMESPACE
-from tests.spoke.integration.conftest import OPTIONS, Addon, SpokeFactory, scrape, status_puts
+from tests.spoke.integration.conftest import (
+    OPTIONS,
+    SPOKE_TOKEN,
+    Addon,
+    SpokeFactory,
+    scrape,
+    status_puts,
+)
 from tests.spoke.support import (
     MC,
     UWL,
@@ -191,7 +198,7 @@ def test_a_writer_racing_between_read_and_write_loses_nothing(
         addon.add_foreign_condition("ExternalCheck")
         addon.change_spec(retention="7d")
 
-    controller = spoke(kube=RacedKube(connection(server), race))
+    controller = spoke(kube=RacedKube(connection(server, SPOKE_TOKEN), race))
     settle(controller.worker)  # the initial write met the race: 409, fresh read, write again
     eventually(lambda: generations(addon) == {2}, "the conditions to follow generation 2")
     worker = controller.worker
@@ -363,7 +370,7 @@ def test_start_without_the_cr_fails_and_leaves_nothing(
     server: APIServer, addon: Addon, clock: FakeClock
 ) -> None:
     addon.objects.delete_namespaced_custom_object(GROUP, VERSION, NAMESPACE, PLURAL, NAME)
-    controller = spoke_replica(OPTIONS, api_client=connection(server), clock=clock)
+    controller = spoke_replica(OPTIONS, api_client=connection(server, SPOKE_TOKEN), clock=clock)
     with pytest.raises(OptionsError, match="does not exist"):
         controller.start()
     assert not controller.worker.alive and not controller.watch.alive
