@@ -202,3 +202,20 @@ def _flags(command: str) -> set[str]:
 def test_every_flag_is_in_the_cli_reference(command: str) -> None:
     reference = (ROOT / "docs" / "reference" / "cli.md").read_text()
     assert {f for f in _flags(command) if f"`{f}" not in reference} == set()
+
+
+BENCH_README = ROOT / "tests" / "bench" / "README.md"
+SCRIPT = re.compile(r"^\s*\.venv/bin/python (tests/bench/\w+\.py)", re.M)
+
+
+@pytest.mark.parametrize(
+    "script", sorted(set(SCRIPT.findall(BENCH_README.read_text()))), ids=lambda s: s
+)
+def test_every_benchmark_the_bench_readme_gives_starts_as_written(script: str) -> None:
+    """Run as the README says (from the root, the script's path, not `-m`): it imports and
+    parses its flags; `test_bench_smoke.py` runs the figures themselves."""
+    done = subprocess.run(
+        [sys.executable, script, "--help"],
+        cwd=ROOT, capture_output=True, text=True, check=False, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 0, f"{script}\n{done.stderr}"

@@ -35,6 +35,7 @@ from statemachines import Config, Report, apply, start
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from baseline import ROOT, worktree
 
+sys.path.insert(0, str(ROOT))  # run as a script (README), `tests` is the repository's
 from tests.names import MC, UWL, R
 
 

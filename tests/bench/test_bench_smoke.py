@@ -270,3 +270,10 @@ def test_realistic_describes_its_copies() -> None:
     assert 6_000 < figures["copy bytes, median"][0] < 10_000
     assert len(figures["near the budget, bytes as sent and as the client counts"]) == 2
     assert figures["ManagedClusterAddOn bytes"][0] > 2_000
+
+
+def test_core_prints_microseconds_per_report_for_each_verdict_it_sent() -> None:
+    output = run("core.py", "--reports", "200", "--runs", "1")
+    figures = rows(output)
+    per_verdict = {label: v for label, v in figures.items() if "us per report" in label}
+    assert per_verdict and all(v[0] > 0 for v in per_verdict.values()), output
