@@ -201,6 +201,8 @@ class _AdmissionStrategy(Strategy):
                 obj[key] = value
             elif key not in ("apiVersion", "kind", "metadata"):
                 dropped.append(key)
+        if isinstance(obj.get("spec"), dict):
+            _default(obj["spec"], self.policy)
         return obj, dropped
 
     def validate(self, obj: Obj, version: str) -> list[FieldError]:
@@ -213,6 +215,27 @@ class _AdmissionStrategy(Strategy):
             if _dig(obj, keys) not in (None, {})
         ]
         return errors + (_policy_errors(spec) if self.policy else _binding_errors(spec))
+
+
+def _default(spec: Obj, policy: bool) -> None:
+    """admissionregistration/v1's defaults (kubernetes pkg/apis/admissionregistration/v1/
+    defaults.go), which kube-apiserver stores: a policy's failurePolicy Fail; in match
+    resources matchPolicy Equivalent, namespaceSelector and objectSelector {}, and each rule's
+    scope "*"; a paramRef's parameterNotFoundAction Deny. A manifest that leaves them out is
+    patched by every `kubectl apply` (a rule list whose items differ is replaced whole)."""
+    if policy:
+        spec.setdefault("failurePolicy", "Fail")
+    match = spec.get("matchConstraints" if policy else "matchResources")
+    if isinstance(match, dict):
+        match.setdefault("matchPolicy", "Equivalent")
+        match.setdefault("namespaceSelector", {})
+        match.setdefault("objectSelector", {})
+        for key in ("resourceRules", "excludeResourceRules"):
+            for rule in match.get(key) or ():
+                if isinstance(rule, dict):
+                    rule.setdefault("scope", "*")
+    if isinstance(spec.get("paramRef"), dict):
+        spec["paramRef"].setdefault("parameterNotFoundAction", "Deny")
 
 
 def _policy_errors(spec: Mapping[str, Any]) -> list[FieldError]:
