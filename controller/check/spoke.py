@@ -284,11 +284,14 @@ def _hub(options: RunOptions, connect: Connect) -> Iterator[Finding | str]:
     except KubeError as error:
         yield bad("its hub permissions cannot be asked (SelfSubjectAccessReview)", str(error))
         return
+    # the ClusterRole the rollout binds for this flag (its hubPermissions: the OCM template's
+    # with --hub-create-missing, ACM's without), as manifests/hub/roles names it
+    role = "addon-status-hub-create-missing" if options.hub_create_missing else "addon-status-hub"
     for access in refused:
         yield bad(
             f"may not {access} on the hub",
-            "bind ClusterRole addon-status-hub in the cluster's namespace (manifests/hub; "
-            "OCM's hubPermissions)",
+            f"bind ClusterRole {role} in the cluster's namespace (the rollout's hubPermissions; "
+            "by hand: manifests/hub)",
         )
     if not refused:
         yield good("may write the copy's status on the hub")

@@ -11,6 +11,7 @@ conditions on each ManagedClusterAddOn."""
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from tests.support import apply_objects, connection, eventually, kube_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
+ROOT = Path(__file__).resolve().parents[2]
 RBAC = "rbac.authorization.k8s.io/v1"
 DECISIONS = ApiResource(
     "cluster.open-cluster-management.io", "v1beta1", "placementdecisions", "PlacementDecision"
@@ -305,6 +307,14 @@ def test_the_spoke_check_passes_in_each_running_agent_and_names_what_breaks(
            f"{ADDON_NAMESPACE}" in failed, failed  # fmt: skip
     assert f"✘ may not update observabilityaddons/status.{ADDON.group} {COPY} in " \
            f"{spoke.cluster} on the hub" in failed, failed  # fmt: skip
+    # the hint names the ClusterRole the rollout's hubPermissions binds in this flavour
+    template = (ROOT / "manifests" / "ocm" / ("acm/" if flavour == "acm" else "")
+                / "addontemplate.yaml").read_text()  # fmt: skip
+    bound = re.search(r"clusterRoleName: (\S+)", template)
+    assert bound, template
+    hints = [h for f in _spoke_check(spoke, hub) if isinstance(f, Finding) and not f.ok
+             for h in [f.fix] if "on the hub" in f.what]  # fmt: skip
+    assert hints and all(f"bind ClusterRole {bound[1]} " in h for h in hints), hints
 
 
 def test_the_hub_check_says_when_the_hub_side_stopped_or_is_not_installed(
