@@ -141,3 +141,31 @@ def test_a_variables_name_must_be_a_cel_identifier(server: APIServer) -> None:
     )
     assert (status, "spec.variables[0].name: Invalid value: \"not-an-identifier\": must be a "
                     "valid CEL identifier" in message) == (422, True)  # fmt: skip
+
+
+def test_a_policy_and_a_binding_are_stored_with_admissionregistration_v1s_defaults(
+    server: APIServer,
+) -> None:
+    """kube-apiserver stores what pkg/apis/admissionregistration/v1/defaults.go fills in:
+    failurePolicy Fail, and in match resources matchPolicy Equivalent, namespaceSelector and
+    objectSelector {}, each rule's scope "*" (a manifest without them is patched by every
+    `kubectl apply`)."""
+    api = client.CustomObjectsApi(api_client(server, token="admin"))
+    body = policy()
+    del body["spec"]["failurePolicy"]
+    stored = api.create_cluster_custom_object(ADMISSION, "v1", "validatingadmissionpolicies", body)
+    assert stored["spec"]["failurePolicy"] == "Fail"
+    assert stored["spec"]["matchConstraints"] == {
+        "matchPolicy": "Equivalent", "namespaceSelector": {}, "objectSelector": {},
+        "resourceRules": [{**RULES[0], "scope": "*"}],
+    }  # fmt: skip
+    binding = {"apiVersion": f"{ADMISSION}/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": "b"},
+               "spec": {"policyName": "p", "validationActions": ["Deny"],
+                        "matchResources": {}}}  # fmt: skip
+    stored = api.create_cluster_custom_object(
+        ADMISSION, "v1", "validatingadmissionpolicybindings", binding
+    )
+    assert stored["spec"]["matchResources"] == {
+        "matchPolicy": "Equivalent", "namespaceSelector": {}, "objectSelector": {},
+    }  # fmt: skip
