@@ -88,3 +88,43 @@ def test_every_metric_a_rule_reads_is_exported() -> None:
 def test_the_prometheus_rules_are_the_rule_files() -> None:
     """Stale when a rule file changed: run `python -m tests.monitoring.prometheusrules`."""
     assert main(["--check"]) == 0
+
+
+def _entry(alert: str) -> str:
+    text = RUNBOOK.read_text("utf-8")
+    start = text.index(f"### {alert}\n")
+    end = text.find("\n#", start + 4)
+    return text[start : end if end != -1 else None]
+
+
+@pytest.mark.parametrize("alert", [a["alert"] for a in _alerts()], ids=lambda a: a)
+def test_every_runbook_entry_names_the_command_that_finds_the_cause(alert: str) -> None:
+    look_at = _entry(alert).split("**Look at**:", 1)[1].split("**Do**:", 1)[0]
+    assert re.search(r"addon-status (check spoke|check hub|fleet CLUSTER)", look_at), look_at
+
+
+def test_the_runbooks_namespaces_are_the_ones_the_manifests_install_into() -> None:
+    text = RUNBOOK.read_text("utf-8")
+    spoke = yaml.safe_load((ROOT / "manifests/ocm/common/addondeploymentconfig.yaml").read_text())
+    hub_side = yaml.safe_load(
+        (ROOT / "manifests/ocm/common/hub-side/kustomization.yaml").read_text()
+    )
+    hub_controller = yaml.safe_load(
+        (ROOT / "manifests/hub-controller/serviceaccount.yaml").read_text()
+    )
+    namespaces = {
+        "NS": spoke["spec"]["agentInstallNamespace"],
+        "HUB_NS": hub_side["namespace"],
+        "HUB_NS ": hub_controller["metadata"]["namespace"],
+    }
+    for name, namespace in namespaces.items():
+        assert f"`{name.strip()}`" in text and f"`{namespace}`" in text, (name, namespace)
+    # every namespace the runbook types out is one of these (not an agent namespace of OCM's)
+    typed = set(re.findall(r"kubectl -n\s+([a-z][-a-z]+)", text))
+    assert typed <= set(namespaces.values()), typed
+
+
+def test_hub_replication_failing_says_what_to_do_for_each_error_kind_the_spoke_counts() -> None:
+    do = _entry("AddonStatusHubReplicationFailing").split("**Do**:", 1)[1]
+    for kind in ("unauthorized", "forbidden", "not_found", "network"):
+        assert f"`{kind}`:" in do, kind
