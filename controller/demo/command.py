@@ -82,11 +82,14 @@ def add_demo_parser(sub: Any) -> None:
     demo.set_defaults(handler=run_demo)
 
 
+PREFIX = "addon-status demo: "  # as every command prefixes what it refuses
+
+
 def run_demo(args: argparse.Namespace) -> int:
     crds = [Path(p) for p in args.crd]
     problem = _bad_flag(args.clusters, crds)
     if problem:
-        print(problem, file=sys.stderr)
+        print(f"{PREFIX}{problem}", file=sys.stderr)
         return 2
     paths = [Path(args.scenario) if args.scenario else DEFAULT_SCENARIO] * args.clusters
     if not args.scenario and args.clusters > 1:
@@ -103,7 +106,7 @@ def run_demo(args: argparse.Namespace) -> int:
             return 2
     scale = args.time_scale if args.time_scale is not None else None if args.scenario else 60.0
     if scale is not None and scale <= 0:
-        print("--time-scale must be positive", file=sys.stderr)
+        print(f"{PREFIX}--time-scale must be positive", file=sys.stderr)
         return 2
     stop = threading.Event()
     previous = signal.signal(signal.SIGINT, _stopper(stop))
@@ -111,7 +114,7 @@ def run_demo(args: argparse.Namespace) -> int:
         played = [scenarios[p] for p in paths]
         result = _demo(played, scale=scale, duration=args.duration, stop=stop, crds=crds)
     except AddonStatusError as error:
-        print(f"demo: {error}", file=sys.stderr)
+        print(f"{PREFIX}{error}", file=sys.stderr)
         return 1
     finally:
         signal.signal(signal.SIGINT, previous)
@@ -211,11 +214,15 @@ def _demo(
         )
         hub_writes = fleet.hub.count_requests(resource=PLURAL, subresource="status")
     result = _merged(results, [d.cluster for d in fleet.spokes] if fleet_wide else [""])
+    by_hand = _merged([p.by_hand for p in players], [""] * len(players))
+    result.reports += by_hand.reports
+    result.refused += by_hand.refused
     held = "every expectation held" if result.ok else f"{len(result.failures)} FAILED"
     unplayed = result.steps - result.played
     stopped = f"; stopped before the last {unplayed} step(s)" if unplayed else ""
+    hand = f", {by_hand.reports} sent by hand" if by_hand.reports else ""
     print(
-        f"\n{result.reports} reports ({result.refused} refused); {spoke_writes} spoke status "
+        f"\n{result.reports} reports ({result.refused} refused{hand}); {spoke_writes} spoke status "
         f"writes, {hub_writes} hub status writes.\n"
         f"{result.checked} checked steps: {held}{stopped}."
     )
@@ -266,7 +273,7 @@ def _banner(
     copies = ", ".join(f"{d.cluster}/{ADDON}" for d in fleet.spokes)
     lines += [
         f"  hub API server    {fleet.hub.url}   (CR {copies})",
-        f"  hub kubeconfig  {fleet.kubeconfig}",
+        f"  hub kubeconfig    {fleet.kubeconfig}",
         f"                    (addon-status fleet --kubeconfig {fleet.kubeconfig} --watch)",
         f"  time scale        {pace}",
         f"  story time        from now, {zero:%Y-%m-%d %H:%M:%S} UTC (what the servers stamp)",

@@ -146,6 +146,7 @@ class Player:
         self._spoke: Mapping[str, Any] = {}  # the spoke CR's status as last looked at
         self.clock = clock
         self.started = False  # its play began (a later spoke of a fleet waits for its start)
+        self.by_hand = Result(0)  # the reports sent by hand, counted for the summary too
 
     def run(self) -> Result:
         steps = plays(self._scenario)
@@ -203,7 +204,10 @@ class Player:
             if own is not None and _same(sent, own):
                 own = None  # the player's own, printed already
                 continue
-            answer = _answer_text(verdict.to_api(profile), self._origin)
+            api = verdict.to_api(profile)
+            self.by_hand.reports += 1
+            self.by_hand.refused += api["verdict"] == "refused"
+            answer = _answer_text(api, self._origin)
             self._view.line("report", f"{_report_text(sent)} => {answer}   # sent by hand")
 
     def _advance_to(self, play: Play, result: Result) -> bool:

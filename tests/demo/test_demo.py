@@ -143,6 +143,8 @@ def test_demo_duration_prints_hand_sent_reports_and_closes_with_the_crs_at_exit(
     out = "".join(seen) + process.stdout.read()
     assert process.wait(30) == 0, process.stderr.read() if process.stderr else ""
     assert "metrics-collector: ForwardFailure 'remote write 503' => accepted" in out
+    # the summary counts it with the play's two
+    assert "\n3 reports (0 refused, 1 sent by hand);" in out, out
     summary = out.split("\n\n")[-1].splitlines()
     assert summary[-2].startswith("spoke: Degraded (ForwardFailure)"), out
     assert summary[-1].startswith("hub:   Degraded (ForwardFailure)"), out

@@ -59,8 +59,8 @@ class Demo:
         return any(text in line for line in list(self.lines))
 
     def hub_kubeconfig(self) -> Path:
-        eventually(lambda: self.said("hub kubeconfig  "), timeout=60, what="the hub's kubeconfig")
-        line = next(line for line in self.lines if "hub kubeconfig  " in line)
+        eventually(lambda: self.said("hub kubeconfig    "), timeout=60, what="the hub's kubeconfig")
+        line = next(line for line in self.lines if "hub kubeconfig    " in line)
         return Path(line.split("hub kubeconfig", 1)[1].strip())
 
     def end(self) -> tuple[int, str, str]:
@@ -152,7 +152,7 @@ def test_second_cluster_s_story_holds_as_a_scenario(capsys: pytest.CaptureFixtur
 
 def test_clusters_must_be_at_least_one(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--clusters", "0"]) == 2
-    assert "--clusters must be at least 1" in capsys.readouterr().err
+    assert capsys.readouterr().err == "addon-status demo: --clusters must be at least 1\n"
 
 
 def test_each_spoke_is_installed_from_the_template_and_writes_as_its_registration_identity() -> (
