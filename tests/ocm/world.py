@@ -114,7 +114,10 @@ def hub(flavour: str, rollout: list[Obj], tmp_path: Path) -> Iterator[APIServer]
     """The hub after `kubectl apply -k` of the rollout, and what Open Cluster Management does
     for each cluster: its namespace, the observed addon's ManagedClusterAddOn and (acm: the
     observability operator's) hub copy, and the RoleBinding of `hubPermissions`."""
+    # seed: the copies' CRD is the step before the rollout (manifests/hub/crd), never in it
+    crd_step = build(MANIFESTS / "hub" / "crd").objects if flavour == "seed" else []
     copies_crd = [UPSTREAM / "observabilityaddons.crd.yaml"] if flavour == "acm" else []
+    copies_crd += crd_files(crd_step, tmp_path)
     tokens = {"admin": ADMIN, "hub-side": HUB_SIDE, "addon-manager": ADDON_MANAGER}
     for cluster in CLUSTERS:
         identity = rendered_for(rollout, cluster).identity
