@@ -1,5 +1,5 @@
 # The controller's image: the project installed into a slim Python, run as a non-root user.
-#   docker build -t addon-status:0.1.0 .
+#   docker build -t addon-status:0.2.0 .
 # The build stage installs the distribution (with its pinned dependencies) into /install, and
 # Debian's tini; the runtime stage copies only those, so no compiler, build cache, package index
 # or source tree ships.

@@ -28,6 +28,7 @@ shipped CRD). What changes on the way, and why:
 from __future__ import annotations
 
 import copy
+import tomllib
 from pathlib import Path
 from typing import Any, Final
 
@@ -36,16 +37,17 @@ import yaml
 from tests.generated import write_or_check
 from tests.manifests.kustomize import MANIFESTS, ROOT, build
 
-__all__ = ["ADDON", "FLAVOURS", "TEMPLATES", "render_template", "template"]
+__all__ = ["ADDON", "FLAVOURS", "TEMPLATES", "VERSION", "render_template", "template"]
 
 Obj = dict[str, Any]
 ADDON: Final = "addon-status"
-VERSION: Final = "0.1.0"
+# the release (pyproject.toml's version, the one source): the images the manifests name carry it
+VERSION: Final = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]["version"]
 # flavour -> (the spoke manifests it carries, the template's name, the hub role it binds: one,
 # since the framework names each `hubPermissions` RoleBinding after the addon and the role's kind)
 FLAVOURS: Final = {
-    "seed": (MANIFESTS / "kubernetes", f"{ADDON}-{VERSION}", "addon-status-hub-create-missing"),
-    "acm": (MANIFESTS / "acm", f"{ADDON}-acm-{VERSION}", "addon-status-hub"),
+    "seed": (MANIFESTS / "kubernetes", ADDON, "addon-status-hub-create-missing"),
+    "acm": (MANIFESTS / "acm", f"{ADDON}-acm", "addon-status-hub"),
 }
 TEMPLATES: Final = {
     "seed": MANIFESTS / "ocm" / "addontemplate.yaml",

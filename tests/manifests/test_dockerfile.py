@@ -9,7 +9,7 @@ so the Lease is released, and it reaps what an exec credential plugin leaves beh
 `run` by default.
 
 `docker build` is not run: these machines have no Docker daemon and no access to the base
-image's registry. The image is built by `docker build -t addon-status:0.1.0 .` where there is.
+image's registry. The image is built by `docker build -t addon-status:0.2.0 .` where there is.
 """
 
 from __future__ import annotations

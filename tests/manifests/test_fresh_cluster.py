@@ -40,6 +40,7 @@ PREREQUISITES: Final[dict[str, tuple[tuple[str, ...], tuple[Path, ...]]]] = {
     "acm": ((ADDON_NAMESPACE,), (UPSTREAM / "observabilityaddons.crd.yaml",)),
     "hub": (("cluster1",), ()),
     "hub/create-missing": (("cluster1",), ()),
+    "hub/crd": ((), ()),
     "hub-controller": (("open-cluster-management-observability",), ()),
     "hub-controller-acm": (("open-cluster-management-observability",), ()),
     "beside": ((ADDON_NAMESPACE,), ()),

@@ -15,7 +15,7 @@ import pytest
 
 from controller.demo.addon_manager import HUB_KUBECONFIG_DIR, render
 from tests.manifests.kustomize import MANIFESTS, build, find
-from tests.manifests.ocm import ADDON, DELETION_ORPHAN, FLAVOURS, main, template
+from tests.manifests.ocm import ADDON, DELETION_ORPHAN, FLAVOURS, VERSION, main, template
 from tests.manifests.pod import options_of
 
 Obj = dict[str, Any]
@@ -73,7 +73,7 @@ def test_the_rendered_agent_runs_for_its_cluster_with_the_mounted_hub_kubeconfig
     [hub_volume] = [v for v in pod["volumes"] if v["name"] == "hub-kubeconfig"]
     assert hub_volume["secret"]["secretName"] == f"{ADDON}-hub-kubeconfig"
     [container] = pod["containers"]
-    assert container["image"] == "addon-status:0.1.0"
+    assert container["image"] == f"addon-status:{VERSION}"
     assert f"--hub-kubeconfig={HUB_KUBECONFIG_DIR}/kubeconfig" in container["args"]
     options = options_of(rendered.agent, deployment, files=tmp_path)
     assert options.cluster_name == "cluster7"

@@ -138,7 +138,7 @@ def _addon() -> Obj:
 
 
 def _template() -> Obj:
-    return copy.deepcopy(find(OBJECTS.values(), "AddOnTemplate", "addon-status-0.1.0"))
+    return copy.deepcopy(find(OBJECTS.values(), "AddOnTemplate", "addon-status"))
 
 
 def _unknown_install_strategy_field(obj: Obj) -> None:
