@@ -12,10 +12,10 @@ from email.utils import parsedate_to_datetime
 from typing import Any, Final
 
 from urllib3 import BaseHTTPResponse
-from urllib3.exceptions import MaxRetryError
 
 from controller.kube.api import KubeError, error_for
 from controller.kube.connection import Connection
+from controller.kube.unreachable import unreachable
 
 __all__ = [
     "MAX_ANSWER",
@@ -89,9 +89,9 @@ def too_late(what: str) -> KubeError:
 
 
 def unanswered(error: Exception, what: str) -> KubeError:
-    """No answer: what went wrong ("Connection refused"), which holds no header, so no token."""
-    cause = error.reason if isinstance(error, MaxRetryError) and error.reason else error
-    return error_for(f"{what}: {type(cause).__name__}: {cause}", status=None)
+    """No answer: what went wrong as a person says it ("connection refused to HOST:PORT"),
+    which holds no header, so no token."""
+    return error_for(f"{what}: {unreachable(error)}", status=None)
 
 
 def refused(

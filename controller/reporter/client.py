@@ -25,6 +25,7 @@ from urllib3.exceptions import HTTPError
 from urllib3.util.retry import Retry
 
 from controller.kube.deadlines import WatchedConnection, WatchedTLSConnection, within
+from controller.kube.unreachable import unreachable
 from statemachines.errors import AddonStatusError
 
 __all__ = ["ANSWER_LIMIT", "ReportClient", "ReportRejected", "ReportUnavailable"]
@@ -257,6 +258,5 @@ def _summary(payload: object) -> str:
 
 
 def _cause(error: Exception) -> str:
-    """The innermost reason urllib3 gives (connection refused, read timed out...)."""
-    reason = getattr(error, "reason", None)
-    return f"{type(reason).__name__}: {reason}" if reason is not None else str(error)
+    """What went wrong as a person says it ("connection refused to HOST:PORT")."""
+    return unreachable(error)
