@@ -114,7 +114,7 @@ class FleetLine:
         trace: TracebackType | None,
     ) -> None:
         self._runner.stop(5)
-        self.show(always=True)  # the fleet as the play left it, whatever changed
+        self.show()  # the fleet as the play left it, unless that is the line printed last
         for informer in (self.addons, self.clusters):
             informer.stop()
 
