@@ -9,6 +9,7 @@ lines show what OCM and the ACM console say of each cluster."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -120,7 +121,7 @@ def test_fleet_plays_every_story_to_the_end_and_checks_it() -> None:
     assert "fleet   3 clusters: 3 Available;" in played[-1], played[-1]
     # each fleet line says something new: the same one is never printed twice in a row
     fleet = [line.split("] ", 1)[1] for line in played if "] fleet   " in line]
-    assert all(a != b for a, b in zip(fleet, fleet[1:], strict=False)), fleet
+    assert all(a != b for a, b in itertools.pairwise(fleet)), fleet
     # The epilogue: cluster1's agent stops and cluster2 is lost, and OCM says so as OCM does;
     # once it held for the window, the hub side's Degraded makes the console say the agent is
     # down, and the fleet line counts the lost cluster (docs/spec.md §12.2); then both come
