@@ -125,8 +125,38 @@ def cel(rule: CelRule, obj: Mapping[str, Any]) -> Result:
             message = f"{name} {expression.text!r}: {error}"
             return Result(Health.UNHEALTHY, HealthReason.EVALUATION_ERROR, message)
         if holds:
-            return Result(health, reason, f"{name}: {expression.text}")
+            return Result(health, reason, _cel_message(name, expression.text, obj))
     return Result(Health.UNKNOWN, HealthReason.IN_PROGRESS, "no expression is true")
+
+
+def _cel_message(name: str, source: str, obj: Mapping[str, Any]) -> str:
+    """What a person reads (docs/spec.md §6): the object's own word, not the expression's
+    source. Of the conditions the expression names, in its order, the first in the state the
+    expression found (`True` for `current`, not `True` for `failed`, any for `inProgress`), as
+    `<type>: <status>` plus its message, as a matched condition says it; else which expression
+    was true."""
+    status = obj.get("status")
+    conditions = status.get("conditions") if isinstance(status, Mapping) else None
+    found: dict[str, Mapping[str, Any]] = {}
+    for c in conditions if isinstance(conditions, list) else ():
+        if isinstance(c, Mapping) and isinstance(c.get("type"), str):
+            found.setdefault(c["type"], c)
+    named = [(_position(source, t), t) for t in found if _position(source, t) >= 0]
+    for _, type_ in sorted(named):
+        condition = found[type_]
+        if name != "inProgress" and (condition.get("status") == "True") != (name == "current"):
+            continue  # `failed` speaks of a condition not True, `current` of one True
+        message = f"{type_}: {condition.get('status')}"
+        if condition.get("message"):
+            message += f": {condition['message']}"
+        return message
+    return f"the {name} expression is true"
+
+
+def _position(source: str, type_: str) -> int:
+    """Where the expression names the condition type as a string literal (-1: nowhere)."""
+    found = [p for quote in "'\"" if (p := source.find(f"{quote}{type_}{quote}")) >= 0]
+    return min(found, default=-1)
 
 
 def _stale_generation(obj: Mapping[str, Any]) -> str | None:

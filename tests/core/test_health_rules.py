@@ -28,6 +28,29 @@ from tests.support import condition
 H, R = Health, HealthReason
 OK, BAD, UNKNOWN = H.HEALTHY, H.UNHEALTHY, H.UNKNOWN
 CERT = CERTIFICATE_RULE["cel"]
+DEPLOYMENT_CEL = {
+    "current": "self.status.conditions.exists(c, c.type == 'Available' && c.status == 'True')",
+    "failed": "self.status.conditions.exists(c, (c.type == 'Progressing' && c.reason == "
+    "'ProgressDeadlineExceeded') || (c.type == 'Available' && c.status == 'False'))",
+}
+DEADLINE_EXCEEDED = {
+    "metadata": {"generation": 1},
+    "status": {
+        "conditions": [
+            {
+                "type": "Available",
+                "status": "False",
+                "message": "Deployment does not have minimum availability.",
+            },
+            {
+                "type": "Progressing",
+                "status": "False",
+                "reason": "ProgressDeadlineExceeded",
+                "message": 'ReplicaSet "m-5d4" has timed out progressing.',
+            },
+        ]
+    },
+}
 SERVICE_RULE = {  # Cartographer's `servicer` ClusterTemplate
     "multiMatch": {
         "healthy": {"matchFields": [{"key": ".status.loadBalancer", "operator": "Exists"}]},
@@ -268,32 +291,39 @@ RULES = [
     pytest.param(
         CERTIFICATE_RULE,
         certificate(issuing="False", ready="True"),
-        Result(OK, R.CURRENT, f"current: {CERT['current']}"),
+        Result(OK, R.CURRENT, "Ready: True"),
         id="cel-current-is-healthy",
     ),
     pytest.param(
         CERTIFICATE_RULE,
         certificate(issuing="False", ready="False"),
-        Result(BAD, R.FAILED, f"failed: {CERT['failed']}"),
+        Result(BAD, R.FAILED, "Ready: False"),
         id="cel-failed-is-unhealthy",
     ),
     # CEL's `all` is true on an empty list: RFC-0009's inProgress holds with no Issuing condition
     pytest.param(
         CERTIFICATE_RULE,
         certificate(ready="True"),
-        Result(UNKNOWN, R.IN_PROGRESS, f"inProgress: {CERT['inProgress']}"),
+        Result(UNKNOWN, R.IN_PROGRESS, "the inProgress expression is true"),
         id="cel-all-on-an-empty-filter-is-true",
     ),
     pytest.param(
         CERTIFICATE_RULE,
         certificate(issuing="True", ready="True"),
-        Result(UNKNOWN, R.IN_PROGRESS, f"inProgress: {CERT['inProgress']}"),
+        Result(UNKNOWN, R.IN_PROGRESS, "Issuing: True"),
         id="cel-in-progress-is-evaluated-first",
+    ),
+    # the object's own words, not the expression: a Deployment past its progress deadline
+    pytest.param(
+        {"cel": DEPLOYMENT_CEL},
+        DEADLINE_EXCEEDED,
+        Result(BAD, R.FAILED, 'Progressing: False: ReplicaSet "m-5d4" has timed out progressing.'),
+        id="cel-message-is-the-condition-the-expression-names",
     ),
     pytest.param(
         {"cel": {"current": "true", "failed": "true"}},
         obj(),
-        Result(BAD, R.FAILED, "failed: true"),
+        Result(BAD, R.FAILED, "the failed expression is true"),
         id="cel-failed-before-current",
     ),
     pytest.param(
@@ -317,7 +347,7 @@ RULES = [
     pytest.param(
         {"cel": {"current": "status.ready"}},
         obj(observedGeneration=1, ready=True),
-        Result(OK, R.CURRENT, "current: status.ready"),
+        Result(OK, R.CURRENT, "the current expression is true"),
         id="cel-equal-generations-go-on-to-the-expressions",
     ),
     pytest.param(
@@ -367,7 +397,7 @@ RULES = [
     pytest.param(
         {"cel": {"current": "self.data.mode == 'on'"}},
         {"metadata": {}, "data": {"mode": "on"}},
-        Result(OK, R.CURRENT, "current: self.data.mode == 'on'"),
+        Result(OK, R.CURRENT, "the current expression is true"),
         id="cel-self-reads-other-top-level-fields",
     ),
     pytest.param(
@@ -381,7 +411,7 @@ RULES = [
     pytest.param(
         {"cel": {"current": "false || true", "failed": "false && status.nope"}},
         obj(),
-        Result(OK, R.CURRENT, "current: false || true"),
+        Result(OK, R.CURRENT, "the current expression is true"),
         id="cel-logic-absorbs-errors-as-cel-does",
     ),
 ]
