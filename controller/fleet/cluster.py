@@ -89,8 +89,8 @@ def describe(cluster: str, copy: Mapping[str, Any] | None, ocm: ClusterOcm, now:
         *_table(
             ("TYPE", "STATUS", "REASON", "AGE", "MESSAGE"),
             [
-                (c.get("type"), c.get("status"), c.get("reason"), _age(c, now), c.get("message"))
-                for c in _list(status.get("conditions"))
+                (c.get("type"), c.get("status"), c.get("reason"), _age(c, now), message)
+                for c, message in _unrepeated(_list(status.get("conditions")))
             ],
         ),
         "",
@@ -121,6 +121,18 @@ def describe(cluster: str, copy: Mapping[str, Any] | None, ocm: ClusterOcm, now:
     lines += ["", "History (newest first):"]
     lines += _table(("AGE", "TYPE", "REASON", "MESSAGE"), entries) if history else absent
     return "\n".join(lines)
+
+
+def _unrepeated(conditions: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Any]]:
+    """Each condition with its message, or `(as T)` when the `True` condition T says the same
+    (the standard conditions share the addon's message, spec §5): the view fits a terminal."""
+    true = [c for c in conditions if c.get("status") == "True" and c.get("message")]
+    shown = []
+    for c in conditions:
+        said = next((t for t in true if t is not c and t.get("message") == c.get("message")), None)
+        shown.append((c, f"(as {said.get('type')})" if said and c.get("status") != "True" else
+                      c.get("message")))  # fmt: skip
+    return shown
 
 
 def _table(header: tuple[str, ...], rows: list[tuple[Any, ...]]) -> list[str]:

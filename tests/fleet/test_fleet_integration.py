@@ -302,6 +302,9 @@ def test_one_cluster_is_described_and_its_document_read(
     conditions = text.split("Conditions:\n")[1].split("\n\n")[0].splitlines()
     assert conditions[0].split() == ["TYPE", "STATUS", "REASON", "AGE", "MESSAGE"]
     assert conditions[3].split()[:3] == ["Degraded", "True", "ForwardFailure"]
+    # the False standard conditions do not repeat the True one's message (spec §5: they share it)
+    assert conditions[1].endswith("(as Degraded)") and conditions[2].endswith("(as Degraded)")
+    assert conditions[3].endswith("edge-2: ForwardFailure")
     assert "History (newest first):\n  (not on the hub copy" in text  # conditions copied only
     document = fleet_json(capsys, "--kubeconfig", str(kubeconfig), "edge-2")
     assert document["kind"] == "addon-status.fleet.cluster/v1"
