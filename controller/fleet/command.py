@@ -24,7 +24,16 @@ from datetime import UTC, datetime
 from shutil import get_terminal_size
 from typing import TYPE_CHECKING, Any, TextIO
 
-from controller.fleet.view import OUTPUTS, SORT_KEYS, UNKNOWN, Filters, Output, Row, render_rows
+from controller.fleet.view import (
+    OUTPUTS,
+    SORT_KEYS,
+    UNKNOWN,
+    Filters,
+    Output,
+    Row,
+    name_of,
+    render_rows,
+)
 from controller.hub.path import PATH_REASONS
 from controller.terminal import escaped
 from statemachines.names import ConditionType
@@ -92,14 +101,15 @@ def add_fleet_parser(sub: Any) -> None:
         help="the agent's own ManagedClusterAddOn, whose OCM conditions say whether it runs "
         "(default: --addon-name; on ACM addon-status)",
     )  # fmt: skip
-    fleet.add_argument("--watch", action="store_true", help="keep the view live until Ctrl-C")
+    fleet.add_argument("-w", "--watch", action="store_true", help="keep the view live until Ctrl-C")
     fleet.add_argument(
         "--interval", type=_seconds, default=1.0, help="seconds between redraws with --watch"
     )
     fleet.add_argument(
         "-o", "--output", "--format", dest="format", choices=OUTPUTS, default="table",
         help="table (default), wide (lines not cut to the terminal), json, yaml (the same "
-        "document), name (one cluster a line)",
+        "document, indented 4), name (kubectl's kind/name: "
+        "managedcluster.cluster.open-cluster-management.io/CLUSTER)",
     )  # fmt: skip
     fleet.add_argument(
         "--no-headers", action="store_true", help="table and wide: the rows alone, no summary"
@@ -240,13 +250,13 @@ def _one_cluster(kube: Kube, args: argparse.Namespace, now: Callable[[], datetim
     if output in ("json", "yaml"):
         document = cluster_document(cluster, copy, ocm, now())
         if output == "json":
-            print(json.dumps(document))
+            print(json.dumps(document, indent=4))
         else:
             import yaml
 
             print(yaml.safe_dump(document, sort_keys=False).rstrip())
     elif output == "name":
-        print(cluster)
+        print(name_of(cluster))
     else:
         print(describe(cluster, copy, ocm, now()))
     return _closed_quietly()

@@ -27,6 +27,7 @@ from statemachines.conditions import STANDARD_TYPES, format_time, parse_time, st
 from statemachines.names import ConditionType
 
 __all__ = [
+    "NAME_KIND",
     "OUTPUTS",
     "SCHEMA",
     "SORT_KEYS",
@@ -38,6 +39,7 @@ __all__ = [
     "age",
     "as_json",
     "as_table",
+    "name_of",
     "render",
     "render_rows",
     "row_of",
@@ -306,11 +308,20 @@ def _first_line(message: str) -> str:
     return f"{first} …" if rest.strip() else first
 
 
+NAME_KIND: Final = "managedcluster.cluster.open-cluster-management.io"
+
+
+def name_of(cluster: str) -> str:
+    """`kubectl -o name`'s `kind/name` for a row: a row is one cluster, so its ManagedCluster
+    (`xargs kubectl get` then reads the cluster the row is about)."""
+    return f"{NAME_KIND}/{escaped(cluster)}"
+
+
 def as_json(rows: Sequence[Row], summary: Summary, *, total: int) -> str:
-    """The stable machine shape (README, "The fleet view"), on one line (json's fast C encoder
-    writes only compact JSON): `kind`, `now`, `total` (hub copies listed), `clusters` (the
-    rows shown, each with every field, null when unknown) and `summary` (of the rows shown)."""
-    return json.dumps(_document(rows, summary, total=total))
+    """The stable machine shape (README, "The fleet view"), indented 4 as `kubectl -o json`
+    writes: `kind`, `now`, `total` (hub copies listed), `clusters` (the rows shown, each with
+    every field, null when unknown) and `summary` (of the rows shown)."""
+    return json.dumps(_document(rows, summary, total=total), indent=4)
 
 
 def _document(rows: Sequence[Row], summary: Summary, *, total: int) -> dict[str, Any]:
@@ -353,7 +364,7 @@ def render_rows(
 
         return yaml.safe_dump(_document(shown, summary, total=len(rows)), sort_keys=False).rstrip()
     if output.format == "name":
-        return "\n".join(escaped(row.cluster) for row in shown)
+        return "\n".join(name_of(row.cluster) for row in shown)
     wide = output.format == "wide"
     return as_table(shown, summary, total=len(rows), width=10**9 if wide else width,
                     headers=output.headers)  # fmt: skip

@@ -23,7 +23,7 @@ from kubernetes import client
 from controller.cli import main
 from controller.fleet.command import watch_fleet
 from controller.fleet.copies import list_hub_copies
-from controller.fleet.view import Filters, Output, Row, render_rows
+from controller.fleet.view import NAME_KIND, Filters, Output, Row, render_rows
 from controller.hub.mirror import cluster_namespace
 from controller.hub.ocm import MANAGED_CLUSTER
 from controller.kube.connection import Connection
@@ -141,7 +141,7 @@ def test_a_label_selector_on_the_managed_clusters_slices_the_fleet(
     assert [c["cluster"] for c in document["clusters"]] == ["edge-1", "edge-2"]
     assert hub.count_requests(verbs=["list"], resource="managedclusters") == 1
     assert main(["fleet", "--kubeconfig", str(kubeconfig), "-o", "name", "-l", "env!=edge"]) == 0
-    assert capsys.readouterr().out.split() == ["prod-1"]
+    assert capsys.readouterr().out.split() == [f"{NAME_KIND}/prod-1"]
 
 
 @pytest.mark.parametrize("selector", ["env in (", "a=b=c", "env=prod,"])
@@ -287,7 +287,7 @@ def test_context_chooses_the_kubeconfigs_context_as_kubectl_does(
     assert main(["fleet", "--kubeconfig", str(path), "-o", "name"]) == 1  # the current: gone
     capsys.readouterr()
     assert main(["fleet", "--kubeconfig", str(path), "--context", hub_context, "-o", "name"]) == 0
-    assert capsys.readouterr().out.split() == list(CLUSTERS)
+    assert capsys.readouterr().out.split() == [f"{NAME_KIND}/{c}" for c in CLUSTERS]
     assert main(["fleet", "--kubeconfig", str(path), "--context", "nope"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "kubeconfig has no context 'nope'" in err
@@ -313,7 +313,7 @@ def test_one_cluster_is_described_and_its_document_read(
         "Available", "Progressing", "Degraded",
     ]  # fmt: skip
     assert main(["fleet", "--kubeconfig", str(kubeconfig), "-o", "name", "edge-2"]) == 0
-    assert capsys.readouterr().out == "edge-2\n"
+    assert capsys.readouterr().out == f"{NAME_KIND}/edge-2\n"
 
 
 def test_an_unknown_cluster_is_a_one_line_read_error(

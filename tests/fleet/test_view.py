@@ -296,6 +296,10 @@ def test_fleet_escapes_control_characters_a_copy_carries() -> None:
 def test_name_yaml_and_no_headers_write_what_kubectl_users_expect() -> None:
     names = render(FLEET, NOW, filters=Filters(), output=Output("name")).splitlines()
     assert names == sorted(names) and len(names) == len(FLEET)
+    # kubectl's kind/name: a row is a cluster, named as its ManagedCluster
+    assert all(n.startswith("managedcluster.cluster.open-cluster-management.io/") for n in names)
+    text = render(FLEET, NOW, filters=Filters(), output=Output("json"))
+    assert text.startswith('{\n    "kind": ')  # indented 4, as kubectl -o json
     document = yaml.safe_load(render(FLEET, NOW, filters=Filters(), output=Output("yaml")))
     assert document == json.loads(render(FLEET, NOW, filters=Filters(), output=Output("json")))
     bare = render(FLEET, NOW, filters=Filters(), output=Output(headers=False)).splitlines()
@@ -316,3 +320,10 @@ def test_sort_by_orders_the_rows(key: str) -> None:
     known = [v for v in values if v is not None]
     assert known == sorted(known)
     assert values[: len(known)] == known  # unknown times last
+
+
+def test_w_is_watch_as_in_kubectl() -> None:
+    from controller.cli import parser
+
+    args = parser("fleet").parse_args(["fleet", "-w"])
+    assert args.watch is True
