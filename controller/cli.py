@@ -210,12 +210,25 @@ _ADDERS: dict[str, Callable[[Any], None]] = {
 }
 
 
+class _Subcommand(argparse.ArgumentParser):
+    """A subcommand's parser answers a flag it does not know itself, with its own usage (as
+    kubectl's subcommands do), not the top level's usage that names no flag of it."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
+
+
 def parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line with the flags of `command` only; the others are listed by name and
     summary, so that parsing imports nothing of the commands that do not run."""
     top = argparse.ArgumentParser(prog=DISTRIBUTION, description=DESCRIPTION)
     top.add_argument("--version", action=_VersionAction)
-    sub = top.add_subparsers(dest="command", required=True)
+    sub = top.add_subparsers(dest="command", required=True, parser_class=_Subcommand)
     for name, summary in COMMANDS.items():
         if name == command:
             _ADDERS[name](sub)

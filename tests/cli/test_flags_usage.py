@@ -1,0 +1,19 @@
+"""A mistyped flag is answered by its subcommand's parser, with that usage (as kubectl does)."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.cli import main
+
+
+@pytest.mark.parametrize("command", [["fleet"], ["check", "hub"], ["run"], ["hub"]])
+def test_a_mistyped_flag_exits_2_with_the_subcommands_usage(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([*command, "--no-such-flag"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: addon-status {' '.join(command)} ")
+    assert "unrecognized arguments: --no-such-flag" in err
