@@ -186,6 +186,28 @@ def _add_diagrams(sub: Any) -> None:
     diagrams.set_defaults(handler=_diagrams)
 
 
+def _add_completion(sub: Any) -> None:
+    from controller.completion import SHELLS
+
+    completion = sub.add_parser(
+        "completion", help=COMMANDS["completion"],
+        description="Print a bash or zsh completion script, generated from the commands' flags.",
+        epilog="examples:\n  source <(addon-status completion bash)\n"
+        "  addon-status completion zsh > \"${fpath[1]}/_addon-status\"",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    completion.add_argument("shell", choices=SHELLS)
+    completion.set_defaults(handler=_completion)
+
+
+def _completion(args: argparse.Namespace) -> int:
+    from controller.completion import script
+
+    commands = list(COMMANDS)
+    print(script(args.shell, commands, parser), end="")
+    return 0
+
+
 # Each command's one-line summary for `addon-status --help` (a test holds `report` and `demo`
 # to the summaries their own modules register), and what adds its flags.
 COMMANDS: dict[str, str] = {
@@ -197,6 +219,7 @@ COMMANDS: dict[str, str] = {
     "diagrams": "write the mermaid state diagrams from the machines",
     "fleet": "one row per cluster from the hub copies of the addon, and a summary",
     "check": "check that a spoke or a hub has what the addon needs, and say what to fix",
+    "completion": "print a bash or zsh completion script",
 }
 _ADDERS: dict[str, Callable[[Any], None]] = {
     "run": _add_run,
@@ -207,6 +230,7 @@ _ADDERS: dict[str, Callable[[Any], None]] = {
     "diagrams": _add_diagrams,
     "fleet": _add_fleet,
     "check": _add_check,
+    "completion": _add_completion,
 }
 
 
