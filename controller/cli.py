@@ -167,9 +167,18 @@ def _add_check(sub: Any) -> None:
 
 
 def _add_simulate(sub: Any) -> None:
-    simulate = sub.add_parser("simulate", help=COMMANDS["simulate"])
+    simulate = sub.add_parser(
+        "simulate", help=COMMANDS["simulate"],
+        description="Run a scenario file through the real "
+        "state machines on a fake clock and print each step's conditions; no cluster needed.",
+        epilog="examples:\n  addon-status simulate tests/scenarios/dead-collector-goes-stale.yaml\n"
+        "  addon-status simulate SCENARIO.yaml --format json | jq .",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
     simulate.add_argument("file", help="scenario YAML (see tests/scenarios/)")
-    simulate.add_argument("--format", choices=["table", "json"], default="table")
+    simulate.add_argument(
+        "--format", choices=["table", "json"], default="table", help="(default: %(default)s)"
+    )
     simulate.add_argument(
         "--wide", action="store_true",
         help="the table as wide as its cells (default: the terminal's width, cells wrapped)",
@@ -178,7 +187,14 @@ def _add_simulate(sub: Any) -> None:
 
 
 def _add_diagrams(sub: Any) -> None:
-    diagrams = sub.add_parser("diagrams", help=COMMANDS["diagrams"])
+    diagrams = sub.add_parser(
+        "diagrams", help=COMMANDS["diagrams"],
+        description="Write one mermaid state diagram per state machine, drawn from the machines' "
+        "code, and update the diagram block of --doc (tests hold both to the code).",
+        epilog="examples:\n  addon-status diagrams\n"
+        "  addon-status diagrams --output /tmp/diagrams --doc docs/spec.md",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
     diagrams.add_argument("--output", default="diagrams", help="directory (default: diagrams)")
     diagrams.add_argument(
         "--doc", default="docs/spec.md", help="the document whose diagram block to update"

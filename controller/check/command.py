@@ -37,18 +37,30 @@ def add_check_parser(sub: Any) -> None:
     )  # fmt: skip
     add_run_flags(spoke)
     spoke.set_defaults(handler=_spoke)
-    hub = where.add_parser("hub", help="the fleet rollout on an Open Cluster Management hub")
+    hub = where.add_parser(
+        "hub", help="the fleet rollout on an Open Cluster Management hub",
+        description="Check the rollout on a hub: the addon's ClusterManagementAddOn, its "
+        "placement, the hub copies' CRD, each cluster's ManagedClusterAddOn and the hub side's "
+        "Deployment, Lease and permissions; say what to fix. Exit 0 when every check holds, 1 "
+        "when one does not, 2 for a bad flag or kubeconfig.",
+        epilog="examples:\n"
+        "  addon-status check hub --kubeconfig hub.kubeconfig\n"
+        "  addon-status check hub --context hub --hub-side NAMESPACE/addon-status-hub-controller",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
     hub.add_argument("--kubeconfig", help="the hub's (default: $KUBECONFIG, then ~/.kube/config)")
     hub.add_argument(
         "--context", metavar="NAME", help="the kubeconfig's context (default: current)"
     )
     hub.add_argument(
         "--addon-name", default="addon-status", metavar="NAME",
-        help="the ClusterManagementAddOn (and each cluster's ManagedClusterAddOn)",
+        help="the ClusterManagementAddOn (and each cluster's ManagedClusterAddOn) "
+        "(default: %(default)s)",
     )  # fmt: skip
     hub.add_argument(
         "--copy-name", default="observability-addon", metavar="NAME",
-        help="the hub copies: the ObservabilityAddon of this name in each cluster namespace",
+        help="the hub copies: the ObservabilityAddon of this name in each cluster namespace "
+        "(default: %(default)s)",
     )  # fmt: skip
     hub.add_argument(
         "--hub-side", metavar="NAMESPACE/NAME",
