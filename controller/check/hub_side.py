@@ -104,8 +104,9 @@ def _hub_side(kube: Kube, namespace: str, name: str, now: datetime) -> Iterator[
     resync = last_resync((lease.get("metadata") or {}).get("annotations") or {})
     if resync is None:
         yield bad(
-            "the leader does not say when it last resynced (a hub side older than 0.2.0)",
-            APPLY_HUB_SIDE,
+            "the leader has not noted when it last resynced (it does at the renewal after each "
+            "resync, within seconds of leading; a hub side older than 0.2.0 never does)",
+            f"check again; if it stays, upgrade the hub side: {APPLY_HUB_SIDE}",
         )
         return
     at, every = resync

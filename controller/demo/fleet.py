@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from controller.demo.addon_manager import Rendered
 from controller.demo.klusterlet import Klusterlet
 from controller.demo.objects import change_object
-from controller.demo.ocm_hub import ADDON_MANAGER_TOKEN, hub_server
+from controller.demo.ocm_hub import ADDON_MANAGER_TOKEN, HUB_SIDE, HUB_SIDE_NAMESPACE, hub_server
 from controller.demo.ocm_model import MANAGED_CLUSTER_ADDON, condition
 from controller.demo.scenario_file import Scenario
 from controller.demo.scenario_run import SteppedClock, System
@@ -198,7 +198,8 @@ def running_fleet(
         kubeconfig = hub_kubeconfig(hub, temporary)
         manager = temporary / "addon-manager-kubeconfig"
         manager.write_text(kubeconfig_yaml(server=hub.url, token=ADDON_MANAGER_TOKEN), "utf-8")
-        side = stack.enter_context(hub_side(kubeconfig, clock=clock))
+        lease = f"{HUB_SIDE_NAMESPACE}/{HUB_SIDE}"
+        side = stack.enter_context(hub_side(kubeconfig, clock=clock, lease=lease))
         clock.after_move.append(side.side.resync)  # OCM's view is judged on the story's time
         manager_api = stack.enter_context(client_for(manager))
         writers = stack.enter_context(ocm_writers(

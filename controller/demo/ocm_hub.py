@@ -35,6 +35,8 @@ from statemachines.errors import AddonStatusError
 __all__ = [
     "ADDON_MANAGER",
     "ADDON_MANAGER_TOKEN",
+    "HUB_SIDE",
+    "HUB_SIDE_NAMESPACE",
     "HUB_TOKEN",
     "OCM_CRDS",
     "cluster_labels",
@@ -52,6 +54,8 @@ COPIES_CRD: Final = CRDS / "observabilityaddons.yaml"  # manifests/base/crd.yaml
 ROLLOUT_FILES: Final = ("namespace", "clusterroles", "addon-manager", "agent-isolation",
                         "addontemplate", "addondeploymentconfig", "clustermanagementaddon",
                         "placement")  # fmt: skip
+HUB_SIDE: Final = "addon-status-hub-controller"  # its Deployment and Lease, as manifests/ocm's
+HUB_SIDE_NAMESPACE: Final = "addon-status"
 HUB_TOKEN: Final = "demo-hub-token"  # a demo credential for the embedded hub; never a real one
 ADDON_MANAGER_TOKEN: Final = "demo-addon-manager-token"
 ADDON_MANAGER: Final = UserInfo(  # OCM's and MCE's addon manager, as RBAC sees it
@@ -113,13 +117,26 @@ def _put(hub: APIServer, obj: Mapping[str, Any]) -> None:
 
 
 def _rollout() -> list[Obj]:
-    """What `kubectl apply -k manifests/ocm` puts on the hub (but the hub side's Deployment:
-    the demo runs it in process), and a role letting anonymous requests read."""
-    objects = [*_readers()]
+    """What `kubectl apply -k manifests/ocm` puts on the hub, and a role letting anonymous
+    requests read. The hub side runs in the demo's process: its Deployment stands for it, ready
+    as a kubelet would report one replica (`check hub` reads it, and the Lease it holds)."""
+    objects = [*_readers(), _hub_side_deployment()]
     for name in ROLLOUT_FILES:
         text = (ROLLOUT / f"{name}.yaml").read_text("utf-8")
         objects += [obj for obj in yaml.safe_load_all(text) if obj]
     return objects
+
+
+def _hub_side_deployment() -> Obj:
+    labels = {"app.kubernetes.io/name": HUB_SIDE, "app.kubernetes.io/part-of": "addon-status"}
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": HUB_SIDE, "namespace": HUB_SIDE_NAMESPACE, "labels": labels},
+        "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels}, "spec": {"containers": [
+                     {"name": "hub-controller", "image": "addon-status:demo"}]}}},
+        "status": {"replicas": 1, "readyReplicas": 1, "availableReplicas": 1},
+    }  # fmt: skip
 
 
 def _readers() -> list[Obj]:

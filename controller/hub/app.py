@@ -113,11 +113,18 @@ def hub_side(
     resync: float = 30.0,
     registry: CollectorRegistry | None = None,
     clock: Callable[[], datetime] | None = None,
+    lease: str | None = None,
 ) -> Iterator[HubReplica]:
     """The hub side running in process on the hub of `hub_kubeconfig` (`addon-status demo`):
-    one replica, no election, no metrics or probe server; stopped when the block ends. `clock`:
-    the time OCM's view is judged at (the demo's story); call `side.resync()` when it moves."""
+    one replica holding the Lease `lease` ("namespace/name", as the rollout's replicas would;
+    none: no election), no metrics or probe server; stopped when the block ends. `clock`: the
+    time OCM's view is judged at (the demo's story); call `side.resync()` when it moves."""
     options = HubOptions(resync=timedelta(seconds=resync), request_timeout=5.0)
+    if lease is not None:
+        namespace, _, name = lease.partition("/")
+        options = options.model_copy(
+            update={"leader_elect": True, "lease_namespace": namespace, "lease_name": name}
+        )
     with client_for(hub_kubeconfig) as api:
         replica = HubReplica(options, api, registry=registry, serve=False, clock=clock)
         with replica:

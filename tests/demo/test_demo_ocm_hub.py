@@ -17,8 +17,10 @@ import pytest
 from controller.cli import main
 from controller.demo.command import DEFAULT_SCENARIO, running_fleet
 from controller.demo.fleet import Fleet
+from controller.demo.ocm_hub import HUB_SIDE, HUB_SIDE_NAMESPACE
 from controller.demo.scenario_file import EPOCH, read
 from controller.demo.scenario_run import SteppedClock
+from controller.hub.lease_notes import LAST_RESYNC
 from kubesim import APIServer
 from tests.support import KUBECTL, eventually
 
@@ -49,6 +51,12 @@ def fleet() -> Iterator[Fleet]:
 
 
 def _check_hub(fleet: Fleet, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    def noted() -> bool:  # the leader notes its first resync at the renewal after it
+        lease = fleet.hub.get_object("coordination.k8s.io", "v1", "leases", HUB_SIDE_NAMESPACE,
+                                     HUB_SIDE) or {}  # fmt: skip
+        return LAST_RESYNC in ((lease.get("metadata") or {}).get("annotations") or {})
+
+    eventually(noted, "the hub side's resync on its Lease")
     capsys.readouterr()
     code = main(["check", "hub", "--kubeconfig", str(fleet.kubeconfig)])
     return code, capsys.readouterr().out
@@ -69,6 +77,7 @@ def test_check_hub_passes_on_the_demo_s_hub(
     assert "✔ Placement addon-status/addon-status chose 2 clusters" in out
     assert "✔ 2 of 2 clusters: registered, manifests applied, the hub copy kept by a running " \
            "agent" in out  # fmt: skip
+    assert "✔ the hub side runs: 1 of 1 replicas ready" in out  # the demo's, in its process
 
 
 def _delete(group: str, plural: str, name: str, namespace: str = "") -> Callable[[Fleet], None]:

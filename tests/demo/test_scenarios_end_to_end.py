@@ -147,7 +147,7 @@ def test_a_crd_file_that_is_not_there_exits_2(
     path.write_text("steps:\n  - at: 0s\n    report: {reason: UpdateSuccessful}\n")
     code, _, err = _demo(path, capsys, "--crd", str(tmp_path / "missing.yaml"))
     assert code == 2
-    assert err.strip() == f"--crd {tmp_path / 'missing.yaml'}: no such file"
+    assert err.strip() == f"addon-status demo: --crd {tmp_path / 'missing.yaml'}: no such file"
 
 
 def test_an_object_of_a_kind_the_spoke_does_not_serve_fails_the_run_saying_so(
