@@ -41,6 +41,7 @@ PREREQUISITES: Final[dict[str, tuple[tuple[str, ...], tuple[Path, ...]]]] = {
     "hub": (("cluster1",), ()),
     "hub/create-missing": (("cluster1",), ()),
     "hub/crd": ((), ()),
+    "hub/crd-own-kind": ((), ()),
     "hub-controller": (("open-cluster-management-observability",), ()),
     "hub-controller-acm": (("open-cluster-management-observability",), ()),
     "beside": ((ADDON_NAMESPACE,), ()),

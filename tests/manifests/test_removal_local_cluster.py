@@ -20,7 +20,7 @@ from tests.support import KUBECTL
 
 pytestmark = pytest.mark.integration
 ADDON_NAMESPACE = "open-cluster-management-addon-observability"
-ROLLOUTS = ("ocm", "ocm/acm")
+ROLLOUTS = ("ocm", "ocm/acm", "hub-controller-beside")  # what a hub removes with delete -k
 
 
 def kubectl(url: str, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
@@ -35,8 +35,9 @@ def test_no_hub_rollout_lists_a_crd_that_holds_addon_crs(rollout: str) -> None:
     assert "CustomResourceDefinition" not in kinds
 
 
-def test_the_crd_step_is_kept_by_gitops_prunes() -> None:
-    (crd,) = build(MANIFESTS / "hub" / "crd").objects
+@pytest.mark.parametrize("step", ["hub/crd", "hub/crd-own-kind"])
+def test_the_crd_step_is_kept_by_gitops_prunes(step: str) -> None:
+    (crd,) = build(MANIFESTS / step).objects
     assert crd["metadata"]["annotations"] == {
         "argocd.argoproj.io/sync-options": "Delete=false",
         "kustomize.toolkit.fluxcd.io/prune": "disabled",
