@@ -233,7 +233,9 @@ def hub_run(
             [sys.executable, "-m", "controller.cli", "hub", "--leader-elect",
              "--kubeconfig", str(kubeconfig), "--metrics-address", f"127.0.0.1:{free_port()}",
              "--probe-address", f"127.0.0.1:{free_port()}", "--log-level", "warning"],
-            cwd=ROOT, env=env | {"POD_NAME": "footprint-hub"},
+            # as the Deployment sets them: its Lease lives where its Role lets it lease
+            cwd=ROOT, env=env | {"POD_NAME": "footprint-hub",
+                                 "POD_NAMESPACE": hub.identity.namespace if hub.identity else ""},
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
         try:
