@@ -41,7 +41,7 @@ def add_check_parser(sub: Any) -> None:
         "hub", help="the fleet rollout on an Open Cluster Management hub",
         description="Check the rollout on a hub: the addon's ClusterManagementAddOn, its "
         "placement, the hub copies' CRD, each cluster's ManagedClusterAddOn and the hub side's "
-        "Deployment, Lease and permissions; say what to fix. Exit 0 when every check holds, 1 "
+        "Deployment, Lease and last resync; say what to fix. Exit 0 when every check holds, 1 "
         "when one does not, 2 for a bad flag or kubeconfig.",
         epilog="examples:\n"
         "  addon-status check hub --kubeconfig hub.kubeconfig\n"

@@ -14,14 +14,7 @@ from controller.check.findings import Access, Finding, bad, good, may
 from controller.check.hub_side import APPLY, hub_side_findings
 from controller.hub.access import refusal
 from controller.hub.ocm import MANAGED_CLUSTER, MANAGED_CLUSTER_ADDON
-from controller.kube.api import (
-    ADDON,
-    ApiResource,
-    Kube,
-    KubeError,
-    NotFoundError,
-    whole,
-)
+from controller.kube.api import ADDON, ApiResource, Kube, KubeError, NotFoundError, whole
 from controller.kube.pager import list_all
 
 __all__ = ["hub_findings"]
