@@ -3,7 +3,8 @@
 `Available` says the addon works; `Ready` says it works *as the CR now asks*: every counted
 collector (neither Disabled nor NotSupported) has reported at the CR's current generation. A
 collector whose reports never carried an `observedGeneration` counts as current: nothing says it
-lags. `status.lastKnownGood` remembers the newest generation the addon was Ready at, and since
+lags. `Ready=False` says why: the True type and its reason, then the resources not counted
+`Healthy` (a watched object that is gone is named there, as `NotFound`). `status.lastKnownGood` remembers the newest generation the addon was Ready at, and since
 when; it never goes back, so after a bad spec change it still names the generation to return to.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from statemachines import health
 from statemachines.conditions import (
     Condition,
     ConditionStatus,
@@ -50,6 +52,8 @@ def ready_condition(
         assert true is not None  # exactly one standard type is True
         reason, status = ReadyReason.NOT_AVAILABLE, ConditionStatus.FALSE
         message = f"the addon is {true.type}, not Available ({true.reason})"
+        if held := health.not_healthy(state.resources, state.health):
+            message += f"; not healthy: {held}"  # a gone object says so here too (§8)
     elif lagging := _lagging(state):
         reason, status = ReadyReason.OUTDATED_GENERATION, ConditionStatus.FALSE
         names = ", ".join(

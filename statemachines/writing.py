@@ -72,7 +72,8 @@ def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonS
     """`state` with its conditions recomputed at `now` (the same object if nothing changed).
 
     A standard condition keeps its transition time unless its status flips; the False ones carry
-    the kept reason and message too, so each says why.
+    the kept reason too, so each says why, and a short message naming the True one rather than
+    repeating its message (docs/spec.md §5).
     """
     previous = state.conditions
     by_type = {c.type: c for c in previous}
@@ -87,7 +88,8 @@ def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonS
         status = ConditionStatus.TRUE if type_ is result.type else ConditionStatus.FALSE
         since = transition_time(by_type.get(type_), status, now)
         old = by_type.get(type_)
-        written = (status, reason, result.message, since, state.generation)
+        message = result.message if status is ConditionStatus.TRUE else f"the addon is {result.type}"
+        written = (status, reason, message, since, state.generation)
         standard.append(kept_or_new(old, type_, *written))
     ready = ready_condition(state, standard, config, now)
     resources = health.resources_healthy(

@@ -125,7 +125,8 @@ def describe(cluster: str, copy: Mapping[str, Any] | None, ocm: ClusterOcm, now:
 
 def _unrepeated(conditions: list[dict[str, Any]]) -> list[tuple[dict[str, Any], Any]]:
     """Each condition with its message, or `(as T)` when the `True` condition T says the same
-    (the standard conditions share the addon's message, spec §5): the view fits a terminal."""
+    (a copy written before 0.2.0, or by MCO, repeats the addon's message on every standard
+    condition; spec §5): the view fits a terminal."""
     true = [c for c in conditions if c.get("status") == "True" and c.get("message")]
     shown = []
     for c in conditions:

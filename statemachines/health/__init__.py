@@ -33,7 +33,12 @@ from statemachines.health.counted import (
 from statemachines.health.overlay import addon_message, collector_health, overlay
 from statemachines.health.resources import Resource, load_resources
 from statemachines.health.rules import Result, evaluate
-from statemachines.health.status import resources_from_api, resources_healthy, resources_to_api
+from statemachines.health.status import (
+    not_healthy,
+    resources_from_api,
+    resources_healthy,
+    resources_to_api,
+)
 from statemachines.health.vocabulary import RESOURCES_HEALTHY, Health, HealthReason
 
 __all__ = [
@@ -51,6 +56,7 @@ __all__ = [
     "evaluate",
     "load_resources",
     "next_wakeup",
+    "not_healthy",
     "overlay",
     "resources_from_api",
     "resources_healthy",

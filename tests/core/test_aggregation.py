@@ -135,8 +135,11 @@ def test_message_names_every_collector_and_its_own_state(
     for name, reason, text in reports:
         run.report(reason, name, text)
     run.at(MIN)
-    for type_ in STANDARD:
-        assert run.condition(type_).message == message, type_
+    [true] = [run.condition(t) for t in STANDARD if run.condition(t).status == "True"]
+    assert true.message == message
+    for type_ in STANDARD:  # a False one names the True one, not its message again (§5)
+        if type_ != true.type:
+            assert run.condition(type_).message == f"the addon is {true.type}", type_
 
 
 @pytest.mark.parametrize(
@@ -153,14 +156,15 @@ def test_message_names_every_collector_and_its_own_state(
 def test_false_conditions_carry_a_meaningful_reason(
     targets: dict[str, Target], addon: ConditionType, kept: Reason
 ) -> None:
-    """The standard conditions that are False say why (the kept reason) and carry the same
-    message naming every collector; none of them is left without a reason."""
+    """The standard conditions that are False say why (the kept reason) and name the True one
+    in their message, which alone names every collector; none is left without a reason."""
     run = reach(targets)
     expect(run, addon=addon, addon_reason=kept)
     true = run.condition(addon)
     for type_ in STANDARD:
         cond = run.condition(type_)
         assert cond.status == ("True" if type_ is addon else "False")
-        assert (cond.reason, cond.message) == (kept.value, true.message)
+        message = true.message if type_ is addon else f"the addon is {addon.value}"
+        assert (cond.reason, cond.message) == (kept.value, message)
     assert true.message.startswith("MetricsCollector: ")
     assert "; UwlMetricsCollector: " in true.message

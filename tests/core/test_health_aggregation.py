@@ -130,6 +130,21 @@ def test_addon_message_names_resources_not_healthy_after_the_collectors() -> Non
     assert resources.startswith("Unknown, NotFound")
 
 
+def test_a_gone_object_is_named_by_ready_as_what_holds_the_addon_back() -> None:
+    """The reason stays the rules' (UpdateSuccessful, §8); Ready=False says why: the gone
+    object, by name, NotFound."""
+    config = _config(resource(DEPLOYMENT_RULE, name="mc", collector=MC))
+    state = observe_object(_forwarding(config), "mc", _deployment("True"), T0, config=config).state
+    ready = find_condition(state.conditions, "Ready")
+    assert ready is not None and ready.status == "True"
+    state = observe_object(state, "mc", None, T0 + MIN, config=config).state
+    ready = find_condition(state.conditions, "Ready")
+    assert ready is not None and ready.status == "False"
+    said, _, held = ready.message.partition("; not healthy: ")
+    assert said == "the addon is Progressing, not Available (UpdateSuccessful)"
+    assert held.startswith("mc: Unknown, NotFound (") and "not found" in held
+
+
 def test_for_holds_a_result_back_and_its_timer_counts_it_without_another_change() -> None:
     config = _config(resource(DEPLOYMENT_RULE, name="mc", collector=MC, for_="2m"))
     state = observe_object(_forwarding(config), "mc", _deployment("True"), T0, config=config).state

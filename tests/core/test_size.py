@@ -75,7 +75,7 @@ def test_the_addons_message_is_cut_to_4096_characters() -> None:
         state = observe_object(state, r.name, down, T0, config=config).state
     status = to_status(state)
     for condition in status["conditions"]:
-        if condition["type"] in ("Available", "Degraded", "ResourcesHealthy"):
+        if condition["type"] in ("Degraded", "ResourcesHealthy"):  # Degraded is True
             assert len(condition["message"]) == 4096 and condition["message"].endswith("…")
     for entry in status["resources"]:
         assert len(entry["conditions"][0]["message"]) == 1024  # a resource's own limit
