@@ -25,8 +25,16 @@ For cluster `C` and addon `A` (following the addon framework's template agent):
    both its groups (OCM >= 1.2: the second group is every cluster's, so RBAC alone no longer
    keeps one cluster's agent out of another's namespace; the rollout's admission policy does).
 
+6. Which template: the one the ClusterManagementAddOn's default config names (`chosen_template`;
+   the manager copies it into each ManagedClusterAddOn's `configReferences` and renders what that
+   names). Naming another template is a switch: each cluster's rendering of the new template
+   replaces the manifests of the same ManifestWork (`addon-A-deploy-0`, a name without the
+   template's); the work agent updates each object in place and deletes each object it applied
+   that the work no longer lists (`no_longer_applied`), unless that object was applied annotated
+   `addon.open-cluster-management.io/deletion-orphan` (the work then never owned it).
+
 Not rendered (the project's configs use none of them): proxy settings, resource requirements,
-custom signers, `SingleNamespace` permissions.
+custom signers, `SingleNamespace` permissions, per-placement or per-cluster configs.
 """
 
 from __future__ import annotations
@@ -34,18 +42,31 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-__all__ = ["HUB_KUBECONFIG_DIR", "AgentIdentity", "Rendered", "render"]
+__all__ = [
+    "DELETION_ORPHAN",
+    "HUB_KUBECONFIG_DIR",
+    "AgentIdentity",
+    "Rendered",
+    "TemplateNotFoundError",
+    "chosen_template",
+    "deploy_work_name",
+    "no_longer_applied",
+    "render",
+]
 
 Obj = dict[str, Any]
 HUB_KUBECONFIG_DIR: Final = "/managed/hub-kubeconfig"
 _VARIABLE: Final = re.compile(r"\{\{([^{}]*)\}\}")
 _RBAC: Final = "rbac.authorization.k8s.io"
+_ADDON_GROUP: Final = "addon.open-cluster-management.io"
 DEFAULT_INSTALL_NAMESPACE: Final = "open-cluster-management-agent-addon"
 """What the AddOnDeploymentConfig CRD defaults `agentInstallNamespace` to."""
+DELETION_ORPHAN: Final = "addon.open-cluster-management.io/deletion-orphan"
+"""An agent manifest so annotated is left on the spoke when the ManifestWork stops listing it."""
 
 
 @dataclass(frozen=True)
@@ -178,3 +199,51 @@ def _binding(addon: str, cluster: str, role: str, identity: AgentIdentity) -> Ob
         "roleRef": {"apiGroup": _RBAC, "kind": "ClusterRole", "name": role},
         "subjects": subjects,
     }  # fmt: skip
+
+
+class TemplateNotFoundError(LookupError):
+    """The ClusterManagementAddOn names no AddOnTemplate, or one that is not there."""
+
+
+def chosen_template(
+    addon: Mapping[str, Any], templates: Iterable[Mapping[str, Any]]
+) -> Mapping[str, Any]:
+    """The AddOnTemplate that `addon` (a ClusterManagementAddOn) names as its default config,
+    among `templates`: what the manager renders for every cluster."""
+    name = next(
+        ((c.get("defaultConfig") or {}).get("name") for c in
+         (addon.get("spec") or {}).get("supportedConfigs") or []
+         if (c.get("group"), c.get("resource")) == (_ADDON_GROUP, "addontemplates")),
+        None,
+    )  # fmt: skip
+    found = [t for t in templates if t["metadata"]["name"] == name]
+    if not name or not found:
+        raise TemplateNotFoundError(
+            f"ClusterManagementAddOn {addon['metadata']['name']} names AddOnTemplate "
+            f"{name or '(none)'}, which is not there"
+        )
+    return found[0]
+
+
+def deploy_work_name(template: Mapping[str, Any]) -> str:
+    """The ManifestWork the manager keeps the agent in: named by the addon, not the template."""
+    return f"addon-{template['spec']['addonName']}-deploy-0"
+
+
+def no_longer_applied(before: Sequence[Obj], after: Sequence[Obj]) -> list[Obj]:
+    """What the work agent deletes when a ManifestWork's manifests change from `before` to
+    `after`: every object of `before` that `after` does not list (same group, kind, namespace
+    and name), but those `before` annotated `DELETION_ORPHAN` (the agent applied them without
+    its owner reference and leaves what it does not own), in `before`'s order."""
+    listed = {_key(o) for o in after}
+    return [
+        o for o in before
+        if _key(o) not in listed
+        and DELETION_ORPHAN not in ((o.get("metadata") or {}).get("annotations") or {})
+    ]  # fmt: skip
+
+
+def _key(obj: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    metadata = obj.get("metadata") or {}
+    group = str(obj.get("apiVersion", "")).rpartition("/")[0]
+    return group, str(obj.get("kind")), metadata.get("namespace", ""), metadata["name"]
