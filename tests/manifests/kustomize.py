@@ -204,16 +204,31 @@ def _labelled(obj: Obj, wanted: Mapping[str, str]) -> bool:
 
 
 def _set_image(obj: Obj, image: Mapping[str, str]) -> None:
-    pod = ((obj.get("spec") or {}).get("template") or {}).get("spec") or {}
-    for container in [*pod.get("containers", []), *pod.get("initContainers", [])]:
-        reference = str(container["image"])
-        name, sep, tag = reference.rpartition(":")
-        if not sep or "/" in tag:  # no tag; the colon was a registry's port
-            name, tag = reference, ""
-        if name != image["name"]:
-            continue
-        new_name = image.get("newName", name)
-        new_tag = image.get("newTag", tag)
-        container["image"] = (
-            f"{new_name}@{image['digest']}" if "digest" in image else f"{new_name}:{new_tag}"
-        )
+    """kustomize's image transformer (its `LegacyFilter`): every `image` of a list named
+    `containers` or `initContainers` anywhere in the object (an AddOnTemplate's embedded
+    Deployments too), but in a CustomResourceDefinition."""
+    if obj.get("kind") != "CustomResourceDefinition":
+        for container in _containers(obj):
+            container["image"] = _retagged(str(container["image"]), image)
+
+
+def _containers(node: object) -> Iterable[Obj]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("containers", "initContainers") and isinstance(value, list):
+                yield from (c for c in value if isinstance(c, dict) and "image" in c)
+            yield from _containers(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _containers(value)
+
+
+def _retagged(reference: str, image: Mapping[str, str]) -> str:
+    name, sep, tag = reference.rpartition(":")
+    if not sep or "/" in tag:  # no tag; the colon was a registry's port
+        name, tag = reference, ""
+    if name != image["name"]:
+        return reference
+    new_name = image.get("newName", name)
+    new_tag = image.get("newTag", tag)
+    return f"{new_name}@{image['digest']}" if "digest" in image else f"{new_name}:{new_tag}"

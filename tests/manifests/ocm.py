@@ -12,8 +12,12 @@ shipped CRD). What changes on the way, and why:
   (`addon-status-hub-kubeconfig`, a client certificate it rotates) at `{{HUB_KUBECONFIG}}`'s
   directory, under the volume name `hub-kubeconfig` the base uses too;
 - `--cluster-name={{CLUSTER_NAME}}` replaces the settings' `ADDON_STATUS_CLUSTER_NAME` (the
-  one value that differs per cluster), `--log-level={{LOG_LEVEL}}` and the image `{{IMAGE}}`
-  come from the AddOnDeploymentConfig;
+  one value that differs per cluster), `--log-level={{LOG_LEVEL}}` comes from the
+  AddOnDeploymentConfig;
+- the image is not a variable: the spoke's own `addon-status:<version>` stays, so that one
+  `images:` entry of a user's kustomization (kustomize rewrites `containers[].image` anywhere in
+  an object, an AddOnTemplate's manifests too) sets the hub side's, the spoke's and the agent's
+  image at once; a mirror is the AddOnDeploymentConfig's `registries`;
 - seed: `--hub-create-missing` (nobody else creates the hub copies on a bare hub; the role that
   allows it is bound in the cluster's own namespace only), and the agent's Namespace comes first
   (OCM creates no install namespace; its namespace decorator renames this one to the
@@ -113,7 +117,6 @@ def _agent(obj: Obj, flavour: str) -> Obj:
         pod = obj["spec"]["template"]["spec"]
         pod["volumes"] = [v for v in pod["volumes"] if v["name"] != _HUB_VOLUME]
         [container] = pod["containers"]
-        container["image"] = "{{IMAGE}}"
         container["volumeMounts"] = [
             m for m in container["volumeMounts"] if m["name"] != _HUB_VOLUME
         ]

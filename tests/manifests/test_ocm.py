@@ -34,7 +34,7 @@ def _without_rollout_changes(obj: Obj) -> Obj:
     if obj["kind"] == "Deployment":
         pod = obj["spec"]["template"]["spec"]
         [container] = pod["containers"]
-        for key in ("image", "args", "volumeMounts"):
+        for key in ("args", "volumeMounts"):
             container.pop(key)
         pod.pop("volumes")
     return obj

@@ -1,8 +1,8 @@
 """One version across a release (issue 35.2): pyproject.toml's version is the source; every
-image of the project's that an overlay names, the images: tags, the AddOnDeploymentConfig's
-IMAGE and the Dockerfile's build line carry it; the AddOnTemplates keep one name across releases
-(OCM v1.3 rolls a changed template out under the same name, every object's UID kept), so no
-release renames them."""
+image of the project's that an overlay names (test_image.py: every one, nested ones too), the
+images: tags and the Dockerfile's build line carry it; the AddOnTemplates keep one name across
+releases (OCM v1.3 rolls a changed template out under the same name, every object's UID kept),
+so no release renames them."""
 
 from __future__ import annotations
 
@@ -19,8 +19,6 @@ IMAGE = f"{ADDON}:{VERSION}"
 def images(obj: object) -> list[str]:
     if isinstance(obj, dict):
         found = [obj["image"]] if isinstance(obj.get("image"), str) else []
-        if obj.get("name") == "IMAGE" and isinstance(obj.get("value"), str):
-            found.append(obj["value"])  # the AddOnDeploymentConfig's variable
         return found + [i for value in obj.values() for i in images(value)]
     if isinstance(obj, list):
         return [i for value in obj for i in images(value)]
