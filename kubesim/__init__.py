@@ -2,7 +2,7 @@
 serves (the project's CRDs, Namespaces, Events, Leases, TokenReviews): what the integration
 tests and the demo run the controller against, since no real kube-apiserver installs here."""
 
-from kubesim.access import WRITE_VERBS, AuditRecord, UserInfo
+from kubesim.access import POD_NAME, WRITE_VERBS, AuditRecord, UserInfo
 from kubesim.errors import APIError
 from kubesim.faults import Faults, Matcher
 from kubesim.resources import CRDError, ResourceType, load_crds
@@ -12,6 +12,7 @@ from kubesim.transport import ServingTLS
 
 __all__ = [
     "DEFAULT_NAMESPACES",
+    "POD_NAME",
     "WRITE_VERBS",
     "APIError",
     "APIServer",

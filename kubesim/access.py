@@ -10,9 +10,23 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["ANONYMOUS", "WRITE_VERBS", "AuditLog", "AuditRecord", "Authenticator", "UserInfo"]
+__all__ = [
+    "ANONYMOUS",
+    "POD_NAME",
+    "WRITE_VERBS",
+    "AuditLog",
+    "AuditRecord",
+    "Authenticator",
+    "UserInfo",
+]
 
 WRITE_VERBS: Final = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+
+
+# The key kube-apiserver's ServiceAccount authenticator puts in `user.extra` for a token bound
+# to a pod (every projected token a pod mounts): two replicas of one Deployment share their
+# user name and groups, and differ only there (and in the audit log's record of it).
+POD_NAME: Final = "authentication.kubernetes.io/pod-name"
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +34,12 @@ class UserInfo:
     username: str
     uid: str = ""
     groups: tuple[str, ...] = ()
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()  # user.extra, as (key, values) pairs
+
+    @property
+    def pod(self) -> str:
+        """The pod a bound ServiceAccount token names (`user.extra`), "" for any other user."""
+        return next((values[0] for key, values in self.extra if key == POD_NAME and values), "")
 
     def authenticated_groups(self) -> list[str]:
         """kube-apiserver adds `system:authenticated` to every authenticated user."""
@@ -79,6 +99,7 @@ class AuditRecord:
     name: str
     code: int
     path: str = ""  # the URL path, for non-resource requests (/version, discovery)
+    pod: str = ""  # user.extra's pod name: which replica of a ServiceAccount called
 
 
 class AuditLog:
@@ -108,6 +129,7 @@ class AuditLog:
         name: str | None = None,
         api_group: str | None = None,
         user: str | None = None,
+        pod: str | None = None,
         successful: bool = True,
     ) -> int:
         """How many requests matched; by default the successful writes."""
@@ -122,5 +144,6 @@ class AuditLog:
             and (name is None or r.name == name)
             and (api_group is None or r.api_group == api_group)
             and (user is None or r.user == user)
+            and (pod is None or r.pod == pod)
             and (not successful or 200 <= r.code < 300)
         )

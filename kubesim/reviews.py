@@ -116,6 +116,8 @@ def _token_review(spec: Obj, authenticator: Authenticator) -> Obj:
     if user.uid:
         shown["uid"] = user.uid
     shown["groups"] = user.authenticated_groups()
+    if user.extra:
+        shown["extra"] = {key: list(values) for key, values in user.extra}
     status: Obj = {"authenticated": True, "user": shown}
     if spec.get("audiences"):
         status["audiences"] = list(spec["audiences"])

@@ -35,6 +35,7 @@ class RequestInfo:
     namespace: str = ""
     name: str = ""
     user: str = ""
+    pod: str = ""  # the caller's user.extra pod name (a bound ServiceAccount token)
     # The name a list or watch's field selector requires (`metadata.name=X`): RequestInfoFactory
     # gives it to authorization (RBAC's resourceNames) and audit; the request still lists.
     selected_name: str = ""

@@ -220,7 +220,7 @@ class APIServer(StorageControls):
             handler.close_connection = handler.close_connection or handler.body_pending()
             self._answer(handler, info, refused.code, refused.status(), headers=refused.headers)
             return
-        info = replace(info, user=user.username)
+        info = replace(info, user=user.username, pod=user.pod)
         denied = self._authorizer.authorize(user, info) if self._authorizer else None
         if denied is not None:
             self._answer(handler, info, denied.code, denied.status())
@@ -359,5 +359,6 @@ class APIServer(StorageControls):
                 name=info.name or info.selected_name,
                 code=code,
                 path="" if info.is_resource else info.path,
+                pod=info.pod,
             )
         )

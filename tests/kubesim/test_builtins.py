@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from kubernetes import client, dynamic, watch
 
-from kubesim import APIServer, UserInfo
+from kubesim import POD_NAME, APIServer, UserInfo
 from tests.kubesim.conftest import CRD, GROUP, NAME, VERSION, status_of
 from tests.support import api_client
 
@@ -212,6 +212,29 @@ def test_a_token_review_answers_from_the_token_table() -> None:
             client.V1TokenReview(spec=client.V1TokenReviewSpec(token="nobody"))
         )
         assert not unknown.status.authenticated and unknown.status.user.username is None
+
+
+def test_a_token_bound_to_a_pod_names_it_in_extra_and_in_the_audit_log() -> None:
+    """kube-apiserver's ServiceAccount authenticator puts a bound token's pod in `user.extra`
+    (`authentication.kubernetes.io/pod-name`), which a TokenReview shows and the audit log
+    records: two replicas of one Deployment share their user and groups and differ there."""
+    account = "system:serviceaccount:obs:addon-status-controller"
+    tokens = {
+        "reviewer": UserInfo("reviewer", groups=("system:masters",)),
+        **{f"pod-{n}": UserInfo(account, extra=((POD_NAME, (f"controller-{n}",)),)) for n in "ab"},
+    }
+    with APIServer([CRD], tokens=tokens, rbac=True) as srv, api_client(srv, "reviewer") as api:
+        review = client.AuthenticationV1Api(api).create_token_review(
+            client.V1TokenReview(spec=client.V1TokenReviewSpec(token="pod-a"))
+        )
+        assert review.status.user.username == account
+        assert review.status.user.extra == {POD_NAME: ["controller-a"]}
+        for token in ("pod-a", "pod-b"):
+            with api_client(srv, token) as pod, pytest.raises(client.ApiException):
+                client.CoreV1Api(pod).list_namespace()  # no role: a 403, audited all the same
+        refused = [(r.user, r.pod, r.code) for r in srv.audit if r.resource == "namespaces"]
+        assert refused == [(account, "controller-a", 403), (account, "controller-b", 403)]
+        assert srv.count_requests(verbs=("list",), pod="controller-b", successful=False) == 1
 
 
 def test_version_is_complete_for_the_typed_client(api: client.ApiClient) -> None:

@@ -1,11 +1,15 @@
-"""The whole system on one machine: two embedded API servers — the spoke (the addon CR, the
-leader Lease) and the hub (the addon CR's copy in namespace `cluster1`) — reached by the real
-`kubernetes` client over HTTP, and whole controller replicas (`controller.spoke.app.Replica`) built
-in process on free loopback ports, with reports sent over HTTP by `ReportClient`.
+"""The whole system on one machine: two embedded API servers — the spoke (the addon CR, the leader
+Lease) and the hub (the addon CR's copy in namespace `cluster1`) — reached by the real
+`kubernetes` client over HTTP, and whole controller replicas (`controller.spoke.app.Replica`)
+built in process on free loopback ports, with reports sent over HTTP by `ReportClient`.
 
-Every replica authenticates with a token of its own, so the servers' audit logs tell who wrote
-what. The state machines run on one `FakeClock` the test moves; the Lease and the hub retries
-run on real time with short durations. Every thread a test starts is gone after teardown.
+Every replica runs as the spoke's ServiceAccount, bound only by the shipped overlay's roles (RBAC
+on: manifests/kubernetes, or manifests/acm for `--profile acm`), with a token bound to a pod of
+its own, as a Deployment's replicas are: the servers' audit logs tell the replicas apart by the
+pod name kube-apiserver puts in `user.extra`. On the hub it writes as the hub identity
+manifests/hub binds for `cluster1`. The state machines run on one `FakeClock` the test moves; the
+Lease and the hub retries run on real time with short durations. Every thread a test starts is
+gone after teardown.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -28,9 +33,12 @@ from controller.kube.kubeconfig import kubeconfig_yaml
 from controller.spoke.addon import GROUP, KIND, PLURAL, VERSION
 from controller.spoke.app import Replica
 from controller.spoke.options import Address, RunOptions
-from kubesim import APIServer, UserInfo
+from kubesim import POD_NAME, APIServer, UserInfo
 from tests import support
 from tests.clock import FakeClock
+from tests.identities import ADMIN as ADMIN_USER
+from tests.identities import ADMIN_TOKEN, RBAC_KINDS, Identity, bind, identity
+from tests.manifests.kustomize import MANIFESTS, build
 from tests.names import MC, UWL
 
 CRD = Path(__file__).resolve().parents[2] / "manifests" / "base" / "crd.yaml"
@@ -39,15 +47,37 @@ CLUSTER = "cluster1"
 NAME = "observability-addon"
 WAIT = 10.0  # the longest any single wait may take (a loaded 2-core machine)
 
-ADMIN = "admin-token"
+ADMIN = ADMIN_TOKEN
 HUB_TOKEN, ROTATED_HUB_TOKEN = "hub-token-1", "hub-token-2"
-HUB_WRITER = "system:serviceaccount:cluster1:addon-status"
-SPOKE_TOKENS = {
-    ADMIN: UserInfo("admin", groups=("system:masters",)),
-    "spoke-token-a": UserInfo("replica-a"),
-    "spoke-token-b": UserInfo("replica-b"),
+# the spoke's ServiceAccount, by profile: manifests/acm adds the bookkeeping ConfigMap's Role
+SPOKE = {
+    "seed": identity(MANIFESTS / "kubernetes", "addon-status-controller"),
+    "acm": identity(MANIFESTS / "acm", "addon-status-controller"),
 }
-HUB_TOKENS = {ADMIN: SPOKE_TOKENS[ADMIN], HUB_TOKEN: UserInfo(HUB_WRITER)}
+# what manifests/hub binds for cluster1: its ServiceAccount, the ClusterRole of the copies
+HUB_AGENT = Identity(
+    CLUSTER, "addon-status",
+    tuple(o for o in build(MANIFESTS / "hub").objects if o["kind"] in RBAC_KINDS),
+)  # fmt: skip
+HUB_WRITER = HUB_AGENT.user.username
+
+
+def replica_pod(name: str) -> str:
+    """The pod replica `name` runs as (its Deployment's pod, as the audit log names it)."""
+    return f"addon-status-controller-{name}"
+
+
+def _pod_token(name: str) -> UserInfo:
+    """A token bound to replica `name`'s pod: the ServiceAccount's user, its pod in `extra`."""
+    return replace(SPOKE["seed"].user, extra=((POD_NAME, (replica_pod(name),)),))
+
+
+SPOKE_TOKENS = {
+    ADMIN: ADMIN_USER,
+    "spoke-token-a": _pod_token("a"),
+    "spoke-token-b": _pod_token("b"),
+}
+HUB_TOKENS = {ADMIN: ADMIN_USER, HUB_TOKEN: HUB_AGENT.user}
 LOOPBACK = Address(host="127.0.0.1", port=0)
 # Threads of a replica; none may outlive its stop().
 THREADS = frozenset({
@@ -95,10 +125,10 @@ def conditions(status: dict[str, Any]) -> list[dict[str, Any]]:
     return list(status.get("conditions") or [])
 
 
-def status_writes(server: APIServer, *, user: str | None = None) -> int:
+def status_writes(server: APIServer, *, user: str | None = None, pod: str | None = None) -> int:
     """Successful PUTs on the addon CR's status subresource, from the audit log."""
     return server.count_requests(
-        verbs=("update",), resource=PLURAL, subresource="status", user=user
+        verbs=("update",), resource=PLURAL, subresource="status", user=user, pod=pod
     )
 
 
@@ -126,15 +156,17 @@ def crd() -> Path:
 
 @pytest.fixture
 def spoke_server(crd: Path) -> Iterator[APIServer]:
-    with APIServer([crd], tokens=SPOKE_TOKENS) as server:
+    with APIServer([crd], tokens=SPOKE_TOKENS, rbac=True) as server:
         create_addon(server, SPOKE_NAMESPACE)
+        bind(server, SPOKE["seed"])
         yield server
 
 
 @pytest.fixture
 def hub_server(crd: Path) -> Iterator[APIServer]:
-    with APIServer([crd], tokens=HUB_TOKENS) as server:
+    with APIServer([crd], tokens=HUB_TOKENS, rbac=True) as server:
         create_addon(server, CLUSTER)
+        bind(server, HUB_AGENT)
         yield server
 
 
@@ -152,9 +184,10 @@ def clock() -> FakeClock:
 def replicas(
     spoke_server: APIServer, hub_kubeconfig: Path, clock: FakeClock
 ) -> Iterator[ReplicaFactory]:
-    """`make("a", **options)`: a started replica named `a` (its Lease identity; spoke user
-    `replica-a`). Options override the test defaults: loopback, no report authentication, a
-    hub copy in `cluster1`, Lease 1 s / renew 0.6 s / retry 0.2 s, no staleness."""
+    """`make("a", **options)`: a started replica named `a` (its Lease identity; its spoke token
+    bound to pod `replica_pod("a")`), the acm profile's roles bound first. Options override the test
+    defaults: loopback, no report authentication, a hub copy in `cluster1`, Lease 1 s / renew
+    0.6 s / retry 0.2 s, no staleness."""
     started: list[tuple[Replica, Connection]] = []
     before = set(threading.enumerate())
 
@@ -173,6 +206,8 @@ def replicas(
             "retry_period": timedelta(seconds=0.2),
             **overrides,
         }
+        if settings.get("profile") == "acm":  # and the Role of its bookkeeping ConfigMap
+            bind(spoke_server, SPOKE["acm"])
         api = support.connection(spoke_server, f"spoke-token-{name}")
         replica = Replica(
             RunOptions(**settings),

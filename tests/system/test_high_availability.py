@@ -34,13 +34,14 @@ from tests.system.conftest import (
     boot,
     conditions,
     probe,
+    replica_pod,
     status_of,
     status_writes,
 )
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 Reporters = Callable[..., ReportClient]
-REPLICA_USERS = {"replica-a", "replica-b"}
+REPLICA_PODS = {replica_pod("a"), replica_pod("b")}
 
 
 def status_puts_by_non_holders(server: APIServer) -> list[str]:
@@ -51,7 +52,7 @@ def status_puts_by_non_holders(server: APIServer) -> list[str]:
     """
     holder, offences = "", []
     for record in server.audit:
-        if not 200 <= record.code < 300 or record.user not in REPLICA_USERS:
+        if not 200 <= record.code < 300 or record.pod not in REPLICA_PODS:
             continue
         status_put = (record.resource, record.subresource, record.verb) == (
             PLURAL,
@@ -59,9 +60,9 @@ def status_puts_by_non_holders(server: APIServer) -> list[str]:
             "update",
         )
         if record.resource == "leases" and record.verb in ("create", "update"):
-            holder = record.user
-        elif status_put and record.user != holder:
-            offences.append(f"{record.user} wrote while {holder or 'nobody'} held the Lease")
+            holder = record.pod
+        elif status_put and record.pod != holder:
+            offences.append(f"{record.pod} wrote while {holder or 'nobody'} held the Lease")
     return offences
 
 
@@ -143,8 +144,8 @@ def test_one_writer_a_follower_says_503_and_a_retrying_client_reaches_the_next_l
     assert metrics(b.metrics_url, "addon_status_leader") == 1
     assert metrics(b.metrics_url, "addon_status_leader_transitions_total") == 1
 
-    assert status_writes(spoke_server, user="replica-a") >= 3
-    assert status_writes(spoke_server, user="replica-b") >= 1
+    assert status_writes(spoke_server, pod=replica_pod("a")) >= 3
+    assert status_writes(spoke_server, pod=replica_pod("b")) >= 1
     assert status_puts_by_non_holders(spoke_server) == []
     eventually(
         lambda: (

@@ -83,8 +83,10 @@ def test_a_valid_report_never_wedges_the_spoke(
             )
             if book is not None:
                 assert encoded_size(json.loads(book["data"][KEY])) <= BUDGET
-    refused = [r for r in spoke_server.audit if r.code >= 400 and r.verb in {"update", "create"}]
-    assert refused == [], "the API server refused nothing"
+    writes = [r for r in spoke_server.audit if r.pod and r.verb in {"update", "create"}]
+    assert writes and all(r.code < 400 for r in writes), (
+        "the API server refused the replica nothing"
+    )
     assert probe(replica.probe_url, "/readyz") == 200
     history = status_of(spoke_server, SPOKE_NAMESPACE).get("history")
     if profile == "seed":
