@@ -37,7 +37,7 @@ from typing import Generic, Protocol, Self, TypeVar
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from controller.flags import OptionsError, ProcessOptions
+from controller.flags.options import OptionsError, ProcessOptions
 from controller.kube.api import Kube
 from controller.kube.connection import Connection
 from controller.kube.deadlines import alarm_problem

@@ -39,6 +39,7 @@ from statemachines.expectations import (
     Shape,
 )
 from statemachines.health import RESOURCES_HEALTHY, load_resources
+from statemachines.object_names import ADDON_NAMESPACE
 from statemachines.related import RelatedObject
 from statemachines.reports import Report, parse_report
 from statemachines.settings import Duration, Settings
@@ -68,7 +69,7 @@ __all__ = [
     "load",
 ]
 
-NAMESPACE = "open-cluster-management-addon-observability"  # the addon CR's (the default of `run`)
+NAMESPACE = ADDON_NAMESPACE  # the addon CR's (the default of `run`)
 
 
 class ObjectStep(Shape):

@@ -18,7 +18,7 @@ from datetime import timedelta
 
 import pytest
 
-from controller.flags import Address, ProcessOptions
+from controller.flags.options import Address, ProcessOptions
 from controller.kube.api import LEASE
 from controller.kube.controller import Controller
 from controller.kube.fake import FakeKube

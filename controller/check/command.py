@@ -8,12 +8,55 @@ import argparse
 import datetime as dt
 import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from controller.check.hub_side import HUB_SIDE_LABEL
+from controller.flags import (
+    ADDON_KIND,
+    ADDON_KINDS,
+    CONTEXT,
+    COPY_NAME,
+    KUBECONFIG,
+    MANAGED_ADDON_NAME,
+    Flag,
+    add_flags,
+)
+from statemachines.object_names import COPY_NAMES, MANAGED_ADDON, SHOWN_COPY_NAME
 
 __all__ = ["add_check_parser"]
 
 SUMMARY = "check that a spoke or a hub has what the addon needs, and say what to fix"
+
+
+PID = Flag(
+    "pid", "--pid", "check with the flags of the `addon-status run` running as PID (1 in its "
+    "pod); a flag given here wins", "PID", type=int, shown="the flags given here",
+)  # fmt: skip
+HUB_SIDE_FLAG = Flag(
+    "hub_side", "--hub-side", "the hub side's Deployment and Lease", "NAMESPACE/NAME",
+    shown=f"each Deployment labelled {HUB_SIDE_LABEL}",
+)  # fmt: skip
+CHECK_HUB_FLAGS = (
+    KUBECONFIG,
+    CONTEXT,
+    replace(MANAGED_ADDON_NAME, default=MANAGED_ADDON,
+            help="the ClusterManagementAddOn, and each cluster's ManagedClusterAddOn"),
+    replace(ADDON_KIND, choices=ADDON_KINDS, default=ADDON_KINDS[0],
+            help=ADDON_KIND.help.replace("the addon CR's kind, on the spoke and of its hub "
+                                         "copies", "the hub copies' kind")),
+    replace(COPY_NAME, shown=SHOWN_COPY_NAME),
+    HUB_SIDE_FLAG,
+)  # fmt: skip
+_SPOKE_EXAMPLES = """examples:
+  addon-status check spoke --kubeconfig spoke.kubeconfig
+  addon-status check spoke --addon-kind AddonStatus --addon-name addon-status
+  kubectl exec deploy/addon-status-controller -n NAMESPACE -- addon-status check spoke --pid 1"""
+_HUB_EXAMPLES = """examples:
+  addon-status check hub --kubeconfig hub.kubeconfig
+  addon-status check hub --context hub --hub-side NAMESPACE/addon-status-hub-controller
+  addon-status check hub --addon-kind AddonStatus    # beside ACM's observability operator"""
 
 
 def add_check_parser(sub: Any) -> None:
@@ -22,19 +65,19 @@ def add_check_parser(sub: Any) -> None:
     check = sub.add_parser(
         "check", help=SUMMARY, description=f"{SUMMARY}. Exit 0 when every check holds, 1 when "
         "one does not, 2 for a bad flag or kubeconfig.",
+        epilog=f"{_SPOKE_EXAMPLES}\n{_HUB_EXAMPLES.removeprefix('examples:')}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
     where = check.add_subparsers(dest="where", required=True, metavar="{spoke,hub}")
     spoke = where.add_parser(
         "spoke", help="what `addon-status run` needs, with its flags and identity",
-        description="Takes the flags of `addon-status run` (and its ADDON_STATUS_* variables). "
-        "In the controller's pod: kubectl exec deploy/addon-status-controller -n NAMESPACE -- "
-        "addon-status check spoke --pid 1",
+        description="Check what `addon-status run` needs on a spoke: the addon CR, its "
+        "permissions, the report API's certificate, the hub copy; say what to fix. Takes the "
+        "flags of `addon-status run` (and its ADDON_STATUS_* variables). Exit 0 when every "
+        "check holds, 1 when one does not, 2 for a bad flag or kubeconfig.",
+        epilog=_SPOKE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    spoke.add_argument(
-        "--pid", type=int, metavar="PID",
-        help="check with the flags of the `addon-status run` running as PID (1 in its pod); "
-        "a flag given here wins",
-    )  # fmt: skip
+    add_flags(spoke, (PID,), variables=False)
     add_run_flags(spoke)
     spoke.set_defaults(handler=_spoke)
     hub = where.add_parser(
@@ -43,30 +86,9 @@ def add_check_parser(sub: Any) -> None:
         "placement, the hub copies' CRD, each cluster's ManagedClusterAddOn and the hub side's "
         "Deployment, Lease and last resync; say what to fix. Exit 0 when every check holds, 1 "
         "when one does not, 2 for a bad flag or kubeconfig.",
-        epilog="examples:\n"
-        "  addon-status check hub --kubeconfig hub.kubeconfig\n"
-        "  addon-status check hub --context hub --hub-side NAMESPACE/addon-status-hub-controller",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=_HUB_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    hub.add_argument("--kubeconfig", help="the hub's (default: $KUBECONFIG, then ~/.kube/config)")
-    hub.add_argument(
-        "--context", metavar="NAME", help="the kubeconfig's context (default: current)"
-    )
-    hub.add_argument(
-        "--addon-name", default="addon-status", metavar="NAME",
-        help="the ClusterManagementAddOn (and each cluster's ManagedClusterAddOn) "
-        "(default: %(default)s)",
-    )  # fmt: skip
-    hub.add_argument(
-        "--copy-name", default="observability-addon", metavar="NAME",
-        help="the hub copies: the ObservabilityAddon of this name in each cluster namespace "
-        "(default: %(default)s)",
-    )  # fmt: skip
-    hub.add_argument(
-        "--hub-side", metavar="NAMESPACE/NAME",
-        help="the hub side's Deployment and Lease (default: each Deployment labelled "
-        "app.kubernetes.io/name=addon-status-hub-controller)",
-    )  # fmt: skip
+    add_flags(hub, CHECK_HUB_FLAGS, variables=False)
     hub.set_defaults(handler=_hub)
 
 
@@ -110,6 +132,7 @@ def _spoke(args: argparse.Namespace) -> int:
 def _hub(args: argparse.Namespace) -> int:
     from controller.check.findings import report
     from controller.check.hub import hub_findings
+    from controller.kube.api import ADDON_KINDS
     from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource, kubeconfig_path
     from controller.kube.rest import RestKube
 
@@ -126,6 +149,9 @@ def _hub(args: argparse.Namespace) -> int:
                   file=sys.stderr)  # fmt: skip
             return 2
         hub_side = (namespace, name)
-    findings = hub_findings(RestKube(connection, request_timeout=30.0), args.addon_name,
-                            args.copy_name, hub_side=hub_side)  # fmt: skip
+    findings = hub_findings(
+        RestKube(connection, request_timeout=30.0), args.addon_name,
+        args.copy_name or COPY_NAMES[args.addon_kind], kind=ADDON_KINDS[args.addon_kind],
+        hub_side=hub_side,
+    )  # fmt: skip
     return 0 if report(findings) else 1

@@ -14,7 +14,7 @@ from controller.check.findings import Access, Finding, bad, good, may
 from controller.check.hub_side import APPLY, hub_side_findings
 from controller.hub.access import refusal
 from controller.hub.ocm import MANAGED_CLUSTER, MANAGED_CLUSTER_ADDON
-from controller.kube.api import ADDON, ApiResource, Kube, KubeError, NotFoundError, whole
+from controller.kube.api import ADDON, OWN_ADDON, ApiResource, Kube, KubeError, NotFoundError, whole
 from controller.kube.pager import list_all
 
 __all__ = ["hub_findings"]
@@ -30,7 +30,6 @@ OCM_KINDS: Final = (
     (ADDON_API, "AddOnDeploymentConfig"),
     (PLACEMENTS, "Placement"),
     (PLACEMENTS, "PlacementDecision"),
-    (ADDON.api_version, ADDON.kind),
 )
 CLUSTER_ROLE: Final = ApiResource(
     "rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", namespaced=False
@@ -44,6 +43,10 @@ ADDON_MANAGER: Final = {  # OCM's and MCE's addon manager, as RBAC sees it
         "system:authenticated",
     ],
 }
+COPIES_CRD: Final = {  # a step of its own, once, before the rollout (docs/operations.md)
+    ADDON.kind: "kubectl apply -k manifests/hub/crd (once, before the rollout)",
+    OWN_ADDON.kind: "kubectl apply -k manifests/hub/crd-own-kind (once, before the rollout)",
+}
 POLICY: Final = "addon-status-agent-isolation"  # manifests/ocm/common/agent-isolation.yaml
 PLACEMENT_LABEL: Final = "cluster.open-cluster-management.io/placement"
 ROLE_BINDING: Final = ApiResource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding")
@@ -54,21 +57,24 @@ def hub_findings(
     addon: str,
     copy_name: str,
     *,
+    kind: ApiResource = ADDON,
     hub_side: tuple[str, str] | None = None,
     now: datetime | None = None,
 ) -> Iterator[Finding | str]:
-    """The rollout's findings, then the hub side's judged at `now`: `hub_side` names the
-    namespace and name of its Deployment and Lease; by default, each Deployment labelled as
-    its manifests label it (manifests/ocm and manifests/hub-controller place it differently)."""
+    """The rollout's findings, then the hub side's judged at `now`: `kind` is the hub copies'
+    (ACM's ObservabilityAddon, or the project's own beside ACM's observability operator);
+    `hub_side` names the namespace and name of its Deployment and Lease; by default, each
+    Deployment labelled as its manifests label it (manifests/ocm and manifests/hub-controller
+    place it differently)."""
     yield f"hub: the rollout of addon {addon}"
-    served = yield from _apis(kube)
+    served = yield from _apis(kube, kind)
     if served is not None:
-        yield from _rollout(kube, served, addon, copy_name)
+        yield from _rollout(kube, served, addon, copy_name, kind)
     yield from hub_side_findings(kube, hub_side, now or datetime.now().astimezone())
 
 
 def _rollout(
-    kube: Kube, served: Mapping[str, ApiResource], addon: str, copy_name: str
+    kube: Kube, served: Mapping[str, ApiResource], addon: str, copy_name: str, kind: ApiResource
 ) -> Iterator[Finding | str]:
     try:
         cma = kube.get(served["ClusterManagementAddOn"], "", addon)
@@ -84,7 +90,7 @@ def _rollout(
     clusters = yield from _decisions(kube, served, cma)
     healthy = 0
     for cluster in clusters:  # only a cluster with something to fix is shown in full
-        found = list(_cluster(kube, served, cluster, addon, copy_name))
+        found = list(_cluster(kube, served[kind.kind], cluster, addon, copy_name))
         if all(f.ok for f in found):
             healthy += 1
         else:
@@ -95,23 +101,26 @@ def _rollout(
                    "the hub copy kept by a running agent")  # fmt: skip
 
 
-def _apis(kube: Kube) -> Generator[Finding, None, dict[str, ApiResource] | None]:
+def _apis(
+    kube: Kube, copies: ApiResource
+) -> Generator[Finding, None, dict[str, ApiResource] | None]:
     """Each kind the rollout needs, served: their resources by kind, or None when one is not."""
+    needed = (*OCM_KINDS, (copies.api_version, copies.kind))
     served: dict[str, ApiResource] = {}
-    for api_version, kind in OCM_KINDS:
+    for api_version, kind in needed:
         try:
             served[kind] = kube.discover(api_version, kind)
         except NotFoundError:
             fix = "install Open Cluster Management v1.3 or later (clusteradm init)"
-            if kind == ADDON.kind:
-                fix = f"the copies' CRD comes with the rollout: {APPLY}"
+            if kind == copies.kind:
+                fix = f"the copies' CRD: {COPIES_CRD.get(kind, APPLY)}"
             yield bad(f"{kind} {api_version} is not served", fix)
         except KubeError as error:
             yield bad("the hub did not answer", str(error))
             return None
-    if len(served) < len(OCM_KINDS):
+    if len(served) < len(needed):
         return None
-    yield good(f"Open Cluster Management's kinds and the hub copies' are served ({len(OCM_KINDS)})")
+    yield good(f"Open Cluster Management's kinds and the hub copies' are served ({len(needed)})")
     return served
 
 
@@ -231,7 +240,7 @@ def _tolerates_lost_clusters(
 
 
 def _cluster(
-    kube: Kube, served: Mapping[str, ApiResource], cluster: str, addon: str, copy_name: str
+    kube: Kube, copies: ApiResource, cluster: str, addon: str, copy_name: str
 ) -> Iterator[Finding]:
     try:
         mca = kube.get(MANAGED_CLUSTER_ADDON, cluster, addon)
@@ -260,7 +269,7 @@ def _cluster(
     ):
         yield _condition(conditions, type_, fix)
     try:
-        refused = refusal(kube, cluster, addon, copy_name)
+        refused = refusal(kube, cluster, addon, copy_name, copies)
     except KubeError as error:
         yield bad("cannot ask whether the agent may write its hub copy", str(error))
     else:
@@ -268,7 +277,7 @@ def _cluster(
             yield bad(refused, _why_refused(kube, cluster, addon))
     available = conditions.get("Available") or {}
     try:
-        copy = kube.get(served[ADDON.kind], cluster, copy_name)
+        copy = kube.get(copies, cluster, copy_name)
     except NotFoundError:
         yield bad(
             f"the hub copy {cluster}/{copy_name} does not exist",

@@ -19,11 +19,12 @@ from controller.kube.api import (
     whole,
 )
 from controller.kube.pager import list_all
+from statemachines.object_names import HUB_SIDE
 
 __all__ = ["APPLY", "DEPLOYMENT", "hub_side_findings"]
 
 DEPLOYMENT: Final = ApiResource("apps", "v1", "deployments", "Deployment")
-HUB_SIDE_LABEL: Final = "app.kubernetes.io/name=addon-status-hub-controller"  # its manifests'
+HUB_SIDE_LABEL: Final = f"app.kubernetes.io/name={HUB_SIDE}"  # its manifests'
 APPLY_HUB_SIDE: Final = (
     "kubectl apply -k manifests/hub-controller (manifests/hub-controller-acm on ACM)"
 )

@@ -1,129 +1,43 @@
-"""Flags, declared once: every flag of `run` and `hub` with its `ADDON_STATUS_*` variable, and
-what both processes share (where they listen, the API server, the election).
-
-A flag wins over its environment variable, which wins over the default. Each process validates
-what it was given in one pydantic model (`ProcessOptions` and its subclasses), before it touches
-the network; a mistake is one line naming the flag and the variable (`--degrade-after /
+"""What the flags of a process say, validated: `ProcessOptions` (every process's: its API
+server, where it serves metrics and probes, the election), which `run` and `hub` extend. A
+mistake is one line naming the flag and the variable (`--degrade-after /
 ADDON_STATUS_DEGRADE_AFTER: 'soon' is not a duration ...`), so a misconfigured Deployment says
-why in its first log line instead of a traceback. A variable for a repeatable flag holds a
-comma-separated list, one for a switch `true` or `false`.
-
-Light on purpose: `--help` of every command imports this, never the Kubernetes client.
+why in its first log line instead of a traceback. The flags themselves: `controller.flags`.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from statemachines.errors import AddonStatusError
-from statemachines.settings import Duration
+from controller.flags import (
+    ELECTION_FLAGS,
+    ENV_PREFIX,
+    LABEL,
+    NAME,
+    PROCESS_FLAGS,
+    Flag,
+    OptionsError,
+    given,
+)
+from statemachines.object_names import MANAGED_ADDON
+from statemachines.settings import Duration, format_duration
 
 __all__ = [
-    "ELECTION_FLAGS",
-    "ENV_PREFIX",
-    "PROCESS_FLAGS",
     "Address",
-    "Flag",
     "OptionsError",
     "ProcessOptions",
-    "add_flags",
     "default_kubeconfig",
     "first_problem",
-    "given",
+    "shown",
+    "shown_defaults",
 ]
-
-ENV_PREFIX = "ADDON_STATUS_"
-NAME = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"  # an object's name (DNS subdomain)
-LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"  # a namespace's name (DNS label)
-
-
-class OptionsError(AddonStatusError):
-    """A flag or environment variable that cannot be used; one line, no traceback."""
-
-
-@dataclass(frozen=True, slots=True)
-class Flag:
-    """One flag: the option field it sets, its name, help, and how it is given."""
-
-    field: str
-    flag: str
-    help: str
-    metavar: str | None = None
-    kind: Literal["value", "switch", "list"] = "value"
-    group: str | None = None  # the --help section
-
-    @property
-    def env(self) -> str:
-        return ENV_PREFIX + self.flag.removeprefix("--").replace("-", "_").upper()
-
-    @property
-    def names(self) -> str:
-        return f"{self.flag} / {self.env}"
-
-
-PROCESS_FLAGS = (
-    Flag("kubeconfig", "--kubeconfig", "kubeconfig (default: in-cluster, else KUBECONFIG)", "PATH"),
-    Flag("metrics_address", "--metrics-address", "host:port of /metrics (:8080)", "ADDR"),
-    Flag("probe_address", "--probe-address", "host:port of /healthz, /readyz (:8081)", "ADDR"),
-    Flag("request_timeout", "--request-timeout", "seconds per API call (10)", "SECONDS"),
-    Flag("log_level", "--log-level", "debug, info, warning or error (info)", "LEVEL"),
-)
-ELECTION_FLAGS = (
-    Flag("leader_elect", "--leader-elect", "elect one leader on a Lease (off)", kind="switch"),
-    Flag("lease_name", "--lease-name", "the Lease of the election", "NAME"),
-    Flag("lease_namespace", "--lease-namespace", "its namespace", "NS"),
-    Flag("lease_duration", "--lease-duration", "a Lease not renewed is free after (15s)", "DUR"),
-    Flag("renew_deadline", "--renew-deadline", "a leader unable to renew quits (10s)", "DUR"),
-    Flag("retry_period", "--retry-period", "renew or try to acquire every (2s)", "DUR"),
-)
-
-
-def add_flags(parser: argparse.ArgumentParser, flags: Iterable[Flag]) -> None:
-    """Each flag, its help naming its variable; None means "not given", so that the variable
-    applies."""
-    groups: dict[str, Any] = {}
-    for flag in flags:
-        target: Any = parser
-        if flag.group is not None:
-            target = groups.setdefault(flag.group, parser.add_argument_group(flag.group))
-        text = f"{flag.help}; env {flag.env}"
-        if flag.kind == "switch":
-            target.add_argument(
-                flag.flag, dest=flag.field, default=None, help=text,
-                action=argparse.BooleanOptionalAction,
-            )  # fmt: skip
-        elif flag.kind == "list":
-            target.add_argument(
-                flag.flag, dest=flag.field, default=None, metavar=flag.metavar, help=text,
-                action="append",
-            )  # fmt: skip
-        else:
-            target.add_argument(
-                flag.flag, dest=flag.field, default=None, metavar=flag.metavar, help=text
-            )
-
-
-def given(
-    args: argparse.Namespace, environ: Mapping[str, str], flags: Iterable[Flag]
-) -> dict[str, Any]:
-    """What the flags and their variables say, by field: a flag over its variable; neither
-    leaves the field out, for the model's default."""
-    raw: dict[str, Any] = {}
-    for flag in flags:
-        value = getattr(args, flag.field, None)
-        if value is None or value == []:
-            value = environ.get(flag.env) or None
-        if value is not None:
-            raw[flag.field] = value
-    return raw
 
 
 def first_problem(
@@ -178,7 +92,7 @@ class ProcessOptions(BaseModel):
     request_timeout: float = Field(default=10.0, gt=0)
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     leader_elect: bool = False
-    lease_name: str = Field(default="addon-status", pattern=NAME)
+    lease_name: str = Field(default=MANAGED_ADDON, pattern=NAME)
     lease_namespace: str | None = Field(default=None, pattern=LABEL)
     lease_duration: Duration = timedelta(seconds=15)
     renew_deadline: Duration = timedelta(seconds=10)
@@ -245,3 +159,25 @@ def default_kubeconfig(environ: Mapping[str, str]) -> Path | tuple[Path, ...] | 
         f"no kubeconfig: pass --kubeconfig (or set {ENV_PREFIX}KUBECONFIG or KUBECONFIG), "
         "or run in a pod of the cluster"
     )
+
+
+def shown(value: Any) -> str:
+    """A default as `--help` shows it: `10m`, `:8080`, `off`, `none`."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, timedelta):
+        return format_duration(value)
+    if isinstance(value, Address):
+        return f"{'' if value.host == '0.0.0.0' else value.host}:{value.port}"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value) if value not in (None, "", ()) else "none"
+
+
+def shown_defaults(model: type[BaseModel]) -> dict[str, str]:
+    """Each field's default, as `--help` shows it: declared once, in the model."""
+    return {
+        name: shown(field.default)
+        for name, field in model.model_fields.items()
+        if field.default_factory is None and not field.is_required()
+    }

@@ -20,10 +20,22 @@ import queue
 import sys
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from shutil import get_terminal_size
 from typing import TYPE_CHECKING, Any, TextIO
 
+from controller.flags import (
+    ADDON_KIND,
+    ADDON_KINDS,
+    AGENT_ADDON,
+    CONTEXT,
+    COPY_NAME,
+    KUBECONFIG,
+    MANAGED_ADDON_NAME,
+    Flag,
+    add_flags,
+)
 from controller.fleet.view import (
     OUTPUTS,
     SORT_KEYS,
@@ -37,6 +49,7 @@ from controller.fleet.view import (
 from controller.hub.path import PATH_REASONS
 from controller.terminal import escaped
 from statemachines.names import ConditionType
+from statemachines.object_names import ADDON_CR, COPY_NAMES, MANAGED_ADDON, SHOWN_COPY_NAME
 
 if TYPE_CHECKING:
     from controller.kube.api import ApiResource, Kube
@@ -64,82 +77,54 @@ def _seconds(text: str) -> float:
     return value
 
 
+FLEET_FLAGS = (
+    Flag("cluster_name", "CLUSTER",
+         "one cluster described: its conditions, resources, versions and history", "CLUSTER",
+         kind="positional", nargs="?", shown="every cluster, a row each"),
+    KUBECONFIG,
+    CONTEXT,
+    replace(COPY_NAME, shown=SHOWN_COPY_NAME),
+    replace(ADDON_KIND, choices=ADDON_KINDS, default=ADDON_KINDS[0]),
+    replace(MANAGED_ADDON_NAME, default=MANAGED_ADDON,
+            help=MANAGED_ADDON_NAME.help + ": its verdict on a broken path"),
+    AGENT_ADDON,
+    Flag("watch", "--watch", "keep the view live until Ctrl-C", kind="toggle", aliases=("-w",)),
+    Flag("interval", "--interval", "seconds between redraws with --watch", "SECONDS",
+         default=1.0, type=_seconds),
+    Flag("format", "--output", "table, wide (lines not cut to the terminal), json, yaml (the "
+         "same document, indented 4), name (kubectl's kind/name: "
+         "managedcluster.cluster.open-cluster-management.io/CLUSTER)", "FORMAT",
+         default="table", choices=OUTPUTS, aliases=("-o", "--format")),
+    Flag("no_headers", "--no-headers", "table and wide: the rows alone, no summary",
+         kind="toggle"),
+    Flag("sort_by", "--sort-by", "cluster, state, or since (the longest in its state first)",
+         "KEY", default="cluster", choices=SORT_KEYS),
+    Flag("state", "--state", f"only clusters in STATE (one of: {', '.join(_STATES)})", "STATE",
+         kind="list", type=_state, choices=_STATES, shown="every state"),
+    Flag("excluded", "--not", "leave out clusters in STATE (e.g. --not Available)", "STATE",
+         kind="list", type=_state, choices=_STATES),
+    Flag("selector", "--selector", "only clusters whose ManagedCluster has these labels (e.g. "
+         "env=prod,cloud=aws); listed once, also under --watch", "SELECTOR", default="",
+         aliases=("-l",), shown="every cluster"),
+    Flag("cluster", "--cluster", "only clusters whose name matches the glob PATTERN (e.g. "
+         "'prod-*'; repeatable)", "PATTERN", kind="list", shown="every cluster"),
+)  # fmt: skip
+EXAMPLES = """examples:
+  addon-status fleet --kubeconfig hub.kubeconfig
+  addon-status fleet --not Available -o wide
+  addon-status fleet cluster1
+  addon-status fleet -w -l env=prod
+  addon-status fleet --addon-kind AddonStatus --managed-addon addon-status"""
+
+
 def add_fleet_parser(sub: Any) -> None:
     fleet = sub.add_parser(
-        "fleet",
-        help="one row per cluster from the hub copies of the addon, and a summary",
+        "fleet", help="one row per cluster from the hub copies of the addon, and a summary",
         description="Reads every cluster's hub copy in one list call; exit 0, 1 when the hub "
         "cannot be read, 2 for a bad kubeconfig or flag.",
-    )
-    fleet.add_argument(
-        "--kubeconfig", help="the hub's kubeconfig (default: $KUBECONFIG, then ~/.kube/config)"
-    )
-    fleet.add_argument(
-        "cluster_name", nargs="?", metavar="CLUSTER",
-        help="one cluster described: its conditions, resources, versions and history",
+        epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    fleet.add_argument(
-        "--context", metavar="NAME", help="the kubeconfig's context to use (default: current)"
-    )
-    fleet.add_argument(
-        "--copy-name", default="observability-addon", metavar="NAME",
-        help="the hub copies: the ObservabilityAddon of this name in each cluster namespace "
-        "(objects of other names are no cluster's)",
-    )  # fmt: skip
-    fleet.add_argument(
-        "--addon-kind", default="ObservabilityAddon", choices=("ObservabilityAddon", "AddonStatus"),
-        help="the hub copies' kind: ObservabilityAddon (ACM's, default) or AddonStatus (the "
-        "project's own, beside ACM's observability operator)",
-    )  # fmt: skip
-    fleet.add_argument(
-        "--addon-name", default="addon-status", metavar="NAME",
-        help="the ManagedClusterAddOn the hub side writes (addon-status; on ACM "
-        "observability-controller): its verdict on a broken path",
-    )  # fmt: skip
-    fleet.add_argument(
-        "--agent-addon", default="", metavar="NAME",
-        help="the agent's own ManagedClusterAddOn, whose OCM conditions say whether it runs "
-        "(default: --addon-name; on ACM addon-status)",
-    )  # fmt: skip
-    fleet.add_argument("-w", "--watch", action="store_true", help="keep the view live until Ctrl-C")
-    fleet.add_argument(
-        "--interval", type=_seconds, default=1.0, help="seconds between redraws with --watch"
-    )
-    fleet.add_argument(
-        "-o", "--output", "--format", dest="format", choices=OUTPUTS, default="table",
-        help="table (default), wide (lines not cut to the terminal), json, yaml (the same "
-        "document, indented 4), name (kubectl's kind/name: "
-        "managedcluster.cluster.open-cluster-management.io/CLUSTER)",
-    )  # fmt: skip
-    fleet.add_argument(
-        "--no-headers", action="store_true", help="table and wide: the rows alone, no summary"
-    )
-    fleet.add_argument(
-        "--sort-by", choices=SORT_KEYS, default="cluster",
-        help="cluster (default), state, or since (the longest in its state first)",
-    )  # fmt: skip
-    fleet.add_argument(
-        "--state",
-        action="append",
-        default=[],
-        type=_state,
-        choices=_STATES,
-        metavar="STATE",
-        help="only clusters in STATE (one of: %(choices)s)",
-    )
-    fleet.add_argument(
-        "--not", dest="excluded", action="append", default=[], type=_state, choices=_STATES,
-        metavar="STATE", help="leave out clusters in STATE (e.g. --not Available)",
-    )  # fmt: skip
-    fleet.add_argument(
-        "-l", "--selector", default="", metavar="SELECTOR",
-        help="only clusters whose ManagedCluster has these labels (e.g. env=prod,cloud=aws); "
-        "listed once, also under --watch",
-    )  # fmt: skip
-    fleet.add_argument(
-        "--cluster", action="append", default=[], metavar="PATTERN",
-        help="only clusters whose name matches the glob PATTERN (e.g. 'prod-*')",
-    )  # fmt: skip
+    add_flags(fleet, FLEET_FLAGS, variables=False)
     fleet.set_defaults(handler=run_fleet)
 
 
@@ -151,6 +136,7 @@ def run_fleet(args: argparse.Namespace) -> int:
     from controller.kube.kubeconfig import KubeconfigError, KubeconfigSource, kubeconfig_path
     from controller.kube.rest import RestKube
 
+    args.copy_name = args.copy_name or COPY_NAMES[args.addon_kind]
     try:
         client = KubeconfigSource(kubeconfig_path(args.kubeconfig), args.context).current()
     except KubeconfigError as error:
@@ -283,8 +269,8 @@ def watch_fleet(
     stop: threading.Event | None = None,
     watch_seconds: int = 300,
     now: Callable[[], datetime] = lambda: datetime.now(UTC),
-    name: str = "observability-addon",
-    addon: str = "addon-status",
+    name: str = ADDON_CR,
+    addon: str = MANAGED_ADDON,
     agent_addon: str = "",
     kind: ApiResource | None = None,
 ) -> None:

@@ -21,6 +21,7 @@ from controller.fleet.view import Row, row_of
 from controller.hub.ocm import CLUSTER_LABEL, MANAGED_CLUSTER, MANAGED_CLUSTER_ADDON
 from controller.kube.api import ADDON, ALL_NAMESPACES, NAMESPACE, ApiResource, Kube, KubeError
 from controller.kube.pager import PAGE, list_all
+from statemachines.object_names import ADDON_CR
 
 __all__ = [
     "COPY_NAME",
@@ -32,7 +33,7 @@ __all__ = [
     "selected_clusters",
 ]
 
-COPY_NAME: Final = "observability-addon"  # what every spoke names its hub copy
+COPY_NAME: Final = ADDON_CR  # what every spoke names its hub copy
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import Any, Final
 from controller.fleet.view import Row
 from controller.hub.path import PATH_REASONS, OcmView, degraded, find, path_break
 from statemachines.conditions import format_time, parse_time
+from statemachines.object_names import ADDON_CR
 
 __all__ = ["Ocm", "OcmListing", "join", "keep_addon", "keep_cluster", "with_path"]
 
@@ -65,7 +66,7 @@ def with_path(
     agent: Ocm | None,
     availability: Condition | None,
     now: datetime,
-    name: str = "observability-addon",
+    name: str = ADDON_CR,
 ) -> Row | None:
     """`row` (None: the cluster has no hub copy), in the path's state when it is broken; a
     cluster with neither a copy nor a word of OCM's has no row."""

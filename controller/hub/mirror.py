@@ -39,6 +39,7 @@ from statemachines.conditions import (
     parse_time,
     standard_true_in,
 )
+from statemachines.object_names import ADDON_NAMESPACE, MANAGED_ADDON
 from statemachines.size import cut
 from statemachines.vocabulary import REASON_PATTERN
 
@@ -251,12 +252,12 @@ def cluster_namespace(cluster: str) -> Condition:
     }
 
 
-def managed_cluster_addon(namespace: str, name: str = "addon-status") -> Condition:
+def managed_cluster_addon(namespace: str, name: str = MANAGED_ADDON) -> Condition:
     """A `ManagedClusterAddOn` to create (what OCM's addon manager or an admin does when the
     addon is enabled for a cluster): for the demo and tests; the hub side never creates one."""
     return {
         "apiVersion": MANAGED_CLUSTER_ADDON.api_version,
         "kind": MANAGED_CLUSTER_ADDON.kind,
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"installNamespace": "open-cluster-management-addon-observability"},
+        "spec": {"installNamespace": ADDON_NAMESPACE},
     }

@@ -6,65 +6,73 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from dataclasses import replace
 from datetime import timedelta
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from controller.flags import (
+    ADDON_KIND,
+    AGENT_ADDON,
+    COPY_NAME,
     ELECTION_FLAGS,
     LABEL,
+    MANAGED_ADDON_NAME,
     NAME,
     PROCESS_FLAGS,
     Flag,
     OptionsError,
-    ProcessOptions,
     add_flags,
 )
+from controller.flags.options import ProcessOptions, shown_defaults
+from statemachines.object_names import ADDON_CR, HUB_SIDE, MANAGED_ADDON
 from statemachines.settings import Duration
 
-__all__ = ["HUB_FLAGS", "HubOptions", "add_hub_flags", "selector_problem"]
+__all__ = [
+    "HUB_FLAGS",
+    "RESYNC",
+    "HubOptions",
+    "add_hub_flags",
+    "selector_problem",
+]
 
+RESYNC = Flag(
+    "resync", "--resync",
+    "compare every cluster's hub copy and ManagedClusterAddOn in memory this often, without a "
+    "read", "DUR",
+)  # fmt: skip
 _HUB_FLAGS = (
-    Flag("addon_name", "--addon-name",
-         "the ManagedClusterAddOn in each cluster namespace: the ClusterManagementAddOn's name "
-         "(addon-status; on ACM, observability-controller)", "NAME"),
-    Flag("copy_name", "--copy-name",
-         "the hub copies: the ObservabilityAddon of this name in each cluster namespace "
-         "(observability-addon)", "NAME"),
-    Flag("addon_kind", "--addon-kind",
-         "the hub copies' kind: ObservabilityAddon (ACM's, default) or AddonStatus (the "
-         "project's own, beside ACM's observability operator)", "KIND"),
+    MANAGED_ADDON_NAME,
+    COPY_NAME,
+    ADDON_KIND,
     Flag("namespace_selector", "--namespace-selector",
-         "only cluster namespaces with these labels too (e.g. env=prod)", "SELECTOR"),
-    Flag("resync", "--resync",
-         "compare every cluster's hub copy and ManagedClusterAddOn in memory this often, "
-         "without a read (5m)", "DUR"),
-    Flag("agent_addon", "--agent-addon",
-         "the ManagedClusterAddOn OCM keeps for the agent itself, whose Available, "
-         "RegistrationApplied and ManifestApplied say whether it runs (default: --addon-name; "
-         "on ACM, addon-status)", "NAME", group="when the path from a spoke breaks"),
+         "only cluster namespaces with these labels too (e.g. env=prod)", "SELECTOR",
+         shown="every cluster namespace"),
+    RESYNC,
+    replace(AGENT_ADDON, group="when the path from a spoke breaks"),
     Flag("path_window", "--path-window",
          "a break OCM reports (agent down, cluster lost, not registered) counts once it has "
-         "held this long (2m)", "DUR", group="when the path from a spoke breaks"),
+         "held this long", "DUR", group="when the path from a spoke breaks"),
     Flag("replication_grace", "--replication-grace",
          "a cluster whose hub copy has not come this long after its agent was deployed is "
-         "Degraded (10m)", "DUR", group="when the path from a spoke breaks"),
+         "Degraded", "DUR", group="when the path from a spoke breaks"),
     Flag("access_check", "--access-check",
          "ask whether each cluster's agent may write its hub copy this often, with a "
-         "SubjectAccessReview (20m; 0: never)", "DUR", group="when the path from a spoke breaks"),
+         "SubjectAccessReview (0: never)", "DUR", group="when the path from a spoke breaks"),
     Flag("console_link", "--console-link",
          "a link from the console's addon row to the cluster's dashboard: a URL, {cluster} "
-         "replaced with the cluster's name (none)", "URL", group="the console's link"),
+         "replaced with the cluster's name", "URL", group="the console's link"),
     Flag("console_link_text", "--console-link-text",
-         "the link's text (Metrics dashboard)", "TEXT", group="the console's link"),
+         "the link's text", "TEXT", group="the console's link"),
 )  # fmt: skip
 HUB_FLAGS = (*PROCESS_FLAGS, *_HUB_FLAGS, *ELECTION_FLAGS)
 """Every flag of `hub`."""
 
 
 def add_hub_flags(parser: argparse.ArgumentParser) -> None:
-    add_flags(parser, HUB_FLAGS)
+    shown = {**shown_defaults(HubOptions), "lease_namespace": "$POD_NAMESPACE"}
+    add_flags(parser, HUB_FLAGS, shown=shown)
 
 
 _NAME_PART = r"[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
@@ -102,8 +110,8 @@ class HubOptions(ProcessOptions):
 
     FLAGS = HUB_FLAGS
 
-    addon_name: str = Field(default="addon-status", pattern=NAME)
-    copy_name: str = Field(default="observability-addon", pattern=NAME)
+    addon_name: str = Field(default=MANAGED_ADDON, pattern=NAME)
+    copy_name: str = Field(default=ADDON_CR, pattern=NAME)
     addon_kind: Literal["ObservabilityAddon", "AddonStatus"] = "ObservabilityAddon"
     namespace_selector: str = ""
     resync: Duration = timedelta(minutes=5)
@@ -113,7 +121,7 @@ class HubOptions(ProcessOptions):
     access_check: Duration = timedelta(minutes=20)
     console_link: str = Field(default="", max_length=2048, pattern=r"^$|^https?://\S+$")
     console_link_text: str = Field(default="Metrics dashboard", min_length=1, max_length=256)
-    lease_name: str = Field(default="addon-status-hub-controller", pattern=NAME)
+    lease_name: str = Field(default=HUB_SIDE, pattern=NAME)
     lease_namespace: str | None = Field(
         default_factory=lambda: os.environ.get("POD_NAMESPACE") or None, pattern=LABEL
     )

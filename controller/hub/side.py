@@ -56,6 +56,7 @@ from controller.kube.ratelimit import default_rate_limiter
 from controller.kube.update import update_status
 from controller.kube.workqueue import QueueMetrics
 from controller.ops.role import Role
+from statemachines.object_names import ADDON_CR, MANAGED_ADDON
 
 __all__ = ["HubSide", "PathSettings", "Watches"]
 
@@ -95,8 +96,8 @@ class HubSide:
         *,
         metrics: MirrorMetrics,
         role: Role | None = None,
-        addon_name: str = "addon-status",
-        copy_name: str = "observability-addon",
+        addon_name: str = MANAGED_ADDON,
+        copy_name: str = ADDON_CR,
         namespace_selector: str = "",
         resync_interval: float = 300.0,
         backoff: Backoff | None = None,

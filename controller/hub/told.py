@@ -67,7 +67,7 @@ class Told:
             log.warning(
                 "mirroring onto %s: the hub side was refused a request (403; the request and "
                 "the server's words: %s); its ClusterRole must allow it (the "
-                "ManagedClusterAddOn's name is --addon-name); trying again with backoff",
+                "ManagedClusterAddOn's name is --managed-addon); trying again with backoff",
                 where, error.detail,
             )  # fmt: skip
         else:

@@ -28,7 +28,7 @@ __all__ = [
 
 _API = "report API"
 REPORT_API_FLAGS = (
-    Flag("report_address", "--report-address", "host:port of POST /v1/reports (:8090)", "ADDR",
+    Flag("report_address", "--report-address", "host:port of POST /v1/reports", "ADDR",
          group=_API),
     Flag("authorization", "--authorization",
          "YAML grants: operator: [subjects], collectors: {name: [subjects]}", "FILE", group=_API),

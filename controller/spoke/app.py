@@ -32,7 +32,7 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 
-from controller.flags import Address, OptionsError
+from controller.flags.options import Address, OptionsError
 from controller.kube.api import Kube, NotFoundError
 from controller.kube.backoff import Backoff
 from controller.kube.connection import Connection

@@ -13,17 +13,21 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 
 from controller.flags import (
+    ADDON_KIND,
     ELECTION_FLAGS,
     ENV_PREFIX,
     LABEL,
     NAME,
     PROCESS_FLAGS,
-    Address,
     Flag,
     OptionsError,
-    ProcessOptions,
     add_flags,
+)
+from controller.flags.options import (
+    Address,
+    ProcessOptions,
     first_problem,
+    shown_defaults,
 )
 from controller.kube.api import ADDON_KINDS
 from controller.report_api.flags import REPORT_API_FLAGS, combination_problem
@@ -31,6 +35,7 @@ from controller.spoke.addon import AddonRef
 from statemachines.config import Config
 from statemachines.config_file import load_configuration
 from statemachines.errors import ConfigError
+from statemachines.object_names import ADDON_CR, ADDON_NAMESPACE, SPOKE_LEASE
 from statemachines.settings import Duration, Settings
 from statemachines.vocabulary import PROFILES
 
@@ -45,44 +50,42 @@ __all__ = [
     "add_run_flags",
 ]
 
-DEFAULT_NAME = "observability-addon"
-DEFAULT_NAMESPACE = "open-cluster-management-addon-observability"
-DEFAULT_LEASE = "addon-status-controller"
+DEFAULT_NAME = ADDON_CR
+DEFAULT_NAMESPACE = ADDON_NAMESPACE
+DEFAULT_LEASE = SPOKE_LEASE
 
 _SPOKE_FLAGS = (
-    Flag("addon_name", "--addon-name", f"name of the addon CR (default {DEFAULT_NAME})", "NAME"),
-    Flag(
-        "addon_namespace", "--addon-namespace", f"its namespace (default {DEFAULT_NAMESPACE})", "NS"
-    ),
-    Flag("profile", "--profile", "names written: seed or acm (seed)", "NAME"),
-    Flag(
-        "addon_kind",
-        "--addon-kind",
-        "the addon CR's kind: ObservabilityAddon (ACM's, default) or AddonStatus (the "
-        "project's own, beside ACM's observability operator)",
-        "KIND",
-    ),
-    Flag("collectors", "--collectors", "comma-separated collectors (default: all)", "LIST"),
+    Flag("addon_name", "--addon-name", "name of the addon CR", "NAME"),
+    Flag("addon_namespace", "--addon-namespace", "its namespace", "NS"),
+    Flag("profile", "--profile", "names written: seed or acm", "NAME"),
+    ADDON_KIND,
+    Flag("collectors", "--collectors", "comma-separated collectors", "LIST", shown="all"),
     Flag("config_file", "--config", "configuration file: resources, collectorSettings", "FILE"),
-    Flag("degrade_after", "--degrade-after", "dampening window before Degraded (10m)", "DUR"),
-    Flag("recover_after", "--recover-after", "dampening window before recovery (0s)", "DUR"),
-    Flag("report_interval", "--report-interval", "how often collectors report (5m)", "DUR"),
-    Flag("stale_after", "--stale-after", "silence before ReportsStale (3 intervals)", "DUR"),
-    Flag("history_limit", "--history-limit", "changes status.history keeps; 0: none (10)", "N"),
-    Flag("hub_kubeconfig", "--hub-kubeconfig", "kubeconfig of the hub (none: no copy)", "PATH"),
+    Flag("degrade_after", "--degrade-after", "dampening window before Degraded", "DUR"),
+    Flag("recover_after", "--recover-after", "dampening window before recovery", "DUR"),
+    Flag("report_interval", "--report-interval", "how often collectors report", "DUR"),
+    Flag("stale_after", "--stale-after", "silence before ReportsStale", "DUR",
+         shown="3 report intervals"),
+    Flag("history_limit", "--history-limit", "changes status.history keeps; 0: none", "N"),
+    Flag("hub_kubeconfig", "--hub-kubeconfig", "kubeconfig of the hub", "PATH",
+         shown="none: no copy"),
     Flag("cluster_name", "--cluster-name", "this cluster on the hub: the copy's namespace", "NAME"),
-    Flag("hub_addon_name", "--hub-addon-name", "name of the hub copy (--addon-name)", "NAME"),
-    Flag("hub_copy", "--hub-copy", "what to copy: conditions or status (conditions)", "WHAT"),
-    Flag("hub_resync", "--hub-resync", "re-read and repair the hub copy this often (5m)", "DUR"),
+    Flag("hub_addon_name", "--hub-addon-name", "name of the hub copy", "NAME",
+         shown="--addon-name"),
+    Flag("hub_copy", "--hub-copy", "what to copy: conditions or status", "WHAT"),
+    Flag("hub_resync", "--hub-resync", "re-read and repair the hub copy this often", "DUR"),
     Flag("hub_create_missing", "--hub-create-missing", "create a missing copy", kind="switch"),
-)
+)  # fmt: skip
 RUN_FLAGS = (*PROCESS_FLAGS, *_SPOKE_FLAGS, *ELECTION_FLAGS, *REPORT_API_FLAGS)
 """Every flag of `run`."""
 
 
 def add_run_flags(parser: argparse.ArgumentParser) -> None:
     """The flags of `run`; each also reads `ADDON_STATUS_<FLAG>` from the environment."""
-    add_flags(parser, RUN_FLAGS)
+    settings = shown_defaults(Settings)  # the timings' defaults are the core's
+    timings = {field: settings[field] for field in _BY_SETTING.values()}
+    shown = {**shown_defaults(RunOptions), **timings, "lease_namespace": "--addon-namespace"}
+    add_flags(parser, RUN_FLAGS, shown=shown)
 
 
 class RunOptions(ProcessOptions):

@@ -43,6 +43,7 @@ from controller.ops.clocks import MonotonicClock
 from controller.spoke.metrics import ReplicationMetrics
 from statemachines.conditions import format_time
 from statemachines.hub_copy import CopyMode, for_hub
+from statemachines.object_names import ADDON_CR
 
 __all__ = [
     "RETRY_AFTER_CEILING",
@@ -144,7 +145,7 @@ class HubReplicator:
         client_source: ClientSource,
         *,
         namespace: str,
-        name: str = "observability-addon",
+        name: str = ADDON_CR,
         copy: CopyMode = "conditions",
         clock: MonotonicClock,
         metrics: ReplicationMetrics,

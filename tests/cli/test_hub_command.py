@@ -51,8 +51,9 @@ def test_help_names_the_flags(capsys: pytest.CaptureFixture[str]) -> None:
         main(["hub", "--help"])
     assert done.value.code == 0
     out = capsys.readouterr().out
-    for flag in ("--addon-name", "--namespace-selector", "--resync", "--leader-elect"):
+    for flag in ("--managed-addon", "--namespace-selector", "--resync", "--leader-elect"):
         assert flag in out
+    assert "--addon-name" not in out  # its old spelling, deprecated: hidden, as kubectl does
 
 
 def test_a_hub_kubeconfig_that_is_not_valid_is_a_one_line_start_up_error(

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 import pytest
 
-from controller.flags import Address
+from controller.flags.options import Address
 from controller.hub.app import HubReplica
 from controller.hub.options import HubOptions
 from tests.hub.hubside import HUB_SIDE, Hub, hub_server

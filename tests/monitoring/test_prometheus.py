@@ -22,7 +22,7 @@ import yaml
 from controller.demo.command import DEFAULT_SCENARIO, running
 from controller.demo.scenario_file import EPOCH, read
 from controller.demo.scenario_run import SteppedClock
-from controller.flags import Address
+from controller.flags.options import Address
 from controller.hub.app import HubReplica
 from controller.hub.options import HubOptions
 from tests.hub.hubside import hub_server, seed

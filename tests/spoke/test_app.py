@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.flags import Address, OptionsError
+from controller.flags.options import Address, OptionsError
 from controller.spoke.app import Replica
 from controller.spoke.options import RunOptions
 from statemachines.vocabulary import Reason

@@ -15,7 +15,7 @@ from kubernetes import client
 from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
-from controller.flags import Address
+from controller.flags.options import Address
 from controller.kube.api import Kube
 from controller.spoke.addon import GROUP, PLURAL, VERSION
 from controller.spoke.app import Replica

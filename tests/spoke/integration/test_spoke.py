@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from controller.flags import OptionsError
+from controller.flags.options import OptionsError
 from controller.kube.api import ApiResource
 from controller.kube.connection import Connection
 from controller.kube.rest import RestKube
