@@ -201,7 +201,7 @@ def _demo(
                 results[0].failures += play_epilogue(fleet, lines, views, scale=scale, stop=stop)
             if duration is not None:
                 with ThreadPoolExecutor(len(players), "demo-follower") as pool:
-                    list(pool.map(Player.follow, players))
+                    list(pool.map(partial(Player.follow, since=now()), players))
         closing = [  # the CRs as they are at exit
             (
                 View.summary("spoke", d.system.spoke_status()),
@@ -215,12 +215,14 @@ def _demo(
         hub_writes = fleet.hub.count_requests(resource=PLURAL, subresource="status")
     result = _merged(results, [d.cluster for d in fleet.spokes] if fleet_wide else [""])
     by_hand = _merged([p.by_hand for p in players], [""] * len(players))
-    result.reports += by_hand.reports
-    result.refused += by_hand.refused
+    again = _merged([p.again for p in players], [""] * len(players))
+    result.reports += by_hand.reports + again.reports
+    result.refused += by_hand.refused + again.refused
     held = "every expectation held" if result.ok else f"{len(result.failures)} FAILED"
     unplayed = result.steps - result.played
     stopped = f"; stopped before the last {unplayed} step(s)" if unplayed else ""
     hand = f", {by_hand.reports} sent by hand" if by_hand.reports else ""
+    hand += f", {again.reports} after the play by its collectors" if again.reports else ""
     print(
         f"\n{result.reports} reports ({result.refused} refused{hand}); {spoke_writes} spoke status "
         f"writes, {hub_writes} hub status writes.\n"

@@ -9,8 +9,9 @@ from two spokes to the hub breaks and mends, on the fleet's clock, a minute at a
 - 7m: cluster1's agent starts again; 10m: cluster2's klusterlet comes back;
 - 14m: the end, the windows of whoever judges these (the hub side) long past.
 
-The spokes' own clocks stand where their stories ended (their collectors report no more); the
-hub, OCM and the klusterlets run on. Each of OCM's steps is checked as it comes (within
+The spokes' own clocks stand where their stories ended (with `--duration` they catch up
+afterwards, `Player.follow`, their collectors reporting on); the hub, OCM and the klusterlets
+run on. Each of OCM's steps is checked as it comes (within
 `patience` real seconds, on what the demo's viewer of the hub sees), and every change OCM or
 the hub side makes is printed as it is seen (`fleet_line`): the console's word for each cluster
 shows whatever the hub side wrote, without the demo expecting any verdict of it.

@@ -21,9 +21,10 @@ With a time scale, the player waits the scaled distance before each move of the 
 without, the next move comes as soon as the worker has handled everything (a check).
 
 After the play, `follow` keeps the demo alive until it is stopped (`--duration`, Ctrl-C): the
-clock runs on at the time scale (real time without one), so windows and staleness fire; each
-report someone else sends (curl, a collector) is printed with its verdict, and each change of
-the CRs as it happens.
+clock runs on at the time scale (real time without one), so windows fire; the collectors report
+on, each its last word at its interval (`last_words`), so the fleet stays as the story left it;
+each report someone else sends (curl, a collector) is printed with its verdict, and each change
+of the CRs as it happens.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from controller.demo.last_words import LastWords, as_sent, same
 from controller.demo.scenario_file import EPOCH, ObjectChange, Play, Scenario, plays
 from controller.demo.view import View, addon_summary, stamp
 from controller.reporter.client import ReportRejected, ReportUnavailable
@@ -147,6 +149,8 @@ class Player:
         self.clock = clock
         self.started = False  # its play began (a later spoke of a fleet waits for its start)
         self.by_hand = Result(0)  # the reports sent by hand, counted for the summary too
+        self.again = Result(0)  # the collectors' reports after the play (their last words)
+        self._words = LastWords(scenario.config)
 
     def run(self) -> Result:
         steps = plays(self._scenario)
@@ -179,31 +183,59 @@ class Player:
             result.checked += play.checks
         return result
 
-    def follow(self) -> None:
-        """Until stopped: the clock runs on, reports sent by others and changes of the CRs are
-        printed (see the module docstring)."""
+    def follow(self, since: datetime | None = None) -> None:
+        """Until stopped: the clock runs on, the collectors report on, reports sent by others
+        and changes of the CRs are printed (see the module docstring). `since`: the fleet's
+        time, which the clock first catches up with (the epilogue moved the hub on alone)."""
         self.system.heard()  # the play's own reports: printed already
         self._view.line("follow", "the play is over; reports sent now are judged and shown")
+        if since is not None and since > self._clock():
+            self._report_on(since)
+            self._clock.move_to(since)
         pace = self._scale or 1.0
         last = time.monotonic()
         while not self._stop.wait(0.05):
             now = time.monotonic()
-            self._clock.move_to(self._clock() + timedelta(seconds=(now - last) * pace))
+            target = self._clock() + timedelta(seconds=(now - last) * pace)
             last = now
             self._by_hand()
+            self._report_on(target)
+            self._clock.move_to(target)
             self._settle()
             self._look()
             self._view.status("hub", self.system.hub_status())
+
+    def _report_on(self, until: datetime) -> None:
+        """Each collector's last word again, at its time, as due by `until`."""
+        while True:
+            self._settle()
+            due = self._words.due(self.system.worker.state)
+            if not due or due[0][0] > until:
+                return
+            moment, report = due[0]
+            self._clock.move_to(max(moment, self._clock()))
+            self._settle()  # the timers due by then fire first
+            try:
+                answer = self.system.report(**report)
+            except (ReportRejected, ReportUnavailable) as error:
+                self._view.line("report", f"{_report_text(report)} => not delivered: {error}")
+                return  # the agent is not there: it is tried again at the next move
+            self.again.reports += 1
+            self.again.refused += answer["verdict"] == "refused"
+            said = f"{_report_text(report)} => {_answer_text(answer, self._origin)}"
+            self._view.line("report", f"{said}   # again, every {self._words.every(report)}")
+            self._by_hand(own=report)
 
     def _by_hand(self, own: Mapping[str, Any] | None = None) -> None:
         """Print the reports the controller judged that this player did not send (someone ran
         `addon-status report` meanwhile), with their verdicts; `own`: the one it just sent."""
         profile = self._scenario.config.profile
         for report, verdict in self.system.heard():
-            sent = _as_sent(report, profile.name_of(report.reason))
-            if own is not None and _same(sent, own):
+            sent = as_sent(report, profile.name_of(report.reason))
+            if own is not None and same(sent, own):
                 own = None  # the player's own, printed already
                 continue
+            self._words.heard(sent)
             api = verdict.to_api(profile)
             self.by_hand.reports += 1
             self.by_hand.refused += api["verdict"] == "refused"
@@ -298,6 +330,7 @@ class Player:
             return None
         result.reports += 1
         result.refused += answer["verdict"] == "refused"
+        self._words.heard(play.report)
         note = f"   # {play.note}" if play.note else ""
         self._view.line("report", f"{text} => {_answer_text(answer, self._origin)}{note}")
         self._by_hand(own=play.report)
@@ -332,22 +365,6 @@ def _report_text(report: Mapping[str, Any]) -> str:
     if report.get("version") is not None:
         text += f" version {report['version']}"
     return text
-
-
-def _as_sent(report: Report, reason: str) -> dict[str, Any]:
-    """A judged report in the shape of a scenario step's `report`."""
-    return {
-        "collector": report.collector,
-        "reason": reason,
-        "message": report.message,
-        "observed_generation": report.observed_generation,
-        "version": report.version,
-    }
-
-
-def _same(sent: Mapping[str, Any], own: Mapping[str, Any]) -> bool:
-    """The player's own report (its reason may be spelled by an alias: not compared)."""
-    return all(sent.get(k) == own.get(k) for k in ("collector", "message", "observed_generation"))
 
 
 def _answer_text(answer: Mapping[str, Any], start: datetime) -> str:
