@@ -6,7 +6,8 @@ rollout never drifts from `kubectl apply -k` on one spoke:
 
 The seed template carries manifests/kubernetes (an Open Cluster Management spoke is most often a
 plain Kubernetes cluster), the acm one manifests/acm (an ACM spoke is OpenShift, and keeps the
-shipped CRD). What changes on the way, and why:
+shipped CRD), the beside one manifests/beside (beside ACM's observability operator: the
+project's own kind, docs/spec.md §12.1). What changes on the way, and why:
 
 - the Deployment's hub kubeconfig Secret goes: the addon framework mounts the agent's own
   (`addon-status-hub-kubeconfig`, a client certificate it rotates) at `{{HUB_KUBECONFIG}}`'s
@@ -18,13 +19,17 @@ shipped CRD). What changes on the way, and why:
   `images:` entry of a user's kustomization (kustomize rewrites `containers[].image` anywhere in
   an object, an AddOnTemplate's manifests too) sets the hub side's, the spoke's and the agent's
   image at once; a mirror is the AddOnDeploymentConfig's `registries`;
-- seed: `--hub-create-missing` (nobody else creates the hub copies on a bare hub; the role that
-  allows it is bound in the cluster's own namespace only), and the agent's Namespace comes first
-  (OCM creates no install namespace; its namespace decorator renames this one to the
-  AddOnDeploymentConfig's `agentInstallNamespace`);
-- the CRD and the Namespace carry `addon.open-cluster-management.io/deletion-orphan`: removing
-  the addon deletes everything the ManifestWork applied except what is annotated so, and
-  deleting either would delete every addon CR (OCM reads no `deleteOption` of a template);
+- seed and beside: `--hub-create-missing` (nobody else creates the hub copies there; the role
+  that allows it is bound in the cluster's own namespace only); seed: the agent's Namespace
+  comes first (OCM creates no install namespace; its namespace decorator renames this one to
+  the AddOnDeploymentConfig's `agentInstallNamespace`; acm and beside run in the namespace
+  ACM's observability addon made, which is MCO's to own);
+- beside: the addon CR itself (`AddonStatus` `addon-status`) comes last, after its CRD: nobody
+  else makes the project's own kind on a spoke, and an ACM operator creates nothing by hand;
+- the CRD, the Namespace and the addon CR carry `addon.open-cluster-management.io/deletion-orphan`:
+  removing the addon deletes everything the ManifestWork applied except what is annotated so,
+  and deleting any of them would delete the addon CRs and their last status (OCM reads no
+  `deleteOption` of a template);
 - the registration: a KubeClient (the agent's hub identity), its `hubPermissions` the
   ClusterRoles of manifests/hub/roles, bound in the cluster's namespace.
 """
@@ -52,10 +57,13 @@ VERSION: Final = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["pr
 FLAVOURS: Final = {
     "seed": (MANIFESTS / "kubernetes", ADDON, "addon-status-hub-create-missing"),
     "acm": (MANIFESTS / "acm", f"{ADDON}-acm", "addon-status-hub"),
+    "beside": (MANIFESTS / "beside", f"{ADDON}-beside", "addon-status-hub-create-missing"),
 }
+CREATE_COPIES: Final = ("seed", "beside")  # flavours whose agents create their hub copy
 TEMPLATES: Final = {
     "seed": MANIFESTS / "ocm" / "addontemplate.yaml",
     "acm": MANIFESTS / "ocm" / "acm" / "addontemplate.yaml",
+    "beside": MANIFESTS / "ocm" / "beside" / "addontemplate.yaml",
 }
 # The demo renders the seed template with the deployment config as the addon manager would, and
 # puts on its hub what `kubectl apply -k manifests/ocm` puts on a hub (but the hub side's
@@ -79,11 +87,13 @@ _HEADER: Final = """\
 
 
 def template(flavour: str) -> Obj:
-    """The AddOnTemplate of `flavour` ("seed" or "acm")."""
+    """The AddOnTemplate of `flavour` ("seed", "acm" or "beside")."""
     source, name, role = FLAVOURS[flavour]
     objects = build(source).objects
     if flavour == "seed":
         objects = [_namespace(objects), *objects]
+    if flavour == "beside":
+        objects = [*objects, _addon_cr(objects)]
     manifests = [_agent(obj, flavour) for obj in objects]
     agent: Obj = {"workload": {"manifests": manifests}}
     permissions = [{"type": "CurrentCluster", "currentCluster": {"clusterRoleName": role}}]
@@ -106,6 +116,22 @@ def _namespace(objects: list[Obj]) -> Obj:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
 
 
+def _addon_cr(objects: list[Obj]) -> Obj:
+    """The addon CR the controller writes: the kind of the CRD carried, the name and namespace
+    the controller is started with (its `--addon-name`, beside its own Deployment)."""
+    crd = next(o for o in objects if o["kind"] == "CustomResourceDefinition")["spec"]
+    [version] = [v["name"] for v in crd["versions"] if v.get("storage")]
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    [args] = [c["args"] for c in deployment["spec"]["template"]["spec"]["containers"]]
+    [name] = [str(a).removeprefix("--addon-name=") for a in args
+              if str(a).startswith("--addon-name=")]  # fmt: skip
+    metadata = {"name": name, "namespace": deployment["metadata"]["namespace"],
+                "labels": {"app.kubernetes.io/part-of": ADDON},
+                "annotations": {DELETION_ORPHAN: ""}}  # fmt: skip
+    return {"apiVersion": f"{crd['group']}/{version}", "kind": crd["names"]["kind"],
+            "metadata": metadata, "spec": {}}  # fmt: skip
+
+
 def _agent(obj: Obj, flavour: str) -> Obj:
     obj = copy.deepcopy(obj)
     if obj["kind"] in ORPHANED:
@@ -123,7 +149,7 @@ def _agent(obj: Obj, flavour: str) -> Obj:
         args = [a for a in container["args"] if not str(a).startswith("--hub-kubeconfig=")]
         args += ["--hub-kubeconfig={{HUB_KUBECONFIG}}", "--cluster-name={{CLUSTER_NAME}}",
                  "--log-level={{LOG_LEVEL}}"]  # fmt: skip
-        if flavour == "seed":
+        if flavour in CREATE_COPIES:
             args.append("--hub-create-missing")
         container["args"] = args
     return obj

@@ -26,7 +26,7 @@ IMAGES = {"name": ADDON, "newName": MIRRORED, "newTag": "9.9.9"}
 # the overlays a user applies that run the project's image; the discovered list must hold them
 EXPECTED = {
     "kubernetes", "acm", "beside", "with-namespace", "hub-controller", "hub-controller-acm",
-    "hub-controller-beside", "ocm", "ocm/acm",
+    "hub-controller-beside", "ocm", "ocm/acm", "ocm/beside",
 }  # fmt: skip
 
 

@@ -19,7 +19,11 @@ from tests.manifests.ocm import ADDON, DELETION_ORPHAN, FLAVOURS, VERSION, main,
 from tests.manifests.pod import options_of
 
 Obj = dict[str, Any]
-ROLLOUTS = {"seed": MANIFESTS / "ocm", "acm": MANIFESTS / "ocm" / "acm"}
+ROLLOUTS = {
+    "seed": MANIFESTS / "ocm",
+    "acm": MANIFESTS / "ocm" / "acm",
+    "beside": MANIFESTS / "ocm" / "beside",
+}
 
 
 def _without_rollout_changes(obj: Obj) -> Obj:
@@ -55,6 +59,10 @@ def test_every_agent_manifest_is_the_spokes_but_where_the_framework_takes_over(
         namespace, *carried = carried
         assert namespace["kind"] == "Namespace"
         assert namespace["metadata"]["name"] == spoke[1]["metadata"]["namespace"]
+    if flavour == "beside":  # nobody else makes the project's own kind: the template carries it
+        *carried, addon = carried
+        assert (addon["kind"], addon["metadata"]["name"]) == ("AddonStatus", ADDON)
+        assert addon["metadata"]["namespace"] == spoke[1]["metadata"]["namespace"]
     assert [_without_rollout_changes(o) for o in carried] == [
         _without_rollout_changes(o) for o in spoke
     ]
@@ -78,8 +86,9 @@ def test_the_rendered_agent_runs_for_its_cluster_with_the_mounted_hub_kubeconfig
     options = options_of(rendered.agent, deployment, files=tmp_path)
     assert options.cluster_name == "cluster7"
     assert options.log_level == "info"
-    assert options.profile == flavour
-    assert options.hub_create_missing is (flavour == "seed")
+    assert options.profile == ("acm" if flavour == "acm" else "seed")
+    assert options.addon_kind == ("AddonStatus" if flavour == "beside" else "ObservabilityAddon")
+    assert options.hub_create_missing is (flavour != "acm")
     namespaces = {o["metadata"].get("namespace") for o in rendered.agent} - {None}
     assert namespaces == {config["spec"]["agentInstallNamespace"]}
 
@@ -111,7 +120,12 @@ def test_removing_the_addon_orphans_the_crd_and_the_namespace_and_nothing_else(
         o["kind"] for o in agent["workload"]["manifests"]
         if DELETION_ORPHAN in (o["metadata"].get("annotations") or {})
     ]  # fmt: skip
-    assert kept == (["Namespace", "CustomResourceDefinition"] if flavour == "seed" else [])
+    orphaned = {
+        "seed": ["Namespace", "CustomResourceDefinition"],
+        "acm": [],  # MCO's CRD and namespace, never applied by the project
+        "beside": ["CustomResourceDefinition", "AddonStatus"],  # the addon CR it carries
+    }
+    assert kept == orphaned[flavour]
 
 
 def test_without_an_agent_install_namespace_the_crds_default_applies() -> None:
@@ -182,3 +196,34 @@ def test_every_volume_of_the_rendered_pod_is_something_the_cluster_will_have(fla
             assert set(volume) == {"name", "emptyDir"}, volume
     mounted = {m["name"] for c in pod["containers"] for m in c.get("volumeMounts", [])}
     assert mounted <= {v["name"] for v in pod["volumes"]}
+
+
+def _unplaced(obj: Obj) -> Obj:
+    obj = copy.deepcopy(obj)
+    obj["metadata"].pop("namespace", None)
+    for subject in obj.get("subjects") or []:
+        subject.pop("namespace", None)
+    return obj
+
+
+def test_beside_names_nothing_of_mcos_and_runs_the_hub_side_beside() -> None:
+    """Beside ACM's observability operator (docs/spec.md §12.1): not one object of the rollout,
+    the agent's manifests included, names MCO's kind, group or ManagedClusterAddOn; the hub side
+    is manifests/hub-controller-beside's, in the rollout's namespace; the agents' hub roles and
+    the admission policy are about the project's own kind."""
+    rollout = build(ROLLOUTS["beside"]).objects
+    text = json.dumps(rollout)
+    mcos = ("observability.open-cluster-management.io", "ObservabilityAddon",
+            "observabilityaddons", "observability-controller", "observability-addon")  # fmt: skip
+    assert [name for name in mcos if name in text] == []
+    beside = build(MANIFESTS / "hub-controller-beside").objects
+    for obj in beside:
+        ours = find(rollout, obj["kind"], obj["metadata"]["name"])
+        assert _unplaced(ours) == _unplaced(obj)
+    for role in ("addon-status-hub", "addon-status-hub-create-missing"):
+        rules = find(rollout, "ClusterRole", role)["rules"]
+        assert {(g, r) for rule in rules for g in rule["apiGroups"] for r in rule["resources"]} \
+            <= {("status.addon-status.io", "addonstatuses"),
+                ("status.addon-status.io", "addonstatuses/status")}  # fmt: skip
+    policy = find(rollout, "ValidatingAdmissionPolicy")["spec"]["matchConstraints"]
+    assert policy["resourceRules"][0]["resources"] == ["addonstatuses", "addonstatuses/status"]

@@ -1,6 +1,9 @@
 """The world of the fleet rollout tests: a hub after `kubectl apply -k manifests/ocm` (or
-`manifests/ocm/acm`) with what Open Cluster Management does for each cluster, two spokes running
-the rendered agent, and the hub side; fixtures (re-exported by conftest.py) and helpers."""
+`manifests/ocm/acm`, `manifests/ocm/beside`) with what Open Cluster Management does for each
+cluster, two spokes running the rendered agent, and the hub side; fixtures (re-exported by
+conftest.py) and helpers. The `flavour` fixture runs the flavours whose addon CRs are MCO's
+kind (`check hub` reads only that kind, and release 0.1.0 had only these); a test that runs
+beside too parametrizes `flavour` over ROLLOUTS itself."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from controller.demo.addon_manager import Rendered, render
 from controller.hub.app import HubReplica
 from controller.hub.mirror import cluster_namespace, managed_cluster_addon
 from controller.hub.options import HubOptions, add_hub_flags
+from controller.kube.api import ADDON, OWN_ADDON, ApiResource
 from controller.kube.connection import Connection
 from controller.kube.kubeconfig import kubeconfig_yaml
 from controller.spoke.app import Replica
@@ -32,9 +36,16 @@ Obj = dict[str, Any]
 CLUSTERS = ("cluster1", "cluster2")
 ADDON_NAMESPACE = "open-cluster-management-addon-observability"
 COPY = "observability-addon"
+# each flavour's hub copy (and spoke CR): its kind and name; beside, the project's own kind
+COPIES: dict[str, tuple[ApiResource, str]] = {
+    "seed": (ADDON, COPY),
+    "acm": (ADDON, COPY),
+    "beside": (OWN_ADDON, "addon-status"),
+}
 MANAGED_ADDON = {
     "seed": "addon-status",
     "acm": "observability-controller",
+    "beside": "addon-status",  # the rollout's own, never MCO's observability-controller
 }  # what the hub side writes
 UPSTREAM = ROOT / "tests" / "data" / "upstream"
 OCM_CRDS = [
@@ -43,7 +54,13 @@ OCM_CRDS = [
     *(ROOT / "tests/data/crds" / f"{name}.cluster.open-cluster-management.io.yaml"
       for name in ("managedclustersetbindings", "managedclusters", "placementdecisions")),
 ]  # fmt: skip
-ROLLOUTS = {"seed": MANIFESTS / "ocm", "acm": MANIFESTS / "ocm" / "acm"}
+ROLLOUTS = {
+    "seed": MANIFESTS / "ocm",
+    "acm": MANIFESTS / "ocm" / "acm",
+    "beside": MANIFESTS / "ocm" / "beside",
+}
+# the copies' CRD, a step of its own before the rollout (acm: MCO's, already there)
+CRD_STEPS = {"seed": MANIFESTS / "hub" / "crd", "beside": MANIFESTS / "hub" / "crd-own-kind"}
 ADMIN = UserInfo("kubernetes-admin", groups=("system:masters",))
 LOOPBACK = Address(host="127.0.0.1", port=0)
 
@@ -99,7 +116,7 @@ class Spoke:
     ca: Path
 
 
-@pytest.fixture(params=sorted(ROLLOUTS))
+@pytest.fixture(params=["acm", "seed"])
 def flavour(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -114,9 +131,10 @@ def hub(flavour: str, rollout: list[Obj], tmp_path: Path) -> Iterator[APIServer]
     """The hub after `kubectl apply -k` of the rollout, and what Open Cluster Management does
     for each cluster: its namespace, the observed addon's ManagedClusterAddOn and (acm: the
     observability operator's) hub copy, and the RoleBinding of `hubPermissions`."""
-    # seed: the copies' CRD is the step before the rollout (manifests/hub/crd), never in it
-    crd_step = build(MANIFESTS / "hub" / "crd").objects if flavour == "seed" else []
-    copies_crd = [UPSTREAM / "observabilityaddons.crd.yaml"] if flavour == "acm" else []
+    # seed, beside: the copies' CRD is the step before the rollout, never in it
+    crd_step = build(CRD_STEPS[flavour]).objects if flavour in CRD_STEPS else []
+    mcos = flavour != "seed"  # ACM's observability operator runs: its CRD, copies and MCA
+    copies_crd = [UPSTREAM / "observabilityaddons.crd.yaml"] if mcos else []
     copies_crd += crd_files(crd_step, tmp_path)
     tokens = {"admin": ADMIN, "hub-side": HUB_SIDE, "addon-manager": ADDON_MANAGER}
     for cluster in CLUSTERS:
@@ -131,8 +149,10 @@ def hub(flavour: str, rollout: list[Obj], tmp_path: Path) -> Iterator[APIServer]
                 cluster_namespace(cluster),
                 managed_cluster_addon(cluster, MANAGED_ADDON[flavour]),
             ]
-            if flavour == "acm":
+            if mcos:
                 found.append(addon_cr(cluster))
+            if flavour == "beside":  # MCO's row in the console, beside the rollout's own
+                found.append(managed_cluster_addon(cluster, "observability-controller"))
             apply_objects(admin, found)
             apply_objects(kube_of(server, "addon-manager"), rendered_for(rollout, cluster).hub)
         yield server
@@ -168,10 +188,13 @@ def spokes(
             rendered = rendered_for(rollout, cluster)
             root = tmp_path / cluster
             root.mkdir()
-            crds = crd_files(rendered.agent, root) or [UPSTREAM / "observabilityaddons.crd.yaml"]
+            crds = crd_files(rendered.agent, root)
+            if flavour != "seed":  # MCO's, there already (beside: beside the project's own)
+                crds.append(UPSTREAM / "observabilityaddons.crd.yaml")
             server = APIServer(crds, tokens=tokens, rbac=True).start()
             admin = kube_of(server, "admin")
-            # the observability addon's own: its namespace and CR
+            # the observability addon's own: its namespace and CR (beside, MCO's, which the
+            # project leaves alone: the template carries the project's own kind)
             namespace = {
                 "apiVersion": "v1",
                 "kind": "Namespace",
@@ -232,9 +255,10 @@ def hub_side(rollout: list[Obj], hub: APIServer) -> Iterator[HubReplica]:
     replica.stop()
 
 
-def copy_status(server: APIServer, namespace: str) -> Obj:
-    found = server.get_object("observability.open-cluster-management.io", "v1beta1",
-                              "observabilityaddons", namespace, COPY)  # fmt: skip
+def copy_status(server: APIServer, namespace: str, flavour: str = "seed") -> Obj:
+    """The status of `flavour`'s addon CR in `namespace` (a spoke's, or a hub copy)."""
+    kind, name = COPIES[flavour]
+    found = server.get_object(kind.group, kind.version, kind.plural, namespace, name)
     return (found or {}).get("status") or {}
 
 
