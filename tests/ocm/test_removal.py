@@ -3,7 +3,7 @@ the addon leaves a cluster, OCM v1.3's ManifestWork deletes every object it appl
 annotated `addon.open-cluster-management.io/deletion-orphan` (addon-framework's agentdeploy; a
 template's `deleteOption` is not read). Played here on a spoke API server: the seed template
 rendered and applied as the work agent applies it, an addon CR beside it, then the removal as
-the work agent runs it."""
+the work agent runs it; and the beside template, which carries its addon CR."""
 
 from __future__ import annotations
 
@@ -88,3 +88,32 @@ def test_without_the_annotation_the_namespace_would_take_the_addon_cr_with_it(
             )
     finally:
         server.stop()
+
+
+def test_removing_the_beside_addon_keeps_the_addon_status_it_carried(tmp_path: Path) -> None:
+    """Beside ACM's observability operator the template carries the spoke's `AddonStatus` itself
+    (nobody else makes the project's kind): removal keeps it, its status and its CRD, in the
+    namespace MCO's addon made (the template carries none)."""
+    rollout = build(MANIFESTS / "ocm" / "beside").objects
+    template, config = find(rollout, "AddOnTemplate"), find(rollout, "AddOnDeploymentConfig")
+    agent = render(template, "cluster1", config).agent
+    crd = find(agent, "CustomResourceDefinition")
+    path = tmp_path / "crd.yaml"
+    path.write_text(yaml.safe_dump(crd), "utf-8")
+    tokens = {"admin": UserInfo("admin", groups=("system:masters",))}
+    with APIServer([path], tokens=tokens) as server:
+        admin = kube_of(server, "admin")
+        namespace = config["spec"]["agentInstallNamespace"]
+        apply_objects(admin, [{"apiVersion": "v1", "kind": "Namespace",
+                               "metadata": {"name": namespace}},
+                              *(o for o in agent if o is not crd)])  # fmt: skip
+        addon = find(agent, "AddonStatus")
+        kind = admin.discover(addon["apiVersion"], addon["kind"])
+        condition = {"type": "Available", "status": "True", "reason": "Up", "message": "",
+                     "lastTransitionTime": "2026-11-27T00:00:00Z"}  # fmt: skip
+        admin.patch_status(kind, namespace, "addon-status", {"status": {"conditions": [condition]}})
+        assert sorted(_remove(server, agent)) == ["AddonStatus", "CustomResourceDefinition"]
+        kept = admin.get(kind, namespace, "addon-status")
+        assert kept["status"]["conditions"] == [condition]
+        assert server.get_object("apps", "v1", "deployments", namespace,
+                                 "addon-status-controller") is None  # fmt: skip
