@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from controller.flags import Flag, add_flags
+
 __all__ = ["diagram_block", "main", "parser", "version"]
 
 DISTRIBUTION = "addon-status"
@@ -116,10 +118,17 @@ def _add_run(sub: Any) -> None:
     from controller.spoke.options import add_run_flags
 
     run_parser = sub.add_parser(
-        "run",
-        help=COMMANDS["run"],
-        description="Flags win over their ADDON_STATUS_* variables, which win over defaults.",
-    )
+        "run", help=COMMANDS["run"],
+        description="Run the controller of one spoke's addon CR: it takes the collectors' "
+        "reports and keeps the CR's conditions (and its hub copy's). Flags win over their "
+        "ADDON_STATUS_* variables, which win over defaults.",
+        epilog="examples:\n"
+        "  addon-status run --kubeconfig spoke.kubeconfig --insecure\n"
+        "  addon-status run --leader-elect --issue-serving-cert addon-status-reports \\\n"
+        "      --hub-kubeconfig /var/run/hub/kubeconfig --cluster-name cluster1\n"
+        "  addon-status run --addon-kind AddonStatus --addon-name addon-status --profile acm",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
     add_run_flags(run_parser)
     run_parser.set_defaults(handler=_run)
 
@@ -134,10 +143,17 @@ def _add_hub(sub: Any) -> None:
     from controller.hub.options import add_hub_flags
 
     hub = sub.add_parser(
-        "hub",
-        help=COMMANDS["hub"],
-        description="Flags win over their ADDON_STATUS_* variables, which win over defaults.",
-    )
+        "hub", help=COMMANDS["hub"],
+        description="Run on an Open Cluster Management hub: mirror each cluster's hub copy "
+        "onto its ManagedClusterAddOn, which the console shows. Flags win over their "
+        "ADDON_STATUS_* variables, which win over defaults.",
+        epilog="examples:\n"
+        "  addon-status hub --kubeconfig hub.kubeconfig\n"
+        "  addon-status hub --leader-elect --managed-addon observability-controller "
+        "--agent-addon addon-status\n"
+        "  addon-status hub --addon-kind AddonStatus --copy-name addon-status",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
     add_hub_flags(hub)
     hub.set_defaults(handler=_hub)
 
@@ -166,6 +182,22 @@ def _add_check(sub: Any) -> None:
     add_check_parser(sub)
 
 
+SIMULATE_FLAGS = (
+    Flag("file", "FILE", "scenario YAML (see tests/scenarios/)", "FILE", kind="positional",
+         required=True),
+    Flag("format", "--format", "table or json", "FORMAT", choices=("table", "json"),
+         default="table"),
+    Flag("wide", "--wide", "the table as wide as its cells (off: the terminal's width, cells "
+         "wrapped)", kind="toggle"),
+)  # fmt: skip
+DIAGRAMS_FLAGS = (
+    Flag("output", "--output", "the directory to write the diagrams into", "DIR",
+         default="diagrams"),
+    Flag("doc", "--doc", "the document whose diagram block to update", "FILE",
+         default="docs/spec.md"),
+)  # fmt: skip
+
+
 def _add_simulate(sub: Any) -> None:
     simulate = sub.add_parser(
         "simulate", help=COMMANDS["simulate"],
@@ -175,14 +207,7 @@ def _add_simulate(sub: Any) -> None:
         "  addon-status simulate SCENARIO.yaml --format json | jq .",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    simulate.add_argument("file", help="scenario YAML (see tests/scenarios/)")
-    simulate.add_argument(
-        "--format", choices=["table", "json"], default="table", help="(default: %(default)s)"
-    )
-    simulate.add_argument(
-        "--wide", action="store_true",
-        help="the table as wide as its cells (default: the terminal's width, cells wrapped)",
-    )  # fmt: skip
+    add_flags(simulate, SIMULATE_FLAGS, variables=False)
     simulate.set_defaults(handler=_simulate)
 
 
@@ -195,10 +220,7 @@ def _add_diagrams(sub: Any) -> None:
         "  addon-status diagrams --output /tmp/diagrams --doc docs/spec.md",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    diagrams.add_argument("--output", default="diagrams", help="directory (default: diagrams)")
-    diagrams.add_argument(
-        "--doc", default="docs/spec.md", help="the document whose diagram block to update"
-    )
+    add_flags(diagrams, DIAGRAMS_FLAGS, variables=False)
     diagrams.set_defaults(handler=_diagrams)
 
 
@@ -212,7 +234,8 @@ def _add_completion(sub: Any) -> None:
         "  addon-status completion zsh > \"${fpath[1]}/_addon-status\"",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
-    completion.add_argument("shell", choices=SHELLS)
+    shell = Flag("shell", "SHELL", "the shell", kind="positional", choices=SHELLS, required=True)
+    add_flags(completion, (shell,), variables=False)
     completion.set_defaults(handler=_completion)
 
 

@@ -22,7 +22,8 @@ def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
 
 
 def _flags(parser: argparse.ArgumentParser) -> list[str]:
-    """The long flags, and a positional's choices (`completion bash|zsh`)."""
+    """The long flags but deprecated spellings (hidden from `--help`, as kubectl hides them),
+    and a positional's choices (`completion bash|zsh`)."""
     choices = [
         str(c) for a in parser._actions
         if not a.option_strings and a.choices and not isinstance(a, argparse._SubParsersAction)
@@ -30,7 +31,13 @@ def _flags(parser: argparse.ArgumentParser) -> list[str]:
     ]  # fmt: skip
     return [
         *choices,
-        *sorted(o for a in parser._actions for o in a.option_strings if o.startswith("--")),
+        *sorted(
+            o
+            for a in parser._actions
+            if a.help != argparse.SUPPRESS
+            for o in a.option_strings
+            if o.startswith("--")
+        ),
     ]
 
 

@@ -15,16 +15,53 @@ import json
 import os
 import ssl
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from controller.flags import Flag, add_flags
 
 if TYPE_CHECKING:  # imported where used, so that `addon-status --help` does not load it
     from controller.reporter.client import ReportClient
 
-__all__ = ["add_report_parser", "run_report"]
+__all__ = ["add_report_parser", "report_flags", "run_report"]
 
 URL_ENV = "ADDON_STATUS_URL"
 CA_FILE_ENV = "ADDON_STATUS_CA_FILE"
+
+
+EXAMPLES = """examples:
+  addon-status report --url http://127.0.0.1:8090 --collector metrics-collector \\
+      --reason ForwardSuccessful --token-file /var/run/secrets/tokens/report
+  ADDON_STATUS_URL=https://addon-status.NAMESPACE.svc:8090 addon-status report \\
+      --reason UpdateSuccessful --version 2.11.0 --ca-file ca.crt --token-file token"""
+
+
+def report_flags(environ: Mapping[str, str]) -> tuple[Flag, ...]:
+    """The flags of `report`; `--url` and `--ca-file` default to their variables."""
+    return (
+        Flag("url", "--url", f"the controller's report API (env {URL_ENV})", "URL",
+             default=environ.get(URL_ENV), required=URL_ENV not in environ),
+        Flag("collector", "--collector", "the collector the report is about", "NAME",
+             shown="none: every collector"),
+        Flag("reason", "--reason", "e.g. ForwardFailure, UpdateSuccessful", "REASON",
+             required=True),
+        Flag("message", "--message", "free text for the condition", "TEXT",
+             shown="none: a heartbeat keeps it"),
+        Flag("observed_generation", "--observed-generation", "the addon CR's generation seen",
+             "N", type=_generation),
+        Flag("version", "--version",
+             "with UpdateSuccessful: the version the update installs (at most 64 characters)",
+             "VERSION"),
+        Flag("token_file", "--token-file", "a file holding the bearer token (a service "
+             "account's)", "PATH", type=Path),
+        Flag("ca_file", "--ca-file", f"PEM CA bundle of an https server (env {CA_FILE_ENV})",
+             "PATH", type=Path, default=environ.get(CA_FILE_ENV),
+             shown=None if environ.get(CA_FILE_ENV) else "the system's"),
+        Flag("timeout", "--timeout", "seconds per attempt", "SECONDS", type=float, default=5.0),
+        Flag("deadline", "--deadline", "seconds for all retries", "SECONDS", type=float,
+             default=30.0),
+    )  # fmt: skip
 
 
 def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -33,42 +70,10 @@ def add_report_parser(subparsers: Any) -> argparse.ArgumentParser:
         "report",
         help="report a reason to the controller and print its verdict",
         description=__doc__,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    report.add_argument(
-        "--url",
-        default=os.environ.get(URL_ENV),
-        required=URL_ENV not in os.environ,
-        help=f"the controller's report API, e.g. http://127.0.0.1:8090 (env {URL_ENV})",
-    )
-    report.add_argument(
-        "--collector", help="the collector the report is about (none: every collector)"
-    )
-    report.add_argument("--reason", required=True, help="e.g. ForwardFailure, UpdateSuccessful")
-    report.add_argument(
-        "--message", default=None, help="free text for the condition (absent: a heartbeat keeps it)"
-    )
-    report.add_argument(
-        "--observed-generation", type=_generation, help="the addon CR's generation seen"
-    )
-    report.add_argument(
-        "--version",
-        help="with UpdateSuccessful: the version the update installs (at most 64 characters)",
-    )
-    report.add_argument(
-        "--token-file", type=Path, help="a file holding the bearer token (a service account's)"
-    )
-    report.add_argument(
-        "--ca-file",
-        type=Path,
-        default=os.environ.get(CA_FILE_ENV),
-        help=f"PEM CA bundle of an https server (default: the system's; env {CA_FILE_ENV})",
-    )
-    report.add_argument(
-        "--timeout", type=float, default=5.0, help="seconds per attempt (default 5)"
-    )
-    report.add_argument(
-        "--deadline", type=float, default=30.0, help="seconds for all retries (default 30)"
-    )
+    add_flags(report, report_flags(os.environ), variables=False)
     report.set_defaults(handler=run_report)
     return report
 

@@ -43,6 +43,9 @@ def test_the_bash_script_is_valid_and_completes_commands_and_flags(
     # a flag's value is not taken for a command
     assert "--hub-side" in _complete(script, "check", "hub", "--kubeconfig", "k", "--")
     assert _complete(script, "completion", "")[:2] == ["bash", "zsh"]
+    # a deprecated spelling still works, but is not offered (kubectl hides it too)
+    assert _complete(script, "hub", "--managed") == ["--managed-addon"]
+    assert _complete(script, "fleet", "--addon-") == ["--addon-kind"]
 
 
 @bash
