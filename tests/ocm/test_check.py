@@ -32,7 +32,7 @@ from controller.kube.connection import Connection
 from controller.kube.kubeconfig import Kubeconfig, client_for, kubeconfig_yaml
 from kubesim import APIServer
 from tests.hub.hubside import cond
-from tests.ocm.world import ADDON_NAMESPACE, CLUSTERS, COPY, Spoke
+from tests.ocm.world import ADDON_NAMESPACE, CLUSTERS, COPIES, COPY, Spoke
 from tests.support import apply_objects, connection, eventually, kube_of
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -51,7 +51,13 @@ def _condition(type_: str, status: str = "True", reason: str = "Done", message: 
     return cond(type_, status, reason, message, at=NOW)
 
 
-def _as_ocm(admin: Kube, clusters: tuple[str, ...] = CLUSTERS) -> None:
+def _as_ocm(
+    admin: Kube,
+    clusters: tuple[str, ...] = CLUSTERS,
+    *,
+    kind: ApiResource = ADDON,
+    name: str = COPY,
+) -> None:
     """What OCM's controllers write once the rollout went well: the placement controller's
     decision, each ManagedClusterAddOn registered, applied and available, and (as the agents
     would) each hub copy's conditions."""
@@ -63,7 +69,7 @@ def _as_ocm(admin: Kube, clusters: tuple[str, ...] = CLUSTERS) -> None:
     decisions = [{"clusterName": c, "reason": ""} for c in clusters]
     admin.patch_status(DECISIONS, "addon-status", "addon-status-decision-1",
                        {"status": {"decisions": decisions}})  # fmt: skip
-    copies = admin.discover(ADDON.api_version, ADDON.kind)
+    copies = admin.discover(kind.api_version, kind.kind)
     for cluster in clusters:
         try:  # acm: the world made observability-controller's; the addon manager makes this one
             admin.get(MANAGED_CLUSTER_ADDON, cluster, "addon-status")
@@ -73,22 +79,22 @@ def _as_ocm(admin: Kube, clusters: tuple[str, ...] = CLUSTERS) -> None:
         admin.patch_status(MANAGED_CLUSTER_ADDON, cluster, "addon-status",
                            {"status": {"conditions": conditions}})  # fmt: skip
         try:
-            admin.get(copies, cluster, COPY)
-        except NotFoundError:  # seed: the agent creates it (acm: the operator did)
-            body = {"apiVersion": ADDON.api_version, "kind": ADDON.kind,
-                    "metadata": {"name": COPY, "namespace": cluster}}  # fmt: skip
+            admin.get(copies, cluster, name)
+        except NotFoundError:  # seed, beside: the agent creates it (acm: the operator did)
+            body = {"apiVersion": kind.api_version, "kind": kind.kind,
+                    "metadata": {"name": name, "namespace": cluster}}  # fmt: skip
             admin.create(copies, cluster, body)
-        admin.patch_status(copies, cluster, COPY,
+        admin.patch_status(copies, cluster, name,
                            {"status": {"conditions": [_condition("Available")]}})  # fmt: skip
 
 
 def _check_hub(
-    hub: APIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    hub: APIServer, tmp_path: Path, capsys: pytest.CaptureFixture[str], *flags: str
 ) -> tuple[int, str]:
     kubeconfig = tmp_path / "admin-kubeconfig"
     kubeconfig.write_text(kubeconfig_yaml(server=hub.url, token="admin"), encoding="utf-8")
     capsys.readouterr()
-    code = main(["check", "hub", "--kubeconfig", str(kubeconfig)])
+    code = main(["check", "hub", "--kubeconfig", str(kubeconfig), *flags])
     return code, capsys.readouterr().out
 
 
@@ -334,3 +340,28 @@ def test_the_hub_check_says_when_the_hub_side_stopped_or_is_not_installed(
         "✘ the hub side is not installed: no Deployment labelled "
         "app.kubernetes.io/name=addon-status-hub-controller: kubectl apply -k manifests/ocm "
         "(manifests/ocm/acm on ACM)"]), out  # fmt: skip
+
+
+@pytest.mark.parametrize("flavour", ["beside"])
+def test_the_hub_check_of_the_beside_rollout_reads_its_own_kind(
+    flavour: str,
+    hub: APIServer,
+    hub_side: HubReplica,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Beside ACM's observability operator (`check hub --addon-kind AddonStatus`): all ✔ where
+    the rollout went well, and an agent whose hub binding is gone named with the project's kind."""
+    kind, name = COPIES[flavour]
+    _as_ocm(kube_of(hub, "admin"), kind=kind, name=name)
+    _running(hub, hub_side)
+    code, out = _check_hub(hub, tmp_path, capsys, "--addon-kind", kind.kind)
+    assert (code, _failed(out)) == (0, []), out
+    assert "✔ the addon manager may bind the agents' hub roles" in out
+    assert "✔ 2 of 2 clusters: registered, manifests applied, the hub copy kept by a running " \
+           "agent" in out  # fmt: skip
+    assert hub.delete_object("rbac.authorization.k8s.io", "v1", "rolebindings", "cluster1",
+                             "open-cluster-management:addon-status:clusterrole:agent")  # fmt: skip
+    code, out = _check_hub(hub, tmp_path, capsys, "--addon-kind", kind.kind)
+    [line] = _failed(out)
+    assert f"may not update addonstatuses/status {name} in cluster1" in line, out
