@@ -1,6 +1,7 @@
 """The names of the objects the project reads and writes by default, declared once: every flag's
 default, every process and command refers to these (docs/spec.md §7, §12; the manifests install
-them under the same names, and tests/test_options.py holds the commands' defaults to them).
+them under the same names; tests/test_names.py holds the code and the commands' defaults to
+them).
 
 Plain strings, light: `--help` of every command reads them."""
 

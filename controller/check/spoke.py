@@ -33,6 +33,7 @@ from controller.report_api.issuer import decoded_secret
 from controller.spoke.bookkeeping import config_map_name
 from controller.spoke.options import RunOptions
 from statemachines.errors import AddonStatusError
+from statemachines.object_names import SPOKE_LEASE
 
 __all__ = ["Connect", "spoke_findings"]
 
@@ -241,7 +242,7 @@ def _answers(host: str, port: int, certificate: x509.Certificate | None) -> Find
         return bad(
             f"nothing answers on {where} ({type(error).__name__})",
             "run the check in the controller's pod, where it listens: kubectl exec "
-            "deploy/addon-status-controller -- addon-status check spoke",
+            f"deploy/{SPOKE_LEASE} -- addon-status check spoke",
         )
     if served != certificate.public_bytes(Encoding.DER):
         return bad(
