@@ -8,7 +8,9 @@ in order, on the reflector's thread.
 - A watch event updates it; an object `keep` keeps nothing of is absent.
 - A write's own answer may be put in the store before its watch event comes (`remember`,
   client-go's mutation cache): an entry is never replaced by an older resourceVersion, so a late
-  event, or a list taken before that write, cannot take the store back.
+  event, or a list taken before that write, cannot take the store back; and an answer no newer
+  than what the store has seen is dropped when the store no longer holds its object: it was
+  deleted since (the write's answer came back after its deletion's event), and must not return.
 
 Every process that watches does it through one of these: the spoke's addon CR and the objects
 health rules name, the hub side's kinds, `fleet --watch` and the demo's simulated OCM.
@@ -80,6 +82,7 @@ class Informer(Generic[T]):
         self._handlers: Handlers[T] = handlers or Handlers()
         self._lock = threading.Lock()
         self._store: dict[str, tuple[str, T]] = {}  # key -> (resourceVersion, kept)
+        self._seen = ""  # the newest resourceVersion the store reflects (a list's, an event's)
         self._synced = False
         self.reflector = Reflector(
             kube, selection, name=name, on_listed=self._listed, on_event=self._event,
@@ -130,7 +133,10 @@ class Informer(Generic[T]):
             return
         key, version, kept = entry
         with self._lock:
-            if not _older(version, self._store.get(key)):
+            known = self._store.get(key)
+            if known is None and _older(version, (self._seen, None), equal=True):
+                return  # the store has seen past this answer, and the object is gone since
+            if not _older(version, known):
                 self._store[key] = (version, kept)
 
     # --- the reflector's hooks (its thread) -------------------------------------------------
@@ -148,7 +154,7 @@ class Informer(Generic[T]):
                 store[key] = known if known is not None and _older(rv, known) else (rv, kept)
                 changes.append((key, None if known is None else known[1], store[key][1]))
             changes += [(key, old, None) for key, (_, old) in before.items() if key not in store]
-            self._store, self._synced = store, True
+            self._store, self._synced, self._seen = store, True, version
         for key, old, new in changes:
             self._tell(key, old, new)
         self._handlers.listed(version)
@@ -158,6 +164,7 @@ class Informer(Generic[T]):
         key = key_of(event.object)
         gone = event.type == "DELETED" or entry is None
         with self._lock:
+            self._seen = resource_version(event.object) or self._seen
             known = self._store.get(key)
             if gone:
                 self._store.pop(key, None)
@@ -183,12 +190,13 @@ class Informer(Generic[T]):
             self._handlers.updated(key, old, new)
 
 
-def _older(version: str, known: tuple[str, Any] | None) -> bool:
-    """`version` is older than the stored entry's (resourceVersions compare as numbers on
-    kube-apiserver's etcd storage; an unparsable one is never older)."""
+def _older(version: str, known: tuple[str, Any] | None, *, equal: bool = False) -> bool:
+    """`version` is older than the stored entry's (or as old, `equal`): resourceVersions compare
+    as numbers on kube-apiserver's etcd storage; an unparsable one is never older."""
     if known is None:
         return False
     try:
-        return int(version) < int(known[0])
+        theirs, ours = int(version), int(known[0])
     except ValueError:
         return False
+    return theirs <= ours if equal else theirs < ours

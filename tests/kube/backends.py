@@ -43,6 +43,8 @@ class Backend:
 
     def change_spec(self, name: str, **spec: Any) -> None: ...
 
+    def delete(self, name: str) -> None: ...
+
     def interrupt(self, change: Callable[[], object] | None = None, *, compact: bool) -> None:
         """Drop every watch, then `change` (and forget the history) before any can resume."""
 
@@ -64,6 +66,9 @@ class FakeBackend(Backend):
 
     def change_spec(self, name: str, **spec: Any) -> None:
         self.fake.edit(ADDON, NAMESPACE, name, lambda obj: obj.update(spec=spec))
+
+    def delete(self, name: str) -> None:
+        self.fake.delete(ADDON, NAMESPACE, name)
 
     def interrupt(self, change: Callable[[], object] | None = None, *, compact: bool) -> None:
         with self.fake.lock:
@@ -98,6 +103,9 @@ class ServerBackend(Backend):
         stored["spec"] = spec
         stored["metadata"]["generation"] += 1
         self.put(stored)
+
+    def delete(self, name: str) -> None:
+        self.server.delete_object(ADDON.group, ADDON.version, ADDON.plural, NAMESPACE, name)
 
     def interrupt(self, change: Callable[[], object] | None = None, *, compact: bool) -> None:
         self.server.faults.delay(0.3, n=1, match=_watching)

@@ -122,6 +122,27 @@ def test_a_writes_answer_is_not_taken_back_by_a_late_event_or_an_older_list(
         assert informer.get(KEY) == 9
 
 
+def test_a_writes_answer_that_comes_back_after_the_objects_deletion_does_not_revive_it(
+    backend: Backend,
+) -> None:
+    """The hub side writes a ManagedClusterAddOn, OCM deletes it, the deletion's event comes
+    first, then the write's answer: the store must not hold the object again (nothing would
+    ever take it out: no event is left to come)."""
+    with informing(backend) as (informer, told):
+        assert next_told(told)[0] == "added"
+        assert next_told(told)[0] == "listed"
+        watching(backend)
+        backend.change_spec(NAME, a=1)
+        assert next_told(told)[0] == "updated"
+        answer = backend.kube.get(ADDON, ADDONS, NAME)  # the write's answer, before the delete
+        backend.delete(NAME)
+        assert next_told(told) == ("deleted", KEY, 2, None)
+        informer.remember(answer)
+        assert informer.get(KEY) is None and informer.items() == {}
+        backend.put(addon())  # created again: the store holds it as any new object
+        assert next_told(told) == ("added", KEY, None, 1)
+
+
 def test_keys_are_namespace_and_name_or_the_name_of_a_cluster_scoped_object() -> None:
     assert key_of({"metadata": {"name": "a", "namespace": "ns"}}) == "ns/a"
     assert key_of({"metadata": {"name": NAMESPACE.kind}}) == NAMESPACE.kind
