@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from statemachines.errors import AddonStatusError
@@ -123,8 +123,7 @@ AGENT_ADDON = Flag(
     "NAME", shown="--managed-addon",
 )  # fmt: skip
 PROCESS_FLAGS = (
-    Flag("kubeconfig", KUBECONFIG.flag, KUBECONFIG.help, KUBECONFIG.metavar,
-         shown="$KUBECONFIG, else in-cluster in a pod, else ~/.kube/config"),
+    replace(KUBECONFIG, shown="$KUBECONFIG, else in-cluster in a pod, else ~/.kube/config"),
     Flag("metrics_address", "--metrics-address", "host:port of /metrics", "ADDR"),
     Flag("probe_address", "--probe-address", "host:port of /healthz, /readyz", "ADDR"),
     Flag("request_timeout", "--request-timeout", "seconds per API call", "SECONDS"),

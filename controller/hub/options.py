@@ -31,17 +31,11 @@ from statemachines.settings import Duration
 
 __all__ = [
     "HUB_FLAGS",
-    "RESYNC",
     "HubOptions",
     "add_hub_flags",
     "selector_problem",
 ]
 
-RESYNC = Flag(
-    "resync", "--resync",
-    "compare every cluster's hub copy and ManagedClusterAddOn in memory this often, without a "
-    "read", "DUR",
-)  # fmt: skip
 _HUB_FLAGS = (
     MANAGED_ADDON_NAME,
     COPY_NAME,
@@ -49,7 +43,9 @@ _HUB_FLAGS = (
     Flag("namespace_selector", "--namespace-selector",
          "only cluster namespaces with these labels too (e.g. env=prod)", "SELECTOR",
          shown="every cluster namespace"),
-    RESYNC,
+    Flag("resync", "--resync",
+         "compare every cluster's hub copy and ManagedClusterAddOn in memory this often, "
+         "without a read", "DUR"),
     replace(AGENT_ADDON, group="when the path from a spoke breaks"),
     Flag("path_window", "--path-window",
          "a break OCM reports (agent down, cluster lost, not registered) counts once it has "
