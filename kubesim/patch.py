@@ -225,7 +225,7 @@ def strategic_merge_patch(
             continue
         sub = (*path, key)
         if isinstance(value, list) and sub in merge_lists:
-            result[key] = _merge_list(result.get(key) or [], value, merge_lists[sub])
+            result[key] = _merge_list(result.get(key) or [], value, merge_lists, sub)
         elif isinstance(value, dict):
             merged = strategic_merge_patch(result.get(key), value, merge_lists, sub)
             if merged is None:
@@ -240,7 +240,12 @@ def strategic_merge_patch(
     return result
 
 
-def _merge_list(original: list[Any], patch: list[Any], merge_key: str | None) -> list[Any]:
+def _merge_list(
+    original: list[Any], patch: list[Any], merge_lists: MergeLists, path: tuple[str, ...]
+) -> list[Any]:
+    """The items of `path`'s list merged by its merge key; an item's own lists are found in
+    `merge_lists` under `(*path, "*", ...)` (a container's `env` in a pod's `containers`)."""
+    merge_key = merge_lists[path]
     if any(isinstance(item, dict) and item.get("$patch") == "replace" for item in patch):
         return [
             _strip_directives(item)
@@ -267,5 +272,5 @@ def _merge_list(original: list[Any], patch: list[Any], merge_key: str | None) ->
         elif found is None:
             out.append(_strip_directives(item))
         else:
-            out[found] = strategic_merge_patch(out[found], item, {})
+            out[found] = strategic_merge_patch(out[found], item, merge_lists, (*path, "*"))
     return out

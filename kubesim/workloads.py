@@ -16,16 +16,39 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from typing import Any
+from typing import Any, ClassVar
 
 from kubesim.codec import clone
 from kubesim.fields import FieldError
 from kubesim.meta import coerce_metadata
+from kubesim.patch import MergeLists
 from kubesim.resources import ResourceType, Strategy
 
 __all__ = ["workload_types"]
 
 Obj = dict[str, Any]
+
+
+def _pod_lists(template: tuple[str, ...]) -> MergeLists:
+    """The merge keys a strategic merge patch uses in a pod spec at `template` (the
+    `patchMergeKey` tags of k8s.io/api/core/v1: PodSpec's containers, initContainers,
+    ephemeralContainers, volumes, imagePullSecrets by name, hostAliases by ip; a container's
+    env by name, ports by containerPort, volumeMounts by mountPath, volumeDevices by
+    devicePath). Lists without a tag (args, envFrom, tolerations) are replaced whole."""
+    lists: dict[tuple[str, ...], str | None] = {
+        (*template, field): "name" for field in ("volumes", "imagePullSecrets")
+    }
+    lists[(*template, "hostAliases")] = "ip"
+    for field in ("containers", "initContainers", "ephemeralContainers"):
+        lists[(*template, field)] = "name"
+        container = (*template, field, "*")
+        lists |= {(*container, "env"): "name", (*container, "ports"): "containerPort",
+                  (*container, "volumeMounts"): "mountPath",
+                  (*container, "volumeDevices"): "devicePath"}  # fmt: skip
+    return lists
+
+
+_POD_TEMPLATE_LISTS = _pod_lists(("spec", "template", "spec"))
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")  # validation.IsConfigMapKey, for Secrets too
 
 
@@ -53,6 +76,8 @@ class DeploymentStrategy(_TopLevelStrategy):
 
     fields = ("spec", "status")
     sets_generation = True
+    merge_lists: ClassVar[MergeLists] = {**Strategy.merge_lists, **_POD_TEMPLATE_LISTS,
+                                         ("status", "conditions"): "type"}  # fmt: skip
 
     def has_subresource(self, name: str, version: str) -> bool:
         return name == "status"

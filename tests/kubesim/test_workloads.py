@@ -124,6 +124,34 @@ def test_a_status_sent_to_the_main_resource_is_ignored(apps: client.AppsV1Api) -
     assert replaced.status.observed_generation is None
 
 
+def test_a_strategic_merge_patch_merges_a_pod_templates_containers_by_name(
+    apps: client.AppsV1Api,
+) -> None:
+    """kube-apiserver merges a Deployment's pod template lists by their `patchMergeKey`
+    (k8s.io/api core/v1: containers and env by name, volumeMounts by mountPath) and replaces a
+    list without one (args): `kubectl apply` of a changed image sends only the image, and the
+    container keeps its args, env and mounts."""
+    container = {"name": "collector", "image": "collector:1", "args": ["run", "--a"],
+                 "env": [{"name": "A", "value": "1"}],
+                 "volumeMounts": [{"name": "config", "mountPath": "/etc/c"}]}  # fmt: skip
+    body = _deployment()
+    body["spec"]["template"]["spec"]["containers"] = [container, {"name": "side", "image": "s:1"}]
+    apps.create_namespaced_deployment(NAMESPACE, body)
+    patch = {"spec": {"template": {"spec": {
+        "$setElementOrder/containers": [{"name": "collector"}, {"name": "side"}],
+        "containers": [{"name": "collector", "image": "collector:2", "args": ["run"],
+                        "env": [{"name": "B", "value": "2"}]}]}}}}  # fmt: skip
+    patched = apps.patch_namespaced_deployment(
+        "metrics-collector", NAMESPACE, patch,
+        _content_type="application/strategic-merge-patch+json",
+    )  # fmt: skip
+    collector, side = patched.spec.template.spec.containers
+    assert (collector.image, collector.args) == ("collector:2", ["run"])
+    assert [(e.name, e.value) for e in collector.env] == [("A", "1"), ("B", "2")]
+    assert [m.mount_path for m in collector.volume_mounts] == ["/etc/c"]
+    assert (side.name, side.image) == ("side", "s:1")
+
+
 @pytest.mark.parametrize(
     ("spec", "field"),
     [
