@@ -22,8 +22,9 @@ from tests.support import KUBECTL
 pytestmark = pytest.mark.integration
 PREVIOUS: Final = ROOT / "tests" / "data" / "releases" / "0.1.0" / "manifests"
 GROUP: Final = "observability.open-cluster-management.io"
-STATUS: Final = {"conditions": [{"type": "Available", "status": "True", "reason": "Kept",
-                                 "message": "", "lastTransitionTime": "2026-11-26T00:00:00Z"}]}  # fmt: skip
+STATUS: Final = {"conditions": [{
+    "type": "Available", "status": "True", "reason": "Kept", "message": "",
+    "lastTransitionTime": "2026-11-26T00:00:00Z"}]}  # fmt: skip
 Obj = dict[str, Any]
 
 
