@@ -28,6 +28,7 @@ from controller.demo.scenario_file import Scenario, read
 from controller.demo.scenario_run import Player, Result, SteppedClock
 from controller.demo.servers import ADDON, SPOKE_NAMESPACE
 from controller.demo.view import View
+from controller.flags import Flag, add_flags
 from controller.spoke.addon import PLURAL
 from statemachines.errors import AddonStatusError, ScenarioError
 from statemachines.settings import format_duration
@@ -40,45 +41,33 @@ SECOND_SCENARIO = Path(__file__).with_name("story_platform_outage.yaml")
 STAGGER = timedelta(seconds=10)  # scenario time between the starts of two spokes
 
 
+DEMO_FLAGS = (
+    Flag("scenario", "--scenario", "scenario YAML to play and check", "FILE",
+         shown="the built-in story"),
+    Flag("time_scale", "--time-scale", "simulated seconds per real second", "N", type=float,
+         shown="60 for the built-in story; with --scenario, no waiting: each step as soon as "
+         "the last one settled"),
+    Flag("clusters", "--clusters", "spokes replicating into one hub, each with its own "
+         f"controller, started {STAGGER.total_seconds():g} s of scenario time apart; the second "
+         "has an outage of its own (with the built-in story)", "N", type=int, default=1),
+    Flag("duration", "--duration", "stop after this many real seconds", "SECONDS", type=float,
+         shown="when the story is over"),
+    Flag("crd", "--crd", "a CRD file the embedded spokes serve too, for the kinds of watched "
+         "objects (repeatable; e.g. tests/data/crds/certificates.cert-manager.io.yaml)", "FILE",
+         kind="list"),
+)  # fmt: skip
+
+
 def add_demo_parser(sub: Any) -> None:
     demo = sub.add_parser(
-        "demo",
-        help="run spoke + hub API servers, the controller and simulated reporters",
+        "demo", help="run spoke + hub API servers, the controller and simulated reporters",
         description="Plays a scenario end to end and checks every `expect` on the CRs: exit 0 "
         "when all hold, 1 when one fails, 2 when the file is invalid (like `simulate`).",
-    )
-    demo.add_argument(
-        "--scenario", help="scenario YAML to play and check (default: the built-in story)"
-    )
-    demo.add_argument(
-        "--time-scale",
-        type=float,
-        default=None,
-        help="simulated seconds per real second (default: 60 for the built-in story; with "
-        "--scenario, no waiting: each step as soon as the last one settled)",
-    )
-    demo.add_argument(
-        "--clusters",
-        type=int,
-        default=1,
-        help="spokes replicating into one hub, each with its own controller, started "
-        f"{STAGGER.total_seconds():g} s of scenario time apart; the second has an outage of its "
-        "own (with the built-in story); default 1",
-    )
-    demo.add_argument(
-        "--duration",
-        type=float,
-        default=None,
-        help="stop after this many real seconds (default: when the story is over)",
-    )
-    demo.add_argument(
-        "--crd",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="a CRD file the embedded spokes serve too, for the kinds of watched objects "
-        "(repeatable; e.g. tests/data/crds/certificates.cert-manager.io.yaml)",
-    )
+        epilog="examples:\n  addon-status demo\n  addon-status demo --clusters 3 --duration 120\n"
+        "  addon-status demo --scenario tests/scenarios/dead-collector-goes-stale.yaml",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
+    add_flags(demo, DEMO_FLAGS, variables=False)
     demo.set_defaults(handler=run_demo)
 
 
