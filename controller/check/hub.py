@@ -6,12 +6,14 @@ ManagedClusterAddOn (registered, manifests applied, the agent available) and its
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Generator, Iterator, Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final
 
 from controller.check.findings import Access, Finding, bad, good, may
-from controller.check.hub_side import APPLY, hub_side_findings
+from controller.check.hub_side import APPLY, BESIDE, hub_side_findings
 from controller.hub.access import refusal
 from controller.hub.ocm import MANAGED_CLUSTER, MANAGED_CLUSTER_ADDON
 from controller.kube.api import ADDON, OWN_ADDON, ApiResource, Kube, KubeError, NotFoundError, whole
@@ -68,9 +70,19 @@ def hub_findings(
     place it differently)."""
     yield f"hub: the rollout of addon {addon}"
     served = yield from _apis(kube, kind)
-    if served is not None:
-        yield from _rollout(kube, served, addon, copy_name, kind)
-    yield from hub_side_findings(kube, hub_side, now or datetime.now().astimezone())
+    findings = _rollout(kube, served, addon, copy_name, kind) if served is not None else iter(())
+    at = now or datetime.now().astimezone()
+    for found in itertools.chain(findings, hub_side_findings(kube, hub_side, at)):
+        if isinstance(found, Finding) and kind == OWN_ADDON:  # the fixes name its overlays
+            yield replace(found, fix=_beside(found.fix))
+        else:
+            yield found
+
+
+def _beside(fix: str) -> str:
+    for step, instead in BESIDE.items():
+        fix = fix.replace(step, instead)
+    return fix
 
 
 def _rollout(

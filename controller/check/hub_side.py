@@ -21,7 +21,7 @@ from controller.kube.api import (
 from controller.kube.pager import list_all
 from statemachines.object_names import HUB_SIDE
 
-__all__ = ["APPLY", "DEPLOYMENT", "hub_side_findings"]
+__all__ = ["APPLY", "BESIDE", "DEPLOYMENT", "hub_side_findings"]
 
 DEPLOYMENT: Final = ApiResource("apps", "v1", "deployments", "Deployment")
 HUB_SIDE_LABEL: Final = f"app.kubernetes.io/name={HUB_SIDE}"  # its manifests'
@@ -29,6 +29,10 @@ APPLY_HUB_SIDE: Final = (
     "kubectl apply -k manifests/hub-controller (manifests/hub-controller-acm on ACM)"
 )
 APPLY: Final = "kubectl apply -k manifests/ocm (manifests/ocm/acm on ACM)"
+BESIDE: Final = {  # the same steps the way beside ACM's observability operator
+    APPLY: "kubectl apply -k manifests/ocm/beside",
+    APPLY_HUB_SIDE: "kubectl apply -k manifests/hub-controller-beside",
+}
 
 
 def hub_side_findings(

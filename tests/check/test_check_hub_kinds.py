@@ -159,3 +159,14 @@ def test_without_the_own_kinds_crd_its_step_is_named(
         "✘ AddonStatus status.addon-status.io/v1alpha1 is not served: the copies' CRD: "
         "kubectl apply -k manifests/hub/crd-own-kind (once, before the rollout)"
     ) in out
+
+
+def test_the_fixes_name_the_beside_ways_overlays(
+    beside_hub: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not ACM's way (manifests/ocm/acm writes what ACM's observability operator owns)."""
+    out = _check_hub(beside_hub, capsys, "--addon-kind", "AddonStatus")
+    [hub_side] = [line for line in out.splitlines() if "hub side is not installed" in line]
+    assert hub_side.endswith("kubectl apply -k manifests/ocm/beside"), hub_side
+    assert "manifests/ocm/acm" not in out
+    assert "manifests/ocm/acm on ACM" in _check_hub(beside_hub, capsys)  # the other ways
