@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from controller.cli import parser
+from controller.flags import given
 from controller.hub.options import HubOptions
 from controller.spoke.options import RunOptions
 from statemachines import object_names
@@ -65,3 +66,30 @@ def test_the_processes_default_to_the_declared_names() -> None:
     assert (hub["addon_name"].default, hub["copy_name"].default) == (MANAGED_ADDON, ADDON_CR)
     assert hub["lease_name"].default == HUB_SIDE
     assert NAMESPACE == ADDON_NAMESPACE  # the scenarios' addon CR is `run`'s
+
+
+@pytest.mark.parametrize(
+    ("words", "field"),
+    [(("run",), "addon_name"), (("hub",), "copy_name")],
+    ids=["run: the addon CR", "hub: the copies"],
+)
+def test_the_addon_crs_name_goes_with_its_kind_everywhere(
+    words: tuple[str, ...], field: str
+) -> None:
+    """As `fleet` and `check hub` default `--copy-name`: the own kind's CR is `addon-status`
+    (manifests/components/own-kind), ACM's `observability-addon`; a name given stays."""
+    model = RunOptions if words == ("run",) else HubOptions
+    flags = RunOptions.FLAGS if model is RunOptions else HubOptions.FLAGS
+    for given_words, kind, name in [
+        ((), "ObservabilityAddon", ADDON_CR),
+        (("--addon-kind", "AddonStatus"), "AddonStatus", object_names.OWN_ADDON_CR),
+    ]:
+        args = _defaults(*words, *given_words)
+        options = model.model_validate(given(args, {}, flags))
+        assert (options.addon_kind, getattr(options, field)) == (kind, name)
+    named = ["--addon-name" if field == "addon_name" else "--copy-name", "mine"]
+    args = _defaults(*words, "--addon-kind", "AddonStatus", *named)
+    assert getattr(model.model_validate(given(args, {}, flags)), field) == "mine"
+    env = {"ADDON_STATUS_ADDON_KIND": "AddonStatus"}  # a variable as a flag
+    options = model.model_validate(given(_defaults(*words), env, flags))
+    assert getattr(options, field) == object_names.OWN_ADDON_CR

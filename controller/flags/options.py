@@ -26,7 +26,7 @@ from controller.flags import (
     OptionsError,
     given,
 )
-from statemachines.object_names import MANAGED_ADDON
+from statemachines.object_names import COPY_NAMES, MANAGED_ADDON
 from statemachines.settings import Duration, format_duration
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "ProcessOptions",
     "default_kubeconfig",
     "first_problem",
+    "named_after_kind",
     "shown",
     "shown_defaults",
 ]
@@ -159,6 +160,17 @@ def default_kubeconfig(environ: Mapping[str, str]) -> Path | tuple[Path, ...] | 
         f"no kubeconfig: pass --kubeconfig (or set {ENV_PREFIX}KUBECONFIG or KUBECONFIG), "
         "or run in a pod of the cluster"
     )
+
+
+def named_after_kind(data: Any, field: str) -> Any:
+    """`data` with `field`, the addon CR's name, defaulted to the one that goes with its
+    `addon_kind` (`COPY_NAMES`: observability-addon, or addon-status for the own kind), as
+    `fleet` and `check hub` default it; given, it stays."""
+    if isinstance(data, dict) and data.get(field) is None:
+        kind = data.get("addon_kind") or "ObservabilityAddon"
+        if kind in COPY_NAMES:  # another is refused by the kind's own validation
+            return {**data, field: COPY_NAMES[kind]}
+    return data
 
 
 def shown(value: Any) -> str:

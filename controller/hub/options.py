@@ -8,7 +8,7 @@ import os
 import re
 from dataclasses import replace
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -25,8 +25,8 @@ from controller.flags import (
     OptionsError,
     add_flags,
 )
-from controller.flags.options import ProcessOptions, shown_defaults
-from statemachines.object_names import ADDON_CR, HUB_SIDE, MANAGED_ADDON
+from controller.flags.options import ProcessOptions, named_after_kind, shown_defaults
+from statemachines.object_names import ADDON_CR, HUB_SIDE, MANAGED_ADDON, SHOWN_COPY_NAME
 from statemachines.settings import Duration
 
 __all__ = [
@@ -38,7 +38,7 @@ __all__ = [
 
 _HUB_FLAGS = (
     MANAGED_ADDON_NAME,
-    COPY_NAME,
+    replace(COPY_NAME, shown=SHOWN_COPY_NAME),
     ADDON_KIND,
     Flag("namespace_selector", "--namespace-selector",
          "only cluster namespaces with these labels too (e.g. env=prod)", "SELECTOR",
@@ -129,6 +129,11 @@ class HubOptions(ProcessOptions):
         if problem is not None:
             raise ValueError(problem)
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _copies_named_after_their_kind(cls, data: Any) -> Any:
+        return named_after_kind(data, "copy_name")
 
     @model_validator(mode="after")
     def _positive_durations(self) -> HubOptions:

@@ -27,6 +27,7 @@ from controller.flags.options import (
     Address,
     ProcessOptions,
     first_problem,
+    named_after_kind,
     shown_defaults,
 )
 from controller.kube.api import ADDON_KINDS
@@ -35,7 +36,7 @@ from controller.spoke.addon import AddonRef
 from statemachines.config import Config
 from statemachines.config_file import load_configuration
 from statemachines.errors import ConfigError
-from statemachines.object_names import ADDON_CR, ADDON_NAMESPACE, SPOKE_LEASE
+from statemachines.object_names import ADDON_CR, ADDON_NAMESPACE, SHOWN_COPY_NAME, SPOKE_LEASE
 from statemachines.settings import Duration, Settings
 from statemachines.vocabulary import PROFILES
 
@@ -55,7 +56,7 @@ DEFAULT_NAMESPACE = ADDON_NAMESPACE
 DEFAULT_LEASE = SPOKE_LEASE
 
 _SPOKE_FLAGS = (
-    Flag("addon_name", "--addon-name", "name of the addon CR", "NAME"),
+    Flag("addon_name", "--addon-name", "name of the addon CR", "NAME", shown=SHOWN_COPY_NAME),
     Flag("addon_namespace", "--addon-namespace", "its namespace", "NS"),
     Flag("profile", "--profile", "names written: seed or acm", "NAME"),
     ADDON_KIND,
@@ -136,6 +137,11 @@ class RunOptions(ProcessOptions):
     def _report_address(cls, value: str) -> str:
         Address.parse(value)  # kept as written: report_cli picks the host for an empty one
         return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _named_after_its_kind(cls, data: Any) -> Any:
+        return named_after_kind(data, "addon_name")
 
     @model_validator(mode="after")
     def _fits_together(self) -> RunOptions:
