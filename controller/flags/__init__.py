@@ -99,11 +99,10 @@ CONTEXT = Flag(
 ADDON_KIND = Flag(
     "addon_kind", "--addon-kind",
     "the addon CR's kind, on the spoke and of its hub copies: ObservabilityAddon (ACM's) or "
-    "AddonStatus (the project's own, beside "
-    "ACM's observability operator)", "KIND",
+    "AddonStatus (the project's own, beside ACM's observability operator)", "KIND",
 )  # fmt: skip
 """`--addon-kind`: on the spoke the addon CR's, on the hub its copies'."""
-ADDON_KINDS = tuple(COPY_NAMES)
+ADDON_KINDS = tuple(COPY_NAMES)  # ACM's first: the default
 MANAGED_ADDON_NAME = Flag(
     "addon_name", "--managed-addon",
     "the ManagedClusterAddOn in each cluster namespace the hub side writes: the "
