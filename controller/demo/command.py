@@ -33,7 +33,7 @@ from controller.spoke.addon import PLURAL
 from statemachines.errors import AddonStatusError, ScenarioError
 from statemachines.settings import format_duration
 
-__all__ = ["Demo", "add_demo_parser", "run_demo", "running", "running_fleet"]
+__all__ = ["Demo", "add_demo_parser", "check_spoke", "run_demo", "running", "running_fleet"]
 
 DEFAULT_SCENARIO = Path(__file__).with_name("story.yaml")
 # With --clusters 2 or more, the second spoke has an outage of its own (the rest play the story).
@@ -260,14 +260,26 @@ def _banner(
             f"  {who}spoke API server  {demo.spoke.url}   (CR {SPOKE_NAMESPACE}/{ADDON})",
             f"  {who}report API        {report_url}/v1/reports   (curl {report_url}/openapi.json)",
             f"  {who}metrics           {metrics_url}/metrics",
+            f"  {who}check spoke       {check_spoke(demo)}",
         ]
     copies = ", ".join(f"{d.cluster}/{ADDON}" for d in fleet.spokes)
     lines += [
         f"  hub API server    {fleet.hub.url}   (CR {copies})",
         f"  hub kubeconfig    {fleet.kubeconfig}",
         f"                    (addon-status fleet --kubeconfig {fleet.kubeconfig} --watch)",
+        f"  hub side metrics  {fleet.hub_side_metrics}",
         f"  time scale        {pace}",
         f"  story time        from now, {zero:%Y-%m-%d %H:%M:%S} UTC (what the servers stamp)",
         "",
     ]
     print("\n".join(lines), flush=True)
+
+
+def check_spoke(demo: Demo) -> str:
+    """`check spoke` with the flags the spoke's agent runs with (the demo's, not its pod's)."""
+    port = demo.controller.report_url.rsplit(":", 1)[1]
+    return (
+        f"addon-status check spoke --kubeconfig {demo.kubeconfig} --hub-kubeconfig "
+        f"{demo.hub_kubeconfig} --cluster-name {demo.cluster} --hub-create-missing --insecure "
+        f"--report-address 127.0.0.1:{port}"
+    )

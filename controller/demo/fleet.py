@@ -22,6 +22,8 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from prometheus_client import CollectorRegistry, start_http_server
+
 from controller.demo.addon_manager import Rendered
 from controller.demo.klusterlet import Klusterlet
 from controller.demo.objects import change_object
@@ -109,6 +111,7 @@ class Demo:
     scenario: Scenario
     clock: SteppedClock
     hub_kubeconfig: Path
+    kubeconfig: Path  # the spoke's, for `check spoke` beside the demo
     controller: Replica = field(init=False)  # the agent's, as last started
     system: System = field(init=False)
     on_restart: list[Callable[[System], None]] = field(default_factory=list)
@@ -168,6 +171,7 @@ class Fleet:
     spokes: list[Demo]
     writers: OcmWriters
     clock: FleetClock
+    hub_side_metrics: str  # the hub side's /metrics URL
 
 
 @contextmanager
@@ -199,7 +203,11 @@ def running_fleet(
         manager = temporary / "addon-manager-kubeconfig"
         manager.write_text(kubeconfig_yaml(server=hub.url, token=ADDON_MANAGER_TOKEN), "utf-8")
         lease = f"{HUB_SIDE_NAMESPACE}/{HUB_SIDE}"
-        side = stack.enter_context(hub_side(kubeconfig, clock=clock, lease=lease))
+        registry = CollectorRegistry()  # served as the hub side's Deployment serves it
+        side = stack.enter_context(
+            hub_side(kubeconfig, clock=clock, lease=lease, registry=registry)
+        )
+        metrics = stack.enter_context(_serving(registry))
         clock.after_move.append(side.side.resync)  # OCM's view is judged on the story's time
         manager_api = stack.enter_context(client_for(manager))
         writers = stack.enter_context(ocm_writers(
@@ -219,15 +227,32 @@ def running_fleet(
             clock.before_move.append(klusterlet.renew)
             klusterlet.start()
             stack.callback(klusterlet.stop)
+            agent = agent_kubeconfig(hub, cluster, temporary)
+            spoke_kubeconfig = temporary / cluster / "spoke-kubeconfig"  # beside the agent's
+            spoke_kubeconfig.write_text(  # the embedded spoke lets every caller in: any token
+                kubeconfig_yaml(server=spoke.url, token="demo", name="spoke", user="admin"), "utf-8"
+            )
             spokes.append(Demo(cluster, spoke, hub, klusterlet, share, scenario, spoke_clock,
-                               agent_kubeconfig(hub, cluster, temporary)))  # fmt: skip
+                               agent, spoke_kubeconfig))  # fmt: skip
         for demo in spokes:  # OCM gives the agent its hub identity first: no 403 to start with
             _wait_for(hub, demo.cluster, "RegistrationApplied", patience)
             demo.start_agent()
             stack.callback(demo.stop_agent)
         for demo in spokes:
             _wait_for(hub, demo.cluster, "Available", patience)
-        yield Fleet(hub, kubeconfig, spokes, writers, clock)
+        yield Fleet(hub, kubeconfig, spokes, writers, clock, metrics)
+
+
+@contextmanager
+def _serving(registry: CollectorRegistry) -> Iterator[str]:
+    """`registry` served on a free loopback port: the URL of its /metrics."""
+    server, thread = start_http_server(0, addr="127.0.0.1", registry=registry)
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/metrics"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)
 
 
 def _wait_for(hub: APIServer, cluster: str, kind: str, patience: float) -> None:

@@ -198,7 +198,6 @@ class Player:
             now = time.monotonic()
             target = self._clock() + timedelta(seconds=(now - last) * pace)
             last = now
-            self._by_hand()
             self._report_on(target)
             self._clock.move_to(target)
             self._settle()
@@ -209,6 +208,7 @@ class Player:
         """Each collector's last word again, at its time, as due by `until`."""
         while True:
             self._settle()
+            self._by_hand()  # a word sent by hand meanwhile is the last one
             due = self._words.due(self.system.worker.state)
             if not due or due[0][0] > until:
                 return
