@@ -145,7 +145,7 @@ def test_the_acm_overlay_grants_and_writes_the_observability_controller() -> Non
     [container] = find(objects, "Deployment", "addon-status-hub-controller")["spec"]["template"][
         "spec"
     ]["containers"]
-    assert "--addon-name=observability-controller" in container["args"]
+    assert "--managed-addon=observability-controller" in container["args"]
     calls, grants = _run("", objects, "observability-controller")
     assert any(r.resource == "managedclusteraddons" and r.verb == "patch" for r in calls)
     assert unauthorized(calls, grants) == []
