@@ -52,6 +52,9 @@ def test_the_pinned_files_are_the_release_byte_for_byte() -> None:
         pytest.skip(f"cannot compare with git show {RELEASE}: {missing}")
     git = shutil.which("git")
     assert git is not None
+    project = subprocess.run([git, "-C", str(ROOT), "show", f"{RELEASE}:pyproject.toml"],
+                             capture_output=True, text=True, check=True, timeout=60)  # fmt: skip
+    assert 'version = "0.1.0"' in project.stdout.splitlines()
     for path in _pinned_files():
         name = path.relative_to(PINNED).as_posix()
         shown = subprocess.run([git, "-C", str(ROOT), "show", f"{RELEASE}:{name}"],
