@@ -27,7 +27,6 @@ NAMES = {
     object_names.SPOKE_LEASE,
     HUB_SIDE,
 }  # `addon-status` is also the program's name (user agent, field manager): not looked for
-DEMO = ROOT / "controller" / "demo"  # its own simulated world (the demo's helper moves it over)
 
 
 def _strings(path: Path) -> list[str]:
@@ -40,7 +39,7 @@ def test_no_module_spells_a_default_name_of_its_own() -> None:
         f"{path.relative_to(ROOT)}: {text}"
         for package in ("controller", "statemachines")
         for path in (ROOT / package).rglob("*.py")
-        if path.name != "object_names.py" and DEMO not in path.parents
+        if path.name != "object_names.py"
         for text in _strings(path)
         if text in NAMES
     }

@@ -50,6 +50,7 @@ from controller.kube.rest import RestKube
 from controller.reporter.client import ReportClient
 from kubesim import APIServer
 from statemachines.errors import AddonStatusError
+from statemachines.object_names import SPOKE_LEASE
 from statemachines.reports import Report, Verdict
 
 if TYPE_CHECKING:  # the controller is imported when the demo starts: `--help` stays light
@@ -58,7 +59,7 @@ if TYPE_CHECKING:  # the controller is imported when the demo starts: `--help` s
 
 __all__ = ["Demo", "Fleet", "FleetClock", "running_fleet"]
 
-AGENT = "addon-status-controller"  # the agent's Deployment on each spoke (the template's)
+AGENT = SPOKE_LEASE  # the agent's Deployment on each spoke (the template's)
 
 
 class FleetClock:

@@ -37,6 +37,7 @@ from controller.kube.informer import Handlers, Informer
 from controller.kube.ratelimit import default_rate_limiter
 from controller.kube.reflector import Selection
 from statemachines.conditions import format_time
+from statemachines.object_names import ADDON_CR
 
 __all__ = [
     "COMPONENTS",
@@ -144,7 +145,7 @@ class EndpointStatus:
         *,
         namespace: str,
         hub_namespace: str,
-        name: str = "observability-addon",
+        name: str = ADDON_CR,
         time_scale: float = 1.0,
     ) -> None:
         self._spoke, self._hub = spoke, hub

@@ -30,6 +30,7 @@ from controller.demo.addon_manager import Rendered
 from controller.demo.ocm_model import LEASE_NAME, MANAGED_CLUSTER_ADDON, micro_time
 from controller.hub.ocm import CLUSTER_LABEL
 from kubesim import APIServer, UserInfo
+from statemachines import object_names
 from statemachines.errors import AddonStatusError
 
 __all__ = [
@@ -54,7 +55,7 @@ COPIES_CRD: Final = CRDS / "observabilityaddons.yaml"  # manifests/base/crd.yaml
 ROLLOUT_FILES: Final = ("namespace", "clusterroles", "addon-manager", "agent-isolation",
                         "addontemplate", "addondeploymentconfig", "clustermanagementaddon",
                         "placement")  # fmt: skip
-HUB_SIDE: Final = "addon-status-hub-controller"  # its Deployment and Lease, as manifests/ocm's
+HUB_SIDE: Final = object_names.HUB_SIDE  # its Deployment and Lease, as manifests/ocm's
 HUB_SIDE_NAMESPACE: Final = "addon-status"
 HUB_TOKEN: Final = "demo-hub-token"  # a demo credential for the embedded hub; never a real one
 ADDON_MANAGER_TOKEN: Final = "demo-addon-manager-token"

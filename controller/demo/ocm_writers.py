@@ -67,6 +67,7 @@ from controller.kube.controller import Controller, Result
 from controller.kube.informer import Handlers, Informer
 from controller.kube.ratelimit import default_rate_limiter
 from controller.kube.reflector import Selection
+from statemachines.object_names import ADDON_CR
 
 __all__ = ["OcmWriters", "ocm_writers"]
 
@@ -119,7 +120,7 @@ class OcmWriters:
         self._copies: Informer[list[Obj]] | None = None
         if acm and mco_status:  # False: adopted, MCO's status copy dropped (docs/spec.md §12.1)
             self._copies = Informer(
-                kube, Selection(ADDON, ALL_NAMESPACES, name="observability-addon",
+                kube, Selection(ADDON, ALL_NAMESPACES, name=ADDON_CR,
                                 label_selector=MCO_OWNER),
                 name="ocm-copies", keep=_conditions, watch_seconds=60, handlers=Handlers(
                     added=lambda key, new: queue(f"copy/{_namespace(key)}"),
@@ -355,7 +356,7 @@ class OcmWriters:
     def _copy_of(self, namespace: str) -> list[Obj]:
         if self._copies is None:
             return []
-        return self._copies.get(f"{namespace}/observability-addon") or []
+        return self._copies.get(f"{namespace}/{ADDON_CR}") or []
 
 
 def _namespace(key: str) -> str:
