@@ -26,11 +26,10 @@ On the demo's whole hub (`rendered`: each cluster's share of the rollout), the r
   such a cluster until it is back).
 
 Without `rendered` (a hub of MCAs alone, as tests/hub runs the hub side) every agent counts as
-available. They run on the project's one informer and controller loop, on the story's clock
-(`now`): a requeue waits for story time, and `tick()` says the clock moved. OCM's write as OCM's
-patcher does: a JSON merge patch of the conditions under the resourceVersion read, only when a
-condition differs (a 409 reads again). `time_scale` runs the 30 s resync faster.
-"""
+available. They run on the project's one informer and loop, on the story's clock (`now`): a
+requeue waits for story time, `tick()` says the clock moved. They write as OCM's patcher: a JSON
+merge patch of the conditions under the resourceVersion read, only when a condition differs (a
+409 reads again). `time_scale` runs the 30 s resync faster."""
 
 from __future__ import annotations
 
