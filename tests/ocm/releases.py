@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import argparse
 import base64
+import io
 import json
+import shutil
 import subprocess
+import tarfile
 import urllib.request
 from collections.abc import Iterable, Mapping
 from contextlib import ExitStack
@@ -30,10 +33,43 @@ from tests.manifests.kustomize import ROOT, find
 from tests.manifests.pod import pod_args, pod_environment
 from tests.support import KUBECTL, apply_objects, kube_of
 
+RELEASE: Final = "860eae7"  # 0.1.0, dated 2026-11-26 in the CHANGELOG
 PREVIOUS: Final = ROOT / "tests" / "data" / "releases" / "0.1.0" / "manifests"
 ROLLOUTS: Final = {"seed": "ocm", "acm": "ocm/acm"}  # under manifests/, either release
 Obj = dict[str, Any]
 Ident = tuple[str, str, str]  # resource, namespace, name
+
+
+def missing_history() -> str | None:
+    """Why 0.1.0's commit cannot be read from this checkout's history, or None when it can."""
+    git = shutil.which("git")
+    if git is None:
+        return "no git on this machine"
+    found = subprocess.run([git, "-C", str(ROOT), "cat-file", "-e", f"{RELEASE}^{{commit}}"],
+                           capture_output=True, check=False, timeout=60)  # fmt: skip
+    if found.returncode != 0:
+        return f"commit {RELEASE} (0.1.0) is not in this checkout's history (a source tarball?)"
+    return None
+
+
+def git_show(name: str) -> bytes:
+    """`git show RELEASE:name`."""
+    git = shutil.which("git")
+    assert git is not None
+    shown = subprocess.run([git, "-C", str(ROOT), "show", f"{RELEASE}:{name}"],
+                           capture_output=True, check=True, timeout=60)  # fmt: skip
+    return shown.stdout
+
+
+def release_code(directory: Path) -> Path:
+    """0.1.0's Python packages (controller, statemachines) from the history, in `directory`."""
+    git = shutil.which("git")
+    assert git is not None
+    command = [git, "-C", str(ROOT), "archive", RELEASE, "controller", "statemachines"]
+    archive = subprocess.run(command, capture_output=True, check=True, timeout=120)
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(directory, filter="data")
+    return directory
 
 
 @dataclass(frozen=True)
