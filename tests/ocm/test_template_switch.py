@@ -106,3 +106,19 @@ def test_the_switch_from_0_1_0_updates_every_agent_object_in_place(flavour: str)
     before = render(old_template, "cluster1", find(old, "AddOnDeploymentConfig")).agent
     after = render(new_template, "cluster1", find(new, "AddOnDeploymentConfig")).agent
     assert no_longer_applied(before, after) == []
+
+
+@pytest.mark.parametrize("flavour", sorted(ROLLOUTS))
+def test_while_kubectl_applies_the_upgrade_0_1_0s_template_renders_what_already_runs(
+    flavour: str,
+) -> None:
+    """kubectl applies the new AddOnDeploymentConfig before the ClusterManagementAddOn that names
+    the new template, and OCM renders 0.1.0's template with it in between (seen on OCM v1.3: with
+    no IMAGE the render had no image, and every spoke refused the Deployment for about a
+    second). That render must be the one already running: no refusal, no rollout."""
+    old = build(PREVIOUS / ROLLOUTS[flavour]).objects
+    new = build(MANIFESTS / ROLLOUTS[flavour]).objects
+    template = find(old, "AddOnTemplate")
+    running = render(template, "cluster1", find(old, "AddOnDeploymentConfig")).agent
+    between = render(template, "cluster1", find(new, "AddOnDeploymentConfig")).agent
+    assert between == running
