@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from controller.cli import parser
+from controller.cli import COMMANDS, parser
 from controller.report_api.auth import Authorizer
 from statemachines.config_file import load_configuration
 from statemachines.scenario import load
@@ -196,15 +197,84 @@ def test_every_command_the_docs_give_runs_where_it_can(page: Path, command: str)
     assert done.returncode == 0, f"{_id(page)}: {command}\n{done.stderr}"
 
 
+# A command line of the project's own in a page's command block (indented or fenced): the line
+# starts with it, or runs it after `&&` or `--` (`kubectl exec ... -- addon-status ...`); a
+# synopsis (`[--flag]`) or a caption (`addon-status hub, idle ...`) is not a command.
+_SUBCOMMAND = "|".join(COMMANDS)
+CLI_LINE = re.compile(
+    rf"(?:^|&& |-- )(?:\.venv/bin/)?addon-status ((?:{_SUBCOMMAND})(?: [^#`\[(),]*)?)$"
+)
+
+
+def _cli_commands() -> list[tuple[Path, str]]:
+    found = []
+    for page in PAGES:
+        for lang, body in BLOCK.findall(page.read_text()):
+            if lang in ("", "sh", "shell", "console"):
+                found += [(page, line.strip()) for line in body.splitlines()]
+        found += [(page, line[4:].strip()) for line in page.read_text().splitlines()
+                  if line.startswith("    ")]  # fmt: skip
+    commands = []
+    for page, line in found:
+        if "[" not in line and (match := CLI_LINE.search(line.split("  #")[0].strip())):
+            commands.append((page, match[1].strip()))
+    return sorted(set(commands))
+
+
+@pytest.mark.parametrize(("page", "command"), _cli_commands(), ids=lambda x: "")
+def test_every_addon_status_command_the_docs_give_parses(page: Path, command: str) -> None:
+    """Each one is read by the real parser, its flags and values as the page writes them
+    (placeholders such as HUB_KUBECONFIG are values like any other): a flag renamed or removed
+    fails here. Those that need no cluster run too (`simulate` above, `completion`)."""
+    words = shlex.split(command)
+    try:
+        parser(words[0]).parse_args(words)
+    except SystemExit as refused:  # `--help` exits 0
+        assert refused.code == 0, f"{_id(page)}: addon-status {command}"
+    if words[0] == "completion":
+        done = subprocess.run(
+            [sys.executable, "-m", "controller.cli", *words],
+            cwd=ROOT, capture_output=True, text=True, check=False, timeout=60,
+        )  # fmt: skip
+        assert done.returncode == 0 and done.stdout, f"{_id(page)}: {command}\n{done.stderr}"
+
+
+def _inline_flags() -> list[tuple[Path, str, str]]:
+    """(page, command, flag) of each flag written after `addon-status COMMAND` in a page's text:
+    `addon-status report --url URL --reason ...`, whole or in part."""
+    found = []
+    for page in PAGES:
+        text = BLOCK.sub("", page.read_text())
+        for command, rest in re.findall(rf"`addon-status ({_SUBCOMMAND})\b([^`]*)`", text):
+            found += [(page, command, flag) for flag in re.findall(r"(?<!\S)(--[a-z-]+)", rest)]
+    return sorted(set(found))
+
+
+@pytest.mark.parametrize(("page", "command", "flag"), _inline_flags(), ids=lambda x: "")
+def test_every_flag_the_docs_write_after_a_command_is_one_of_its_flags(
+    page: Path, command: str, flag: str
+) -> None:
+    assert flag in _flags(command) | {"--help"}, f"{_id(page)}: addon-status {command} {flag}"
+
+
 def _flags(command: str) -> set[str]:
     sub = parser(command)._subparsers
     assert sub is not None
     found: set[str] = set()
     for action in sub._group_actions:
         assert isinstance(action, argparse._SubParsersAction)
-        for option in action.choices[command]._actions:
-            found |= {s for s in option.option_strings if s.startswith("--") and s != "--help"}
+        found |= _long_options(action.choices[command])
     return {f for f in found if not f.startswith("--no-")}
+
+
+def _long_options(command: argparse.ArgumentParser) -> set[str]:
+    """Its long options and those of its own subcommands (`check spoke|hub`)."""
+    found: set[str] = set()
+    for option in command._actions:
+        if isinstance(option, argparse._SubParsersAction):
+            found |= {f for each in option.choices.values() for f in _long_options(each)}
+        found |= {s for s in option.option_strings if s.startswith("--") and s != "--help"}
+    return found
 
 
 @pytest.mark.parametrize("command", ["run", "hub", "report", "fleet", "simulate", "demo"])
