@@ -4,8 +4,9 @@
 collector (neither Disabled nor NotSupported) has reported at the CR's current generation. A
 collector whose reports never carried an `observedGeneration` counts as current: nothing says it
 lags. `Ready=False` says why: the True type and its reason, then the resources not counted
-`Healthy` (a watched object that is gone is named there, as `NotFound`). `status.lastKnownGood` remembers the newest generation the addon was Ready at, and since
-when; it never goes back, so after a bad spec change it still names the generation to return to.
+`Healthy` (a watched object that is gone is named there, as `NotFound`).
+`status.lastKnownGood` remembers the newest generation the addon was Ready at, and since when;
+it never goes back, so after a bad spec change it still names the generation to return to.
 """
 
 from __future__ import annotations

@@ -88,8 +88,8 @@ def write_conditions(state: AddonState, config: Config, now: datetime) -> AddonS
         status = ConditionStatus.TRUE if type_ is result.type else ConditionStatus.FALSE
         since = transition_time(by_type.get(type_), status, now)
         old = by_type.get(type_)
-        message = result.message if status is ConditionStatus.TRUE else f"the addon is {result.type}"
-        written = (status, reason, message, since, state.generation)
+        said = result.message if status is ConditionStatus.TRUE else f"the addon is {result.type}"
+        written = (status, reason, said, since, state.generation)
         standard.append(kept_or_new(old, type_, *written))
     ready = ready_condition(state, standard, config, now)
     resources = health.resources_healthy(
