@@ -7,7 +7,6 @@ beside too parametrizes `flavour` over ROLLOUTS itself."""
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,7 +19,6 @@ import yaml
 from controller.demo.addon_manager import Rendered, render
 from controller.hub.app import HubReplica
 from controller.hub.mirror import cluster_namespace, managed_cluster_addon
-from controller.hub.options import HubOptions, add_hub_flags
 from controller.kube.api import ADDON, OWN_ADDON, ApiResource
 from controller.kube.connection import Connection
 from controller.kube.kubeconfig import kubeconfig_yaml
@@ -30,6 +28,7 @@ from kubesim import APIServer, UserInfo
 from tests.certificates import Authority
 from tests.manifests.kustomize import MANIFESTS, ROOT, build, find
 from tests.manifests.pod import mounted, pod_args, pod_environment, run_parser
+from tests.ocm.releases import hub_side_of
 from tests.support import apply_objects, connection, kube_of
 
 Obj = dict[str, Any]
@@ -241,15 +240,7 @@ def replica_for(
 
 @pytest.fixture
 def hub_side(rollout: list[Obj], hub: APIServer) -> Iterator[HubReplica]:
-    deployment = find(rollout, "Deployment", "addon-status-hub-controller")
-    command, *args = pod_args(deployment, {})
-    assert command == "hub"
-    parser = argparse.ArgumentParser()
-    add_hub_flags(parser)
-    environ = {"KUBERNETES_SERVICE_HOST": "10.0.0.1", **pod_environment(rollout, deployment)}
-    options = HubOptions.from_args(parser.parse_args(args), environ)
-    options = options.model_copy(update={"lease_namespace": environ["POD_NAMESPACE"]})
-    replica = HubReplica(options, connection(hub, "hub-side"), serve=False)
+    replica = hub_side_of(rollout, connection(hub, "hub-side"))
     replica.start()
     yield replica
     replica.stop()
